@@ -1,0 +1,32 @@
+# labrun: the two commands a newcomer needs are `make bench` and `make test`.
+SHELL := /bin/bash
+CARGO ?= cargo
+AGENT_TARGET := x86_64-unknown-linux-gnu
+AGENT := target/$(AGENT_TARGET)/release/labrun-agent
+
+.PHONY: test setup lint agent build bench bench-agent
+
+## test: install what is missing, build, lint, run every test (CI runs this)
+test: setup lint agent
+	$(CARGO) test --workspace --all-targets
+
+setup:
+	bash scripts/host-setup.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## agent: the guest agent, fully static, for the baseline x86-64 CPU (the TCG
+## guest CPU lacks some host instructions, so never target-cpu=native)
+agent:
+	RUSTFLAGS='-C target-feature=+crt-static -C relocation-model=static' $(CARGO) build --release \
+	  --target $(AGENT_TARGET) -p labrun-agent
+	@file $(AGENT) | grep -q 'statically linked' || { echo "agent is not static"; exit 1; }
+
+build: agent
+	$(CARGO) build --release -p labrun
+
+## bench-agent: the agent's throughput and accuracy, as ratios against references
+bench-agent: setup agent
+	bash benches/agent.sh

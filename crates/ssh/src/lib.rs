@@ -1,0 +1,3 @@
+//! SSH client for labrun (russh).
+//!
+//! STATUS: lands with the VM issue.

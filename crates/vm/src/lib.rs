@@ -1,0 +1,3 @@
+//! The VM: image, domain, lifecycle.
+//!
+//! STATUS: lands with the VM issue.

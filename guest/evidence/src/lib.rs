@@ -1,0 +1,41 @@
+//! The contract between the host controller (`labrun`) and the guest agent
+//! (`labrun-agent`): the plan the host writes, the progress events the agent
+//! streams on stdout, the evidence records it appends to disk, and the
+//! dataset manifest both sides compare.
+//!
+//! Everything here is plain serde data with a `schema_version`, so evidence
+//! written by one build can be read (or refused, clearly) by another.
+//! Inputs (the plan) reject unknown fields; outputs (records, events) are
+//! read leniently by the host so that a newer agent's extra fields do not
+//! break an older report.
+
+pub mod event;
+pub mod manifest;
+pub mod plan;
+pub mod record;
+
+pub use event::Event;
+pub use manifest::{EntryKind, Manifest, ManifestEntry};
+pub use plan::{CommandTemplate, DatasetPlan, Plan, Step, ToolCommands, ToolPlan};
+pub use record::{ExitStatus, StepRecord, VerifyOutcome};
+
+/// Bumped whenever a field changes meaning or a required field is added.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// File names inside an evidence directory, shared so the host knows where
+/// the agent put things.
+pub mod files {
+    /// One [`crate::StepRecord`] per line, appended and flushed per step.
+    pub const RECORDS: &str = "records.jsonl";
+    /// The agent's progress events, one [`crate::Event`] per line (a copy of
+    /// what it streams on stdout, so a detached run can be followed later).
+    pub const EVENTS: &str = "events.jsonl";
+    /// The plan as the agent ran it (secrets removed).
+    pub const PLAN: &str = "plan.json";
+    /// Tool stdout/stderr live under this folder, one pair per step.
+    pub const LOGS_DIR: &str = "logs";
+    /// Manifests (generated and changed source trees) live under this folder.
+    pub const MANIFESTS_DIR: &str = "manifests";
+    /// Written last, only when the agent finished the whole plan.
+    pub const DONE: &str = "done.json";
+}

@@ -1,0 +1,212 @@
+//! The plan: what the agent must run. Written by the host from a lab file,
+//! read by the agent. Unknown fields are refused: a typo in a plan must not
+//! silently change an experiment.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub schema_version: u32,
+    /// Names the run in every record, e.g. `default-20261129T1851Z-3fa2c1`.
+    pub run_id: String,
+    /// Each cycle starts from scratch: fresh repository, pristine source.
+    pub cycles: u32,
+    pub dataset: DatasetPlan,
+    pub tools: Vec<ToolPlan>,
+    /// Timed steps, in order, per tool and cycle. Defaults to the protocol of
+    /// SPEC section 4.
+    #[serde(default = "Step::protocol")]
+    pub timed_steps: Vec<Step>,
+    /// `sync` and drop the page cache before every timed step.
+    #[serde(default = "yes")]
+    pub drop_caches: bool,
+    /// Rotate the tool order from cycle to cycle, so no tool always runs first.
+    #[serde(default = "yes")]
+    pub rotate_tools: bool,
+    /// A timed step running longer than this is stopped and recorded as failed.
+    #[serde(default)]
+    pub step_timeout_secs: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum DatasetPlan {
+    /// The seeded synthetic dataset of SPEC section 3.
+    Synthetic {
+        seed: u64,
+        /// Shrinks every size and count proportionally (1.0 = 6.10 GB).
+        scale: f64,
+        /// Seed of the 5% change; defaults to `seed + 1` when absent.
+        #[serde(default)]
+        change_seed: Option<u64>,
+    },
+}
+
+/// One tool under test, as the agent needs it: no download details, those
+/// stayed on the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPlan {
+    pub name: String,
+    pub version: String,
+    /// Absolute path of the installed binary (checked to exist before a run).
+    pub binary: String,
+    /// Expected SHA-256 of `binary`, checked by the agent before the first cycle.
+    #[serde(default)]
+    pub binary_sha256: Option<String>,
+    /// Environment for every command of this tool (passwords live here and
+    /// only here: never on a command line, never in evidence).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Names of `env` entries whose values must never be written anywhere.
+    #[serde(default)]
+    pub secret_env: Vec<String>,
+    pub commands: ToolCommands,
+}
+
+impl ToolPlan {
+    /// The tool with secret values replaced, for writing into evidence.
+    pub fn redacted(&self) -> ToolPlan {
+        let mut t = self.clone();
+        for (k, v) in t.env.iter_mut() {
+            if self.secret_env.iter().any(|s| s == k) {
+                *v = "<redacted>".to_string();
+            }
+        }
+        t
+    }
+}
+
+/// Command templates: argv lists (no shell), with placeholders
+/// `{bin}` `{repo}` `{source}` `{target}` `{snapshot}` `{work}`.
+/// A lab that needs a pipe writes `["sh", "-c", "..."]` itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCommands {
+    #[serde(default)]
+    pub version: Option<CommandTemplate>,
+    pub init: CommandTemplate,
+    pub backup: CommandTemplate,
+    pub restore: CommandTemplate,
+    /// Prints the id of the snapshot just made (last non-empty stdout line).
+    /// Absent: `{snapshot}` is the label labrun gave it (`s1`, `s2`).
+    #[serde(default)]
+    pub snapshot_id: Option<CommandTemplate>,
+    /// Prints the repository size in bytes; absent: the agent measures the
+    /// repository directory's allocated size itself.
+    #[serde(default)]
+    pub repo_size: Option<CommandTemplate>,
+    #[serde(default)]
+    pub snapshots: Option<CommandTemplate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandTemplate {
+    pub argv: Vec<String>,
+    /// Working directory (placeholders allowed); default: the tool's work dir.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// Placeholders a command template may use.
+pub const PLACEHOLDERS: &[&str] = &["bin", "repo", "source", "target", "snapshot", "work"];
+
+/// A step of one cycle, as named in records and events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    Generate,
+    Init,
+    BackupFull,
+    Change,
+    BackupIncremental,
+    Restore,
+    Verify,
+}
+
+impl Step {
+    /// The timed steps of SPEC section 4, in order.
+    pub fn protocol() -> Vec<Step> {
+        vec![
+            Step::Init,
+            Step::BackupFull,
+            Step::BackupIncremental,
+            Step::Restore,
+        ]
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Generate => "generate",
+            Step::Init => "init",
+            Step::BackupFull => "backup_full",
+            Step::Change => "change",
+            Step::BackupIncremental => "backup_incremental",
+            Step::Restore => "restore",
+            Step::Verify => "verify",
+        }
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_refuses_unknown_fields() {
+        let json = r#"{"schema_version":1,"run_id":"r","cycles":1,
+            "dataset":{"kind":"synthetic","seed":1,"scale":0.001},
+            "tools":[],"cycels":3}"#;
+        let err = serde_json::from_str::<Plan>(json).unwrap_err();
+        assert!(err.to_string().contains("cycels"), "{err}");
+    }
+
+    #[test]
+    fn redaction_hides_only_secrets() {
+        let mut env = BTreeMap::new();
+        env.insert("RESTIC_PASSWORD".into(), "hunter2".into());
+        env.insert("TMPDIR".into(), "/tmp".into());
+        let t = ToolPlan {
+            name: "restic".into(),
+            version: "0.14".into(),
+            binary: "/usr/bin/restic".into(),
+            binary_sha256: None,
+            env,
+            secret_env: vec!["RESTIC_PASSWORD".into()],
+            commands: ToolCommands {
+                version: None,
+                init: CommandTemplate {
+                    argv: vec!["{bin}".into()],
+                    cwd: None,
+                },
+                backup: CommandTemplate {
+                    argv: vec!["{bin}".into()],
+                    cwd: None,
+                },
+                restore: CommandTemplate {
+                    argv: vec!["{bin}".into()],
+                    cwd: None,
+                },
+                snapshot_id: None,
+                repo_size: None,
+                snapshots: None,
+            },
+        };
+        let r = t.redacted();
+        assert_eq!(r.env["RESTIC_PASSWORD"], "<redacted>");
+        assert_eq!(r.env["TMPDIR"], "/tmp");
+    }
+}

@@ -1,0 +1,87 @@
+//! Evidence records: one per step, appended to `records.jsonl` as it ends.
+
+use crate::plan::Step;
+use serde::{Deserialize, Serialize};
+
+/// What one step did and cost. Times in seconds, memory in KiB as
+/// `/usr/bin/time -v` reports "Maximum resident set size".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub schema_version: u32,
+    pub run_id: String,
+    /// Empty for steps that belong to no tool (dataset generation).
+    pub tool: String,
+    /// 1-based.
+    pub cycle: u32,
+    pub step: Step,
+    /// Position of the tool in this cycle's (rotated) order, 0-based.
+    #[serde(default)]
+    pub order: u32,
+    /// The argv as run, placeholders substituted (never contains secrets).
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// Unix time in milliseconds when the step started.
+    pub started_unix_ms: u64,
+    pub wall_secs: f64,
+    #[serde(default)]
+    pub user_secs: f64,
+    #[serde(default)]
+    pub sys_secs: f64,
+    #[serde(default)]
+    pub max_rss_kib: u64,
+    #[serde(default)]
+    pub exit: Option<ExitStatus>,
+    /// True when the step did what it should (exit 0, restore verified...).
+    pub ok: bool,
+    pub timed: bool,
+    /// `sync` + `drop_caches` happened right before this step.
+    pub cache_dropped: bool,
+    /// Relative to the evidence directory.
+    #[serde(default)]
+    pub stdout_path: Option<String>,
+    #[serde(default)]
+    pub stderr_path: Option<String>,
+    /// Repository size on disk after this step (backups and init).
+    #[serde(default)]
+    pub repo_size_bytes: Option<u64>,
+    /// Snapshot id or label this step made or restored.
+    #[serde(default)]
+    pub snapshot: Option<String>,
+    /// Outcome of the checksum comparison (restore and verify steps).
+    #[serde(default)]
+    pub verify: Option<VerifyOutcome>,
+    /// Bytes and files the step handled (generation, change).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    #[serde(default)]
+    pub files: Option<u64>,
+    /// A human-readable reason when `ok` is false.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitStatus {
+    pub code: Option<i32>,
+    /// Set when the process was killed by a signal.
+    pub signal: Option<i32>,
+}
+
+impl ExitStatus {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+/// Result of comparing a tree with a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct VerifyOutcome {
+    pub passed: bool,
+    pub files_checked: u64,
+    pub bytes_checked: u64,
+    pub missing: u64,
+    pub extra: u64,
+    pub changed: u64,
+    /// The first differences, e.g. `changed: large/random-0.bin`, at most 20.
+    pub first_differences: Vec<String>,
+}

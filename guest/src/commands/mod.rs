@@ -1,0 +1,4 @@
+pub mod change;
+pub mod generate;
+pub mod run;
+pub mod verify;

@@ -1,0 +1,43 @@
+//! `labrun-agent`: the measuring half of labrun. Runs inside the guest (or on
+//! any Linux host) and needs nothing but itself and the tools under test.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "labrun-agent", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate the seeded dataset and write its manifest.
+    Gen(commands::generate::Args),
+    /// Apply the deterministic 5% change and write the new manifest.
+    Change(commands::change::Args),
+    /// Hash a tree and compare it with a manifest.
+    Verify(commands::verify::Args),
+    /// Run the timed cycles of a plan, writing evidence as it goes.
+    Run(commands::run::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Gen(a) => commands::generate::run(a),
+        Command::Change(a) => commands::change::run(a),
+        Command::Verify(a) => commands::verify::run(a),
+        Command::Run(a) => commands::run::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("labrun-agent: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

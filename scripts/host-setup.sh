@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs and starts what labrun and its tests need on a Debian 12 host.
+# Idempotent: installs only what is missing, starts only what is not running.
+# Run as root (CI is root); as another user it only reports what is missing.
+set -euo pipefail
+
+packages=(
+  # the VM: libvirt, QEMU (TCG or KVM), image build
+  libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
+  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs
+  # the tools the default lab benchmarks, and what the tests drive them with
+  restic borgbackup duplicity openssh-server time zstd lz4 file git
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# qemu-utils must match qemu-system-x86's version: some images ship a newer
+# backported qemu-utils that Breaks bookworm's qemu-system-common.
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "labrun setup: missing packages: ${missing[*]} (run as root: sudo $0)" >&2
+    exit 1
+  fi
+  echo "labrun setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  qver=$(apt-cache policy qemu-system-x86 | awk '/Candidate:/{print $2}')
+  pins=()
+  for p in "${missing[@]}"; do
+    case "$p" in
+      qemu-utils|qemu-system-x86) pins+=("$p=$qver") ;;
+      *) pins+=("$p") ;;
+    esac
+  done
+  if dpkg-query -W -f='${Version}' qemu-utils 2>/dev/null | grep -qv "^$qver\$"; then
+    pins+=("qemu-utils=$qver")
+    dpkg-query -W qemu-block-extra >/dev/null 2>&1 && pins+=("qemu-block-extra=$qver")
+  fi
+  apt-get install -y -q --no-install-recommends --allow-downgrades "${pins[@]}" >/dev/null
+fi
+
+if [ "$(id -u)" = 0 ]; then
+  # No systemd on these hosts: start the daemons ourselves when none runs.
+  [ -S /run/libvirt/virtlogd-sock ] || virtlogd -d
+  if ! virsh -c qemu:///system version >/dev/null 2>&1; then
+    libvirtd -d
+    for _ in $(seq 50); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.2; done
+  fi
+fi
+echo "labrun setup: host ready"

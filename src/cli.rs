@@ -1,0 +1,62 @@
+//! The command line as clap sees it. Nothing here does work: `context.rs`
+//! turns the global options into typed settings, and each subcommand's own
+//! arguments live beside its implementation in `commands/`.
+
+use crate::commands;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "labrun", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(clap::Args)]
+pub struct GlobalArgs {
+    /// The lab file.
+    #[arg(
+        short = 'f',
+        long = "file",
+        env = "LABRUN_LAB",
+        global = true,
+        default_value = "lab.yaml"
+    )]
+    pub lab: PathBuf,
+    /// A folder of artifacts looked up by file name before any download.
+    #[arg(long, env = "LABRUN_MIRROR", global = true)]
+    pub mirror: Option<PathBuf>,
+    /// Where downloaded artifacts and built images are cached.
+    #[arg(long, env = "LABRUN_CACHE", global = true)]
+    pub cache: Option<PathBuf>,
+    /// Where per-lab state (keys, overlay, domain info) is kept.
+    #[arg(long, env = "LABRUN_STATE", global = true)]
+    pub state: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Validate a lab file and print what it will do.
+    Check(commands::check::Args),
+    /// Download and verify the lab's pinned artifacts into the cache.
+    Fetch(commands::fetch::Args),
+    /// Write a tool's digest into the lab file from the upstream checksum list.
+    Pin(commands::pin::Args),
+    /// Build or inspect base images.
+    Image(commands::image::Args),
+    /// Bring up the machine under test and install the tools.
+    Up(commands::up::Args),
+    /// Tear the machine down, whatever state it is in.
+    Down(commands::down::Args),
+    /// Show what is up.
+    Status(commands::status::Args),
+    /// A shell, or one command, in the guest.
+    Ssh(commands::ssh::Args),
+    /// Run the timed cycles and summarize them.
+    Bench(commands::bench::Args),
+    /// Re-make the summary of a run from its raw evidence.
+    Report(commands::report::Args),
+}

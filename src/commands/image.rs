@@ -1,0 +1,9 @@
+use crate::context::Context;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub async fn run(_ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`labrun image` is not built yet (issue #4)")
+}

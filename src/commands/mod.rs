@@ -1,0 +1,31 @@
+//! One file per subcommand. Each has its `Args` and an async `run`.
+
+pub mod bench;
+pub mod check;
+pub mod down;
+pub mod fetch;
+pub mod image;
+pub mod pin;
+pub mod report;
+pub mod ssh;
+pub mod status;
+pub mod up;
+
+use crate::cli::Command;
+use crate::context::Context;
+use std::process::ExitCode;
+
+pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Check(a) => check::run(ctx, a).await,
+        Command::Fetch(a) => fetch::run(ctx, a).await,
+        Command::Pin(a) => pin::run(ctx, a).await,
+        Command::Image(a) => image::run(ctx, a).await,
+        Command::Up(a) => up::run(ctx, a).await,
+        Command::Down(a) => down::run(ctx, a).await,
+        Command::Status(a) => status::run(ctx, a).await,
+        Command::Ssh(a) => ssh::run(ctx, a).await,
+        Command::Bench(a) => bench::run(ctx, a).await,
+        Command::Report(a) => report::run(ctx, a).await,
+    }
+}

@@ -1,0 +1,39 @@
+//! Global settings, resolved once from the command line and environment.
+
+use crate::cli::GlobalArgs;
+use std::path::PathBuf;
+
+pub struct Context {
+    pub lab_path: PathBuf,
+    pub mirror: Option<PathBuf>,
+    pub cache_dir: PathBuf,
+    pub state_root: PathBuf,
+}
+
+impl Context {
+    pub fn from_cli(g: &GlobalArgs) -> Context {
+        Context {
+            lab_path: g.lab.clone(),
+            mirror: g.mirror.clone(),
+            cache_dir: g
+                .cache
+                .clone()
+                .unwrap_or_else(|| xdg_dir("XDG_CACHE_HOME", ".cache")),
+            state_root: g
+                .state
+                .clone()
+                .unwrap_or_else(|| xdg_dir("XDG_STATE_HOME", ".local/state")),
+        }
+    }
+}
+
+/// `$VAR/labrun`, else `$HOME/<fallback>/labrun`, else `/var/tmp/labrun`.
+fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
+    if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("labrun");
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(home) => PathBuf::from(home).join(fallback).join("labrun"),
+        None => PathBuf::from("/var/tmp/labrun"),
+    }
+}

@@ -1,0 +1,33 @@
+//! `labrun`: benchmark backup tools in an isolated VM and keep the evidence.
+//!
+//! This file reads like a table of contents: parse the command line, turn it
+//! into typed options, hand them to the command that does the work.
+
+mod cli;
+mod commands;
+mod context;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let ctx = context::Context::from_cli(&cli.global);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("labrun: error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(commands::dispatch(&ctx, cli.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("labrun: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
