@@ -1,0 +1,1 @@
+//! Run summaries from raw evidence. STATUS: lands with the bench issue.
