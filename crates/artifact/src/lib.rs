@@ -1,9 +1,30 @@
 //! Pinned artifacts: where a tool's binary comes from, the SHA-256 it must
 //! have, and how to get the binary out of it.
 //!
-//! STATUS: the spec type is settled (the lab schema embeds it); fetching,
-//! caching and extraction land with the artifacts issue.
+//! ```text
+//! Fetcher::fetch  cache -> mirror folder -> url | file | apt   (SHA-256 checked)
+//! extract         raw | bz2 | gz | tar member | deb member | deb-install
+//! checksums       upstream checksum lists, for `labrun pin`
+//! lab_edit        writing a pin into the lab file, comments kept
+//! ```
+//! The library never prints: progress goes through the [`Progress`] trait.
 
+pub mod apt;
+pub mod cache;
+pub mod digest;
+pub mod error;
+pub mod extract;
+pub mod fetcher;
+pub mod http;
+pub mod progress;
+pub mod source;
 pub mod spec;
 
-pub use spec::{AptPackage, ArtifactSpec, Extract};
+pub use cache::Cache;
+pub use error::ArtifactError;
+pub use extract::{InstallKind, Installable, extract};
+pub use fetcher::{FetchOptions, FetchedArtifact, Fetcher};
+pub use http::NetPolicy;
+pub use progress::{NoProgress, Progress};
+pub use source::{FileName, Source};
+pub use spec::{AptPackage, ArtifactSpec, Extract, SourceRef};

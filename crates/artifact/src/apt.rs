@@ -1,0 +1,117 @@
+//! `apt-get download PACKAGE=VERSION`, with the host's own apt configuration
+//! (its sources and its signed indexes), into a temporary folder inside the
+//! cache so the verified .deb is then renamed, not copied.
+
+use crate::cache::find_in;
+use crate::error::ArtifactError;
+use crate::source::FileName;
+use crate::spec::AptPackage;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+
+/// The downloaded .deb, in a temporary folder that is removed when dropped.
+pub(crate) struct AptDownload {
+    pub _dir: TempDir,
+    pub path: PathBuf,
+    pub file_name: String,
+}
+
+pub(crate) async fn download(
+    name: &str,
+    apt: &AptPackage,
+    parent: &Path,
+) -> Result<AptDownload, ArtifactError> {
+    let fail = |detail: String| ArtifactError::Apt {
+        name: name.to_string(),
+        package: apt.package.clone(),
+        version: apt.version.clone(),
+        detail,
+    };
+    let io_err = |what, source| ArtifactError::Io {
+        name: name.to_string(),
+        what,
+        path: parent.to_path_buf(),
+        source,
+    };
+    tokio::fs::create_dir_all(parent)
+        .await
+        .map_err(|e| io_err("cannot create the cache folder", e))?;
+    let dir = tempfile::Builder::new()
+        .prefix(".apt-")
+        .tempdir_in(parent)
+        .map_err(|e| io_err("cannot make a temporary folder in", e))?;
+    // The spec was validated, so the package and version hold no option or
+    // shell syntax; `--` ends apt's options all the same.
+    let output = tokio::process::Command::new("apt-get")
+        .args(["download", "-q", "--"])
+        .arg(format!("{}={}", apt.package, apt.version))
+        .current_dir(dir.path())
+        .env("LC_ALL", "C")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| fail(format!("cannot run apt-get: {e} (is this a Debian host?)")))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // apt's own `E:` lines say what went wrong; its warnings only distract.
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("E:")).collect();
+        let detail = if errors.is_empty() {
+            stderr.trim().to_string()
+        } else {
+            errors.join("; ")
+        };
+        return Err(fail(format!("{} ({})", detail, output.status)));
+    }
+    let wanted = FileName::apt_deb(&apt.package, &apt.version);
+    let mut found = find_in(dir.path(), &wanted);
+    if found.len() != 1 {
+        return Err(fail(format!(
+            "expected one file named {wanted} in its folder, found {}",
+            found.len()
+        )));
+    }
+    let path = found.remove(0);
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(AptDownload {
+        _dir: dir,
+        path,
+        file_name,
+    })
+}
+
+/// The SHA-256 of `PACKAGE=VERSION` as the host's signed apt index lists it
+/// (`apt-cache show`), the upstream checksum for an apt source.
+pub async fn index_sha256(apt: &AptPackage) -> Result<String, ArtifactError> {
+    let fail = |problem: String| ArtifactError::Checksums {
+        url: format!("apt-cache show {}={}", apt.package, apt.version),
+        problem,
+    };
+    let output = tokio::process::Command::new("apt-cache")
+        .args(["show", "--"])
+        .arg(format!("{}={}", apt.package, apt.version))
+        .env("LC_ALL", "C")
+        .output()
+        .await
+        .map_err(|e| fail(format!("cannot run apt-cache: {e}")))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(fail(
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        ));
+    }
+    // Several stanzas when several architectures are configured; the native
+    // one comes first, as `apt-get download` picks it.
+    let digests: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("SHA256: "))
+        .map(str::trim)
+        .collect();
+    digests
+        .first()
+        .filter(|d| crate::digest::is_sha256_hex(d))
+        .map(|d| d.to_string())
+        .ok_or_else(|| fail("lists no SHA256 for it; run `apt-get update`?".into()))
+}

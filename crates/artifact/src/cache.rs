@@ -1,0 +1,130 @@
+//! The artifact cache: content-addressed, `artifacts/<sha256>/<file name>`,
+//! with extracted binaries in `artifacts/<sha256>/extracted/<tool>`.
+//!
+//! Bytes are written to a `.partial-*` file in the final folder and renamed
+//! only once their digest matched, so a name in the cache always holds the
+//! bytes its folder promises (re-hashed before use all the same, since disks
+//! and people can change files).
+
+use crate::digest::to_hex;
+use crate::source::FileName;
+use sha2::{Digest, Sha256};
+use std::io;
+use std::path::{Path, PathBuf};
+use tempfile::NamedTempFile;
+use tokio::io::AsyncWriteExt;
+
+const PARTIAL_PREFIX: &str = ".partial-";
+
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+impl Cache {
+    /// `cache_dir` is labrun's cache folder; artifacts live in `artifacts/`.
+    pub fn new(cache_dir: &Path) -> Cache {
+        Cache {
+            root: cache_dir.join("artifacts"),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The folder for the file whose digest is `sha256`.
+    pub fn dir_for(&self, sha256: &str) -> PathBuf {
+        self.root.join(sha256)
+    }
+
+    /// Where extracted binaries of that file go.
+    pub fn extracted_dir(&self, sha256: &str) -> PathBuf {
+        self.dir_for(sha256).join("extracted")
+    }
+
+    /// The cached file for `sha256` named like `name`, if one is there
+    /// (not yet re-hashed: the caller does that).
+    pub fn find(&self, sha256: &str, name: &FileName) -> Option<PathBuf> {
+        find_in(&self.dir_for(sha256), name).into_iter().next()
+    }
+
+    /// A new partial file in the folder of `sha256`, ready for bytes.
+    pub async fn partial(&self, sha256: &str) -> io::Result<Partial> {
+        let dir = self.dir_for(sha256);
+        tokio::fs::create_dir_all(&dir).await?;
+        let temp = tempfile::Builder::new()
+            .prefix(PARTIAL_PREFIX)
+            .tempfile_in(&dir)?;
+        let file = tokio::fs::File::from_std(temp.as_file().try_clone()?);
+        Ok(Partial {
+            temp,
+            file,
+            hasher: Sha256::new(),
+            bytes: 0,
+        })
+    }
+
+    /// Gives the verified `temp` its final name in the folder of `sha256`.
+    pub fn commit(&self, temp: NamedTempFile, sha256: &str, name: &str) -> io::Result<PathBuf> {
+        let path = self.dir_for(sha256).join(name);
+        temp.persist(&path).map_err(|e| e.error)?;
+        Ok(path)
+    }
+
+    /// Removes the folder of `sha256` if nothing is left in it (after a
+    /// refused download), so the cache holds no misleading empty folders.
+    pub fn tidy(&self, sha256: &str) {
+        let _ = std::fs::remove_dir(self.dir_for(sha256));
+    }
+}
+
+/// Regular files in `dir` whose name `name` matches, sorted, partials skipped.
+pub(crate) fn find_in(dir: &Path, name: &FileName) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_type()
+                .map(|t| t.is_file() || t.is_symlink())
+                .unwrap_or(false)
+        })
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            (!n.starts_with(PARTIAL_PREFIX) && name.matches(&n)).then(|| e.path())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// A file being written into the cache and hashed on the way.
+pub struct Partial {
+    temp: NamedTempFile,
+    file: tokio::fs::File,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl Partial {
+    pub async fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.file.write_all(chunk).await?;
+        self.hasher.update(chunk);
+        self.bytes += chunk.len() as u64;
+        Ok(())
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Flushes to disk; returns the file (deleted when dropped unless
+    /// committed), its digest and its size.
+    pub async fn finish(mut self) -> io::Result<(NamedTempFile, String, u64)> {
+        self.file.flush().await?;
+        self.file.sync_all().await?;
+        Ok((self.temp, to_hex(self.hasher), self.bytes))
+    }
+}

@@ -1,0 +1,123 @@
+//! Everything that can go wrong with an artifact, each worded so the user
+//! knows what happened and what to do next.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("artifact spec: `{field}` {problem}")]
+    Spec {
+        field: &'static str,
+        problem: String,
+    },
+
+    #[error(
+        "{name}: SHA-256 mismatch for {origin}\n  expected {expected}\n  actual   {actual}\n\
+         the file was not kept; nothing was installed. If the upstream file really changed, \
+         re-pin it with `labrun pin` and review why"
+    )]
+    DigestMismatch {
+        name: String,
+        /// The URL, file path, mirror path or apt package the bytes came from.
+        origin: String,
+        expected: String,
+        actual: String,
+    },
+
+    #[error(
+        "{name}: the download of {url} was cut short ({received} of {expected} bytes); \
+         the partial file was not kept. Run again, or use --mirror DIR with a complete copy"
+    )]
+    Truncated {
+        name: String,
+        url: String,
+        received: u64,
+        expected: u64,
+    },
+
+    #[error(
+        "{name}: {url} answered HTTP {status}; check the URL (and the version in it) in the lab file"
+    )]
+    HttpStatus {
+        name: String,
+        url: String,
+        status: u16,
+    },
+
+    #[error(
+        "{name}: cannot download {url}: {detail}\n  if this host is offline, put `{file_name}` in a \
+         folder and pass --mirror DIR (or set LABRUN_MIRROR)"
+    )]
+    Unreachable {
+        name: String,
+        url: String,
+        file_name: String,
+        detail: String,
+    },
+
+    #[error(
+        "{name}: `apt-get download {package}={version}` failed: {detail}\n  check \
+         `apt-cache policy {package}` for the versions this host's apt offers (and run \
+         `apt-get update` if its lists are old), or put the .deb in a --mirror folder"
+    )]
+    Apt {
+        name: String,
+        package: String,
+        version: String,
+        detail: String,
+    },
+
+    #[error("{name}: cannot read {}: {source}; check the `file:` path in the lab file", path.display())]
+    SourceFile {
+        name: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("{name}: {what} {}: {source}", path.display())]
+    Io {
+        name: String,
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error(
+        "{name}: `{member}` is not in {archive}; it holds {count} entries, starting with: {first}\n  \
+         fix the member path in the lab file's `extract:`"
+    )]
+    MissingMember {
+        name: String,
+        member: String,
+        archive: String,
+        count: usize,
+        first: String,
+    },
+
+    #[error("{name}: cannot extract from {archive}: {detail}")]
+    BadArchive {
+        name: String,
+        archive: String,
+        detail: String,
+    },
+
+    #[error(
+        "{name}: the extracted binary's SHA-256 differs from the pinned binary_sha256\n  \
+         expected {expected}\n  actual   {actual}\n  the binary was not kept. Check `extract:` \
+         and `binary_sha256` in the lab file"
+    )]
+    BinaryDigestMismatch {
+        name: String,
+        expected: String,
+        actual: String,
+    },
+
+    #[error("cannot start the HTTP client: {0}")]
+    Client(String),
+
+    #[error("checksum list {url}: {problem}")]
+    Checksums { url: String, problem: String },
+
+    #[error("lab file {}: {problem}", path.display())]
+    LabEdit { path: PathBuf, problem: String },
+}

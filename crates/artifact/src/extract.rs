@@ -1,0 +1,287 @@
+//! Getting the binary out of a verified artifact: as is, decompressed, a
+//! member of a tarball, a member of a .deb, or (for `deb-install`) the .deb
+//! itself with the digest of the binary it installs.
+//!
+//! Output goes to `<artifact folder>/extracted/<tool>`, written to a partial
+//! name and renamed once complete (and matching `binary_sha256` if pinned).
+//! This is blocking work: async callers wrap it in `spawn_blocking`.
+
+use crate::digest::HashingWriter;
+use crate::error::ArtifactError;
+use crate::fetcher::FetchedArtifact;
+use crate::spec::{ArtifactSpec, Extract};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// How the guest gets the tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallKind {
+    /// Copy `path` into the guest as the tool's binary.
+    Binary,
+    /// Copy the .deb at `path` into the guest and `dpkg -i` it; the binary
+    /// then lives at `binary_path`.
+    Deb { binary_path: String },
+}
+
+/// What the guest installs, with the digest it checks after install.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installable {
+    pub path: PathBuf,
+    /// SHA-256 of the binary the tool runs as (inside the .deb for `Deb`).
+    pub binary_sha256: String,
+    pub kind: InstallKind,
+}
+
+/// Entries named in a "member not found" error.
+const LISTED_MEMBERS: usize = 8;
+
+pub fn extract(
+    fetched: &FetchedArtifact,
+    spec: &ArtifactSpec,
+) -> Result<Installable, ArtifactError> {
+    let ctx = Ctx {
+        name: &fetched.name,
+        archive: fetched
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let open = || {
+        File::open(&fetched.path)
+            .map(BufReader::new)
+            .map_err(|e| ArtifactError::Io {
+                name: fetched.name.clone(),
+                what: "cannot read",
+                path: fetched.path.clone(),
+                source: e,
+            })
+    };
+    let out_dir = fetched
+        .path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("extracted");
+    let out =
+        |reader: &mut dyn Read| write_binary(&ctx, reader, &out_dir, spec.binary_sha256.as_deref());
+    let binary = match &spec.extract {
+        Extract::Raw => out(&mut open()?)?,
+        Extract::Bz2 => out(&mut bzip2::read::MultiBzDecoder::new(open()?))?,
+        Extract::Gz => out(&mut flate2::read::MultiGzDecoder::new(open()?))?,
+        Extract::Tar(member) => {
+            let tarball = decompressed(&ctx, open()?)?;
+            with_tar_member(&ctx, tarball, member, |r| out(r))?
+        }
+        Extract::DebMember(member) => with_deb_member(&ctx, open()?, member, |r| out(r))?,
+        Extract::DebInstall(binary_path) => {
+            let member = binary_path.trim_start_matches('/');
+            let actual = with_deb_member(&ctx, open()?, member, |r| {
+                let (_, digest) = copy_hashed(&ctx, r, io::sink())?;
+                Ok(digest)
+            })?;
+            check_pin(&ctx, spec.binary_sha256.as_deref(), &actual)?;
+            return Ok(Installable {
+                path: fetched.path.clone(),
+                binary_sha256: actual,
+                kind: InstallKind::Deb {
+                    binary_path: binary_path.clone(),
+                },
+            });
+        }
+    };
+    Ok(Installable {
+        path: binary.0,
+        binary_sha256: binary.1,
+        kind: InstallKind::Binary,
+    })
+}
+
+/// For error messages.
+struct Ctx<'a> {
+    name: &'a str,
+    archive: String,
+}
+
+impl Ctx<'_> {
+    fn bad(&self, detail: impl Into<String>) -> ArtifactError {
+        ArtifactError::BadArchive {
+            name: self.name.to_string(),
+            archive: self.archive.clone(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Writes the binary to `<out_dir>/<tool>` (mode 0755) if its digest is the
+/// pinned one (or nothing is pinned); returns its path and digest.
+fn write_binary(
+    ctx: &Ctx,
+    reader: &mut dyn Read,
+    out_dir: &Path,
+    pinned: Option<&str>,
+) -> Result<(PathBuf, String), ArtifactError> {
+    let io_err = |what, e| ArtifactError::Io {
+        name: ctx.name.to_string(),
+        what,
+        path: out_dir.to_path_buf(),
+        source: e,
+    };
+    std::fs::create_dir_all(out_dir).map_err(|e| io_err("cannot create", e))?;
+    let temp = tempfile::Builder::new()
+        .prefix(".partial-")
+        .tempfile_in(out_dir)
+        .map_err(|e| io_err("cannot write into", e))?;
+    let (file, actual) = copy_hashed(ctx, reader, temp.as_file())?;
+    file.sync_all()
+        .map_err(|e| io_err("cannot write into", e))?;
+    check_pin(ctx, pinned, &actual)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| io_err("cannot make the binary executable in", e))?;
+    }
+    let path = out_dir.join(ctx.name);
+    temp.persist(&path)
+        .map_err(|e| io_err("cannot rename the extracted binary in", e.error))?;
+    Ok((path, actual))
+}
+
+fn check_pin(ctx: &Ctx, pinned: Option<&str>, actual: &str) -> Result<(), ArtifactError> {
+    match pinned {
+        Some(expected) if expected != actual => Err(ArtifactError::BinaryDigestMismatch {
+            name: ctx.name.to_string(),
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn copy_hashed<W: Write>(
+    ctx: &Ctx,
+    reader: &mut dyn Read,
+    out: W,
+) -> Result<(W, String), ArtifactError> {
+    let mut writer = HashingWriter::new(out);
+    io::copy(reader, &mut writer)
+        .map_err(|e| ctx.bad(format!("reading or writing failed: {e}")))?;
+    Ok(writer.finish())
+}
+
+/// A reader over the decompressed stream, the format told by its first bytes
+/// (so a `.tgz` or a misnamed file works as well as a `.tar.gz`).
+fn decompressed<'a, R: BufRead + 'a>(
+    ctx: &Ctx,
+    mut reader: R,
+) -> Result<Box<dyn Read + 'a>, ArtifactError> {
+    let head = reader
+        .fill_buf()
+        .map_err(|e| ctx.bad(format!("cannot read: {e}")))?;
+    Ok(if head.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::bufread::MultiGzDecoder::new(reader))
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(reader))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(
+            zstd::stream::read::Decoder::with_buffer(reader)
+                .map_err(|e| ctx.bad(format!("cannot start zstd: {e}")))?,
+        )
+    } else if head.starts_with(b"BZh") {
+        Box::new(bzip2::bufread::MultiBzDecoder::new(reader))
+    } else {
+        // Uncompressed tar (or not a tarball: the tar reader will say).
+        Box::new(reader)
+    })
+}
+
+/// `./usr/bin/x`, `/usr/bin/x` and `usr/bin/x` name the same member.
+fn normalize(path: &str) -> &str {
+    let mut p = path;
+    loop {
+        let next = p.trim_start_matches("./").trim_start_matches('/');
+        if next == p {
+            return p;
+        }
+        p = next;
+    }
+}
+
+/// Finds `member` in a tar stream and hands its bytes to `use_member`.
+fn with_tar_member<T>(
+    ctx: &Ctx,
+    tarball: impl Read,
+    member: &str,
+    use_member: impl FnOnce(&mut dyn Read) -> Result<T, ArtifactError>,
+) -> Result<T, ArtifactError> {
+    let wanted = normalize(member);
+    let mut archive = tar::Archive::new(tarball);
+    let entries = archive
+        .entries()
+        .map_err(|e| ctx.bad(format!("not a tar archive: {e}")))?;
+    let mut seen = Vec::new();
+    let mut count = 0;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| ctx.bad(format!("damaged tar archive: {e}")))?;
+        let path = entry
+            .path()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let kind = entry.header().entry_type();
+        if normalize(&path) == wanted && !kind.is_dir() {
+            if kind.is_symlink() || kind.is_hard_link() {
+                let target = entry
+                    .link_name()
+                    .ok()
+                    .flatten()
+                    .map(|t| t.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                return Err(ctx.bad(format!(
+                    "`{member}` is a link to `{target}`: name the link's target in `extract:`"
+                )));
+            }
+            return use_member(&mut entry);
+        }
+        count += 1;
+        if seen.len() < LISTED_MEMBERS && !kind.is_dir() {
+            seen.push(path);
+        }
+    }
+    Err(ArtifactError::MissingMember {
+        name: ctx.name.to_string(),
+        member: member.to_string(),
+        archive: ctx.archive.clone(),
+        count,
+        first: seen.join(", "),
+    })
+}
+
+/// Finds `member` in a .deb's `data.tar.*`.
+fn with_deb_member<T>(
+    ctx: &Ctx,
+    deb: impl Read,
+    member: &str,
+    use_member: impl FnOnce(&mut dyn Read) -> Result<T, ArtifactError>,
+) -> Result<T, ArtifactError> {
+    let mut archive = ar::Archive::new(deb);
+    let mut names = Vec::new();
+    while let Some(entry) = archive.next_entry() {
+        let entry = entry.map_err(|e| ctx.bad(format!("not a .deb (ar archive): {e}")))?;
+        let id = String::from_utf8_lossy(entry.header().identifier())
+            .trim_end_matches('/')
+            .to_string();
+        if id.starts_with("data.tar") {
+            let data = decompressed(ctx, BufReader::new(entry))?;
+            return with_tar_member(ctx, data, member, use_member);
+        }
+        names.push(id);
+    }
+    Err(ctx.bad(format!(
+        "no data.tar.* inside; it holds: {}",
+        if names.is_empty() {
+            "nothing".into()
+        } else {
+            names.join(", ")
+        }
+    )))
+}
