@@ -1,1 +1,49 @@
-//! Run summaries from raw evidence. STATUS: lands with the bench issue.
+//! Summaries of a run, made from its raw evidence alone.
+//!
+//! `results/<run-id>/raw/` holds what the agent and `bench` recorded; this
+//! crate reads it ([`evidence::load`]), computes per tool and phase the
+//! median with min-max range over cycles ([`summarize`]), and writes
+//! `summary.md`, `summary.json`, `summary.csv` and SVG charts beside `raw/`
+//! ([`export::write_all`]). Nothing but `raw/` is read, so a summary can be
+//! re-made, and checked, by anyone who has the evidence.
+//!
+//! ```no_run
+//! let run = std::path::Path::new("results/default-20261129T1851Z-3fa2c1");
+//! let (summary, written) = labrun_report::make_report(run)?;
+//! print!("{}", labrun_report::render_terminal(&summary));
+//! # Ok::<(), labrun_report::ReportError>(())
+//! ```
+
+mod checks;
+pub mod environment;
+pub mod error;
+pub mod evidence;
+pub mod export;
+pub mod format;
+pub mod sample;
+pub mod stats;
+pub mod summary;
+pub mod warning;
+
+pub use environment::{ENVIRONMENT_FILE, Environment, Machine};
+pub use error::{ReportError, Result};
+pub use evidence::{BINARY_DIGESTS_FILE, RAW_DIR};
+pub use export::terminal::render_terminal;
+pub use export::{Exporter, exporters, write_all};
+pub use sample::{Sample, SampleMetadata};
+pub use stats::Stat;
+pub use summary::{
+    CheckOutcome, FailedStep, PhaseSummary, RestoreCheck, SUMMARY_VERSION, Summary, ToolSummary,
+    summarize, summarize_raw,
+};
+pub use warning::{Warning, WarningKind};
+
+use std::path::{Path, PathBuf};
+
+/// Summarizes `run_dir/raw` and writes every summary file into `run_dir`.
+/// Returns the summary and the paths written.
+pub fn make_report(run_dir: &Path) -> Result<(Summary, Vec<PathBuf>)> {
+    let summary = summarize(run_dir)?;
+    let written = write_all(&summary, run_dir)?;
+    Ok((summary, written))
+}

@@ -1,0 +1,103 @@
+//! Warnings drawn from the evidence: what makes figures less comparable or
+//! less complete than they look.
+
+use crate::summary::Summary;
+use crate::warning::{Warning, WarningKind};
+use labrun_evidence::StepRecord;
+use std::collections::BTreeSet;
+
+/// At most this many examples are named in one warning.
+const EXAMPLES: usize = 5;
+
+pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
+    let mut out = Vec::new();
+
+    if summary
+        .environment
+        .as_ref()
+        .is_some_and(|e| e.is_software_emulation())
+    {
+        out.push(Warning::new(
+            WarningKind::SoftwareEmulation,
+            "Software emulation: the guest ran under QEMU TCG, without hardware virtualization, so every time is several times longer than under KVM. Compare tools within this run only, not with runs on other machines.",
+        ));
+    }
+
+    let timed: Vec<&StepRecord> = records.iter().filter(|r| r.timed).collect();
+    let warm: Vec<&StepRecord> = timed.iter().copied().filter(|r| !r.cache_dropped).collect();
+    if !warm.is_empty() {
+        out.push(Warning::new(
+            WarningKind::CacheNotDropped,
+            format!(
+                "The page cache was not dropped before {} of {} timed steps ({}): they may have read from a warm cache and look faster than a cold run.",
+                warm.len(),
+                timed.len(),
+                examples(warm.iter().map(|r| step_name(r)))
+            ),
+        ));
+    }
+
+    if !summary.failed_steps.is_empty() {
+        let n = summary.failed_steps.len();
+        out.push(Warning::new(
+            WarningKind::StepsFailed,
+            format!(
+                "{n} step{} failed (listed under Failed steps); medians and ranges leave failed steps out.",
+                if n == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+
+    if let Some(planned) = summary.cycles_planned {
+        let short: Vec<String> = summary
+            .tools
+            .iter()
+            .filter(|t| t.cycles_complete < planned)
+            .map(|t| format!("{} {} of {planned}", t.tool, t.cycles_complete))
+            .collect();
+        if !short.is_empty() {
+            out.push(Warning::new(
+                WarningKind::CyclesMissing,
+                format!(
+                    "Cycles missing, the run was cut short: complete cycles {}. The figures cover only what was recorded.",
+                    short.join(", ")
+                ),
+            ));
+        }
+    }
+
+    let run_ids: BTreeSet<&str> = records.iter().map(|r| r.run_id.as_str()).collect();
+    if run_ids.len() > 1 {
+        out.push(Warning::new(
+            WarningKind::MixedRuns,
+            format!(
+                "records.jsonl mixes records of {} runs ({}): figures of different runs are summarized together.",
+                run_ids.len(),
+                examples(run_ids.iter().map(|s| s.to_string()))
+            ),
+        ));
+    }
+    out
+}
+
+fn step_name(r: &StepRecord) -> String {
+    if r.tool.is_empty() {
+        format!("cycle {} {}", r.cycle, r.step)
+    } else {
+        format!("{} cycle {} {}", r.tool, r.cycle, r.step)
+    }
+}
+
+fn examples(items: impl Iterator<Item = String>) -> String {
+    let all: Vec<String> = items.collect();
+    let mut text = all
+        .iter()
+        .take(EXAMPLES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if all.len() > EXAMPLES {
+        text.push_str(&format!(" and {} more", all.len() - EXAMPLES));
+    }
+    text
+}

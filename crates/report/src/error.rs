@@ -1,0 +1,54 @@
+//! Everything that can stop a report, each with what went wrong and what to do.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(
+        "no raw evidence folder at {path}: pass the run folder (results/<run-id>), the one that holds raw/{hint}"
+    )]
+    NoRawDir { path: PathBuf, hint: &'static str },
+
+    #[error(
+        "{path} holds no step records: the run stopped before its first step ended, so there is nothing to summarize; run `labrun bench` again"
+    )]
+    NoRecords { path: PathBuf },
+
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error(
+        "{path} line {line} is not a step record ({source}); the evidence is damaged: restore raw/ from the run's copy or re-run `labrun bench`"
+    )]
+    BadRecord {
+        path: PathBuf,
+        line: usize,
+        source: serde_json::Error,
+    },
+
+    #[error(
+        "{path} line {line} was written with evidence schema {found}, newer than this labrun understands ({known}); update labrun to read it"
+    )]
+    NewerSchema {
+        path: PathBuf,
+        line: usize,
+        found: u32,
+        known: u32,
+    },
+
+    #[error(
+        "cannot write {path}: {source}; check that the run folder is writable and the disk is not full"
+    )]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("cannot render {what}: {message}")]
+    Render { what: &'static str, message: String },
+}
+
+pub type Result<T, E = ReportError> = std::result::Result<T, E>;

@@ -1,0 +1,229 @@
+//! Reading a run's `raw/` folder: records, plan, environment, binary digests.
+//! Outputs of other programs are read leniently (unknown fields ignored,
+//! missing optional files become warnings); only damage that would make the
+//! figures wrong is an error.
+
+use crate::environment::{ENVIRONMENT_FILE, Environment};
+use crate::error::{ReportError, Result};
+use crate::warning::{Warning, WarningKind};
+use labrun_evidence::{SCHEMA_VERSION, Step, StepRecord, files};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Folder inside a run folder that holds the evidence.
+pub const RAW_DIR: &str = "raw";
+/// `sha256sum` output for the installed binaries, written by `bench`.
+pub const BINARY_DIGESTS_FILE: &str = "binary-sha256.txt";
+
+/// Everything the summary is made from.
+#[derive(Debug, Clone, Default)]
+pub struct RawRun {
+    /// Name of the run folder, used when neither plan nor records name the run.
+    pub folder_name: String,
+    pub records: Vec<StepRecord>,
+    pub plan: Option<PlanView>,
+    pub environment: Option<Environment>,
+    pub binaries: Vec<BinaryDigest>,
+    /// Problems met while reading that do not stop the report.
+    pub warnings: Vec<Warning>,
+}
+
+/// The parts of `plan.json` a summary needs. Read leniently (the agent's own
+/// `Plan` refuses unknown fields, which is right for an input but wrong for
+/// evidence that a newer labrun may have written).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct PlanView {
+    #[serde(default)]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub cycles: Option<u32>,
+    #[serde(default)]
+    pub tools: Vec<PlanTool>,
+    #[serde(default)]
+    pub timed_steps: Option<Vec<Step>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct PlanTool {
+    pub name: String,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+/// One line of `binary-sha256.txt`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinaryDigest {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// Reads `run_dir/raw`. Errors: no raw folder, no records, a damaged record
+/// anywhere but on the last line, records from a newer schema.
+pub fn load(run_dir: &Path) -> Result<RawRun> {
+    let raw = run_dir.join(RAW_DIR);
+    if !raw.is_dir() {
+        let hint = if run_dir.join(files::RECORDS).is_file() {
+            " (this folder looks like raw/ itself: pass its parent)"
+        } else {
+            ""
+        };
+        return Err(ReportError::NoRawDir { path: raw, hint });
+    }
+    let mut run = RawRun {
+        folder_name: run_dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default(),
+        ..RawRun::default()
+    };
+    run.records = read_records(&raw.join(files::RECORDS), &mut run.warnings)?;
+    run.plan = read_optional_json(
+        &raw.join(files::PLAN),
+        WarningKind::MissingPlan,
+        &mut run.warnings,
+        "cycles missing from a cut-short run cannot be told apart",
+    );
+    run.environment = read_optional_json(
+        &raw.join(ENVIRONMENT_FILE),
+        WarningKind::MissingEnvironment,
+        &mut run.warnings,
+        "the machine, acceleration and tool versions of this run are unknown",
+    );
+    run.binaries = match std::fs::read_to_string(raw.join(BINARY_DIGESTS_FILE)) {
+        Ok(text) => parse_binary_digests(&text),
+        Err(_) => Vec::new(),
+    };
+    Ok(run)
+}
+
+fn read_records(path: &Path, warnings: &mut Vec<Warning>) -> Result<Vec<StepRecord>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ReportError::NoRecords {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(source) => {
+            return Err(ReportError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(_, l)| !l.trim().is_empty())
+        .collect();
+    let last = lines.last().map(|(n, _)| *n);
+    let mut records = Vec::with_capacity(lines.len());
+    for (line, json) in lines {
+        match serde_json::from_str::<StepRecord>(json) {
+            Ok(r) if r.schema_version > SCHEMA_VERSION => {
+                return Err(newer_schema(path, line, r.schema_version));
+            }
+            Ok(r) => records.push(r),
+            Err(source) => {
+                if let Some(found) = schema_version_of(json).filter(|v| *v > SCHEMA_VERSION) {
+                    return Err(newer_schema(path, line, found));
+                }
+                // The agent appends and flushes one line per step: only the
+                // last line can be half-written, by a run cut short.
+                if Some(line) == last && source.is_eof() {
+                    warnings.push(Warning::new(
+                        WarningKind::TruncatedRecords,
+                        format!(
+                            "The last line of records.jsonl (line {line}) was cut short, as when a run stops while writing; it was skipped."
+                        ),
+                    ));
+                    continue;
+                }
+                return Err(ReportError::BadRecord {
+                    path: path.to_path_buf(),
+                    line,
+                    source,
+                });
+            }
+        }
+    }
+    if records.is_empty() {
+        return Err(ReportError::NoRecords {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(records)
+}
+
+fn newer_schema(path: &Path, line: usize, found: u32) -> ReportError {
+    ReportError::NewerSchema {
+        path: path.to_path_buf(),
+        line,
+        found,
+        known: SCHEMA_VERSION,
+    }
+}
+
+fn schema_version_of(json: &str) -> Option<u32> {
+    #[derive(Deserialize)]
+    struct Versioned {
+        schema_version: u32,
+    }
+    serde_json::from_str::<Versioned>(json)
+        .ok()
+        .map(|v| v.schema_version)
+}
+
+fn read_optional_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    kind: WarningKind,
+    warnings: &mut Vec<Warning>,
+    consequence: &str,
+) -> Option<T> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            warnings.push(Warning::new(kind, format!("No raw/{name}: {consequence}.")));
+            return None;
+        }
+        Err(e) => {
+            warnings.push(Warning::new(
+                kind,
+                format!("raw/{name} cannot be read ({e}): {consequence}."),
+            ));
+            return None;
+        }
+    };
+    match serde_json::from_str(&text) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            warnings.push(Warning::new(
+                kind,
+                format!("raw/{name} is not valid ({e}): {consequence}."),
+            ));
+            None
+        }
+    }
+}
+
+/// `sha256sum` lines: `<64 hex>  <path>` (or `<hex> *<path>` in binary mode).
+/// Lines of any other shape are ignored.
+pub fn parse_binary_digests(text: &str) -> Vec<BinaryDigest> {
+    text.lines()
+        .filter_map(|line| {
+            let (hex, rest) = line.trim().split_once(char::is_whitespace)?;
+            let path = rest.trim_start().trim_start_matches('*');
+            let is_digest = hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+            (is_digest && !path.is_empty()).then(|| BinaryDigest {
+                path: path.to_string(),
+                sha256: hex.to_ascii_lowercase(),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,241 @@
+//! Charts as SVG, drawn with plotters' SVG backend: horizontal bars (the
+//! median) with min-max range whiskers, one bar per tool and phase. Text is
+//! written as SVG `<text>` elements, so no font files are needed to draw.
+
+use super::Exporter;
+use super::cells;
+use crate::error::{ReportError, Result};
+use crate::stats::Stat;
+use crate::summary::Summary;
+use plotters::prelude::*;
+
+/// Time per phase per tool, seconds.
+pub struct TimeChart;
+/// Repository size after the full backup and growth after the incremental, GB.
+pub struct RepoSizeChart;
+/// Peak memory per phase per tool, MiB.
+pub struct MemoryChart;
+
+impl Exporter for TimeChart {
+    fn file_name(&self) -> &'static str {
+        "chart-time.svg"
+    }
+    fn serialize(&self, s: &Summary) -> Result<Vec<u8>> {
+        let rows = per_phase(s, |p| p.wall_secs);
+        draw(
+            self.file_name(),
+            "Time per phase (median, min-max range)",
+            "seconds",
+            &rows,
+        )
+    }
+}
+
+impl Exporter for RepoSizeChart {
+    fn file_name(&self) -> &'static str {
+        "chart-repo-size.svg"
+    }
+    fn serialize(&self, s: &Summary) -> Result<Vec<u8>> {
+        let gb = 1e-9;
+        let mut rows = Vec::new();
+        for (i, t) in s.tools.iter().enumerate() {
+            if let Some(st) = t.repo_size_after_full {
+                rows.push(Bar::new(
+                    format!("{}: after full backup", t.tool),
+                    i,
+                    st.scaled(gb),
+                ));
+            }
+            if let Some(st) = t.growth_after_incremental {
+                rows.push(Bar::new(
+                    format!("{}: growth after incremental", t.tool),
+                    i,
+                    st.scaled(gb),
+                ));
+            }
+        }
+        draw(
+            self.file_name(),
+            "Repository size (median, min-max range)",
+            "GB (10^9 bytes)",
+            &rows,
+        )
+    }
+}
+
+impl Exporter for MemoryChart {
+    fn file_name(&self) -> &'static str {
+        "chart-memory.svg"
+    }
+    fn serialize(&self, s: &Summary) -> Result<Vec<u8>> {
+        let rows = per_phase(s, |p| p.peak_memory_mib);
+        draw(
+            self.file_name(),
+            "Peak memory per phase (median, min-max range)",
+            "MiB",
+            &rows,
+        )
+    }
+}
+
+struct Bar {
+    label: String,
+    /// Index of the tool, for its colour.
+    tool: usize,
+    stat: Stat,
+}
+
+impl Bar {
+    fn new(label: String, tool: usize, stat: Stat) -> Bar {
+        Bar { label, tool, stat }
+    }
+}
+
+/// One bar per phase and tool, grouped by phase.
+fn per_phase(s: &Summary, figure: fn(&crate::summary::PhaseSummary) -> Option<Stat>) -> Vec<Bar> {
+    let mut phases: Vec<_> = s
+        .tools
+        .iter()
+        .flat_map(|t| t.phases.iter().map(|p| p.phase))
+        .collect();
+    phases.sort();
+    phases.dedup();
+    let mut rows = Vec::new();
+    for phase in phases {
+        for (i, t) in s.tools.iter().enumerate() {
+            if let Some(st) = t.phase(phase).and_then(figure) {
+                rows.push(Bar::new(
+                    format!("{}: {}", t.tool, cells::phase_title(phase)),
+                    i,
+                    st,
+                ));
+            }
+        }
+    }
+    rows
+}
+
+const WIDTH: u32 = 900;
+const ROW_HEIGHT: u32 = 26;
+
+fn draw(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec<u8>> {
+    let render = |e: &dyn std::fmt::Display| ReportError::Render {
+        what,
+        message: e.to_string(),
+    };
+    let n = rows.len();
+    let height = 110 + ROW_HEIGHT * n.max(1) as u32;
+    let label_width = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(10) as u32
+        * 7
+        + 16;
+    // Room on the right for the value printed after each whisker.
+    let x_max = rows
+        .iter()
+        .map(|r| r.stat.max)
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE)
+        * 1.3;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| render(&e))?;
+        if rows.is_empty() {
+            root.titled(title, ("sans-serif", 18))
+                .map_err(|e| render(&e))?;
+            root.draw(&Text::new(
+                "no figures recorded",
+                (20, 60),
+                ("sans-serif", 14),
+            ))
+            .map_err(|e| render(&e))?;
+            root.present().map_err(|e| render(&e))?;
+        } else {
+            let mut chart = ChartBuilder::on(&root)
+                .caption(title, ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(label_width)
+                .build_cartesian_2d(0f64..x_max, (0..n).into_segmented())
+                .map_err(|e| render(&e))?;
+            // Row 0 at the top: plotters' y axis grows upward.
+            let slot = |i: usize| n - 1 - i;
+            let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
+            let label_of = |v: &SegmentValue<usize>| match v {
+                SegmentValue::CenterOf(y) if *y < n => labels[n - 1 - *y].to_string(),
+                _ => String::new(),
+            };
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(n)
+                .y_label_formatter(&label_of)
+                .x_desc(unit)
+                .label_style(("sans-serif", 12))
+                .draw()
+                .map_err(|e| render(&e))?;
+            chart
+                .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                    let colour = Palette99::pick(r.tool).filled();
+                    let mut bar = Rectangle::new(
+                        [
+                            (0.0, SegmentValue::Exact(slot(i))),
+                            (r.stat.median, SegmentValue::Exact(slot(i) + 1)),
+                        ],
+                        colour,
+                    );
+                    bar.set_margin(4, 4, 0, 0);
+                    bar
+                }))
+                .map_err(|e| render(&e))?;
+            chart
+                .draw_series(
+                    rows.iter()
+                        .enumerate()
+                        .filter(|(_, r)| r.stat.n > 1)
+                        .map(|(i, r)| {
+                            ErrorBar::new_horizontal(
+                                SegmentValue::CenterOf(slot(i)),
+                                r.stat.min,
+                                r.stat.median,
+                                r.stat.max,
+                                BLACK.stroke_width(1),
+                                8,
+                            )
+                        }),
+                )
+                .map_err(|e| render(&e))?;
+            chart
+                .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                    Text::new(
+                        value_label(&r.stat),
+                        (r.stat.max + x_max * 0.01, SegmentValue::CenterOf(slot(i))),
+                        ("sans-serif", 11),
+                    )
+                }))
+                .map_err(|e| render(&e))?;
+            root.present().map_err(|e| render(&e))?;
+        }
+    }
+    Ok(svg.into_bytes())
+}
+
+/// The median, with the range when there is one, at the precision of the
+/// unit the axis names.
+fn value_label(s: &Stat) -> String {
+    let v = |x: f64| {
+        if x.abs() < 10.0 {
+            format!("{x:.2}")
+        } else {
+            format!("{x:.0}")
+        }
+    };
+    if s.n > 1 {
+        format!("{} ({}-{})", v(s.median), v(s.min), v(s.max))
+    } else {
+        v(s.median)
+    }
+}

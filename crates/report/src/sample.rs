@@ -1,0 +1,72 @@
+//! Flat, self-describing samples, one per measured figure per record, in the
+//! manner of PerfKitBenchmarker: a consumer needs no knowledge of the summary
+//! layout to plot or compare them.
+
+use labrun_evidence::{Step, StepRecord};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// `wall_time`, `user_cpu`, `system_cpu`, `peak_memory`, `repo_size`,
+    /// `bytes`, `files`.
+    pub metric: String,
+    pub value: f64,
+    /// `s`, `MiB`, `bytes`, `files`.
+    pub unit: String,
+    pub metadata: SampleMetadata,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleMetadata {
+    /// Empty for steps that belong to no tool (dataset generation).
+    pub tool: String,
+    pub cycle: u32,
+    pub step: Step,
+    pub run_id: String,
+    /// Whether the step succeeded; failed steps' figures are kept here but
+    /// left out of the summary's medians.
+    pub ok: bool,
+    pub timed: bool,
+}
+
+pub fn from_records(records: &[StepRecord]) -> Vec<Sample> {
+    records.iter().flat_map(from_record).collect()
+}
+
+fn from_record(r: &StepRecord) -> Vec<Sample> {
+    let metadata = SampleMetadata {
+        tool: r.tool.clone(),
+        cycle: r.cycle,
+        step: r.step,
+        run_id: r.run_id.clone(),
+        ok: r.ok,
+        timed: r.timed,
+    };
+    let mut figures = vec![
+        ("wall_time", r.wall_secs, "s"),
+        ("user_cpu", r.user_secs, "s"),
+        ("system_cpu", r.sys_secs, "s"),
+    ];
+    // 0 KiB means "not measured" (the field defaults to it), not a figure.
+    if r.max_rss_kib > 0 {
+        figures.push(("peak_memory", r.max_rss_kib as f64 / 1024.0, "MiB"));
+    }
+    if let Some(b) = r.repo_size_bytes {
+        figures.push(("repo_size", b as f64, "bytes"));
+    }
+    if let Some(b) = r.bytes {
+        figures.push(("bytes", b as f64, "bytes"));
+    }
+    if let Some(f) = r.files {
+        figures.push(("files", f as f64, "files"));
+    }
+    figures
+        .into_iter()
+        .map(|(metric, value, unit)| Sample {
+            metric: metric.to_string(),
+            value,
+            unit: unit.to_string(),
+            metadata: metadata.clone(),
+        })
+        .collect()
+}

@@ -1,0 +1,294 @@
+//! The summary of one run, computed from its raw evidence alone.
+
+use crate::environment::Environment;
+use crate::error::Result;
+use crate::evidence::{self, BinaryDigest, RawRun};
+use crate::sample::{self, Sample};
+use crate::stats::Stat;
+use crate::warning::Warning;
+use labrun_evidence::{ExitStatus, Step, StepRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Version of the `summary.json` layout, bumped when a field changes meaning.
+pub const SUMMARY_VERSION: u32 = 1;
+
+const KIB_PER_MIB: f64 = 1024.0;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub summary_version: u32,
+    pub run_id: String,
+    /// Cycles the plan asked for; None without a readable plan.
+    pub cycles_planned: Option<u32>,
+    /// In the plan's order, then any tool only the records name.
+    pub tools: Vec<ToolSummary>,
+    pub environment: Option<Environment>,
+    pub binaries: Vec<BinaryDigest>,
+    pub failed_steps: Vec<FailedStep>,
+    pub warnings: Vec<Warning>,
+    /// Every measured figure of every record, flat.
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSummary {
+    pub tool: String,
+    /// The version the plan pinned.
+    pub version: Option<String>,
+    /// Cycles in which every timed step left a record (failed or not).
+    pub cycles_complete: u32,
+    /// The timed phases, in protocol order.
+    pub phases: Vec<PhaseSummary>,
+    /// Repository size after the full backup, bytes.
+    pub repo_size_after_full: Option<Stat>,
+    /// Size after the incremental backup minus size after the full one, bytes.
+    pub growth_after_incremental: Option<Stat>,
+    /// One per cycle that has a restore record.
+    pub restore_checks: Vec<RestoreCheck>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    pub phase: Step,
+    /// Records of this phase (one per cycle that reached it).
+    pub recorded: u32,
+    /// Of those, the ones that succeeded: only these make the figures below.
+    pub ok: u32,
+    pub wall_secs: Option<Stat>,
+    pub user_secs: Option<Stat>,
+    pub sys_secs: Option<Stat>,
+    /// Peak resident memory; records without a measurement (0) are left out.
+    pub peak_memory_mib: Option<Stat>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RestoreCheck {
+    pub cycle: u32,
+    pub outcome: CheckOutcome,
+    /// The first differences found, when it failed.
+    #[serde(default)]
+    pub first_differences: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOutcome {
+    Pass,
+    Fail,
+    /// A restore was recorded but no checksum comparison was.
+    NotChecked,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedStep {
+    /// Empty for steps that belong to no tool.
+    pub tool: String,
+    pub cycle: u32,
+    pub step: Step,
+    pub error: Option<String>,
+    pub exit: Option<ExitStatus>,
+}
+
+impl ToolSummary {
+    pub fn phase(&self, step: Step) -> Option<&PhaseSummary> {
+        self.phases.iter().find(|p| p.phase == step)
+    }
+
+    pub fn checks_with(&self, outcome: CheckOutcome) -> usize {
+        self.restore_checks
+            .iter()
+            .filter(|c| c.outcome == outcome)
+            .count()
+    }
+}
+
+/// Reads `run_dir/raw` and summarizes it.
+pub fn summarize(run_dir: &Path) -> Result<Summary> {
+    Ok(summarize_raw(evidence::load(run_dir)?))
+}
+
+/// The summary of evidence already read. Pure: same input, same summary.
+pub fn summarize_raw(raw: RawRun) -> Summary {
+    let run_id = raw
+        .plan
+        .as_ref()
+        .and_then(|p| p.run_id.clone())
+        .or_else(|| raw.records.first().map(|r| r.run_id.clone()))
+        .unwrap_or_else(|| raw.folder_name.clone());
+    let timed_steps = raw
+        .plan
+        .as_ref()
+        .and_then(|p| p.timed_steps.clone())
+        .unwrap_or_else(Step::protocol);
+
+    let tools: Vec<ToolSummary> = tool_names(&raw)
+        .into_iter()
+        .map(|(name, version)| summarize_tool(&name, version, &raw.records, &timed_steps))
+        .collect();
+
+    let failed_steps = raw
+        .records
+        .iter()
+        .filter(|r| !r.ok)
+        .map(|r| FailedStep {
+            tool: r.tool.clone(),
+            cycle: r.cycle,
+            step: r.step,
+            error: r.error.clone(),
+            exit: r.exit.clone(),
+        })
+        .collect();
+
+    let mut summary = Summary {
+        summary_version: SUMMARY_VERSION,
+        run_id,
+        cycles_planned: raw.plan.as_ref().and_then(|p| p.cycles),
+        tools,
+        environment: raw.environment.clone(),
+        binaries: raw.binaries.clone(),
+        failed_steps,
+        warnings: raw.warnings.clone(),
+        samples: sample::from_records(&raw.records),
+    };
+    let more = crate::checks::warnings(&summary, &raw.records);
+    summary.warnings.extend(more);
+    summary
+}
+
+/// Tools in the plan's order, then tools only the records name.
+fn tool_names(raw: &RawRun) -> Vec<(String, Option<String>)> {
+    let mut names: Vec<(String, Option<String>)> = raw
+        .plan
+        .iter()
+        .flat_map(|p| &p.tools)
+        .map(|t| (t.name.clone(), t.version.clone()))
+        .collect();
+    for r in &raw.records {
+        if !r.tool.is_empty() && !names.iter().any(|(n, _)| *n == r.tool) {
+            names.push((r.tool.clone(), None));
+        }
+    }
+    names
+}
+
+fn summarize_tool(
+    tool: &str,
+    version: Option<String>,
+    records: &[StepRecord],
+    timed_steps: &[Step],
+) -> ToolSummary {
+    let mine: Vec<&StepRecord> = records.iter().filter(|r| r.tool == tool).collect();
+    let of_step = |step: Step| mine.iter().copied().filter(move |r| r.step == step);
+
+    let mut phase_steps: BTreeSet<Step> = Step::protocol().into_iter().collect();
+    phase_steps.extend(mine.iter().filter(|r| r.timed).map(|r| r.step));
+    let phases = phase_steps
+        .into_iter()
+        .map(|step| summarize_phase(step, of_step(step)))
+        .collect();
+
+    let cycles: BTreeSet<u32> = mine.iter().map(|r| r.cycle).collect();
+    let cycles_complete = cycles
+        .iter()
+        .filter(|&&c| {
+            timed_steps
+                .iter()
+                .all(|&s| mine.iter().any(|r| r.cycle == c && r.step == s))
+        })
+        .count() as u32;
+
+    let size_after = |step: Step, cycle: u32| {
+        of_step(step)
+            .find(|r| r.cycle == cycle && r.ok)
+            .and_then(|r| r.repo_size_bytes)
+    };
+    let repo_size_after_full = Stat::of(
+        cycles
+            .iter()
+            .filter_map(|&c| size_after(Step::BackupFull, c))
+            .map(|b| b as f64),
+    );
+    let growth_after_incremental = Stat::of(cycles.iter().filter_map(|&c| {
+        let full = size_after(Step::BackupFull, c)?;
+        let incr = size_after(Step::BackupIncremental, c)?;
+        Some(incr as f64 - full as f64)
+    }));
+
+    let restore_checks = cycles
+        .iter()
+        .filter_map(|&c| {
+            let restore = of_step(Step::Restore).find(|r| r.cycle == c)?;
+            let verify = of_step(Step::Verify).find(|r| r.cycle == c);
+            Some(restore_check(c, restore, verify))
+        })
+        .collect();
+
+    ToolSummary {
+        tool: tool.to_string(),
+        version,
+        cycles_complete,
+        phases,
+        repo_size_after_full,
+        growth_after_incremental,
+        restore_checks,
+    }
+}
+
+fn summarize_phase<'a>(step: Step, records: impl Iterator<Item = &'a StepRecord>) -> PhaseSummary {
+    let records: Vec<&StepRecord> = records.collect();
+    let ok: Vec<&StepRecord> = records.iter().copied().filter(|r| r.ok).collect();
+    PhaseSummary {
+        phase: step,
+        recorded: records.len() as u32,
+        ok: ok.len() as u32,
+        wall_secs: Stat::of(ok.iter().map(|r| r.wall_secs)),
+        user_secs: Stat::of(ok.iter().map(|r| r.user_secs)),
+        sys_secs: Stat::of(ok.iter().map(|r| r.sys_secs)),
+        peak_memory_mib: Stat::of(
+            ok.iter()
+                .filter(|r| r.max_rss_kib > 0)
+                .map(|r| r.max_rss_kib as f64 / KIB_PER_MIB),
+        ),
+    }
+}
+
+/// The checksum comparison may sit in the restore record itself or in a
+/// separate `verify` record of the same cycle; the restore's own wins.
+fn restore_check(cycle: u32, restore: &StepRecord, verify: Option<&StepRecord>) -> RestoreCheck {
+    let outcome = restore
+        .verify
+        .as_ref()
+        .or_else(|| verify.and_then(|v| v.verify.as_ref()));
+    match (outcome, verify) {
+        (Some(o), _) => RestoreCheck {
+            cycle,
+            outcome: if o.passed {
+                CheckOutcome::Pass
+            } else {
+                CheckOutcome::Fail
+            },
+            first_differences: o.first_differences.clone(),
+        },
+        (None, Some(v)) => RestoreCheck {
+            cycle,
+            outcome: if v.ok {
+                CheckOutcome::Pass
+            } else {
+                CheckOutcome::Fail
+            },
+            first_differences: Vec::new(),
+        },
+        // A restore that failed on its own restored nothing worth checking.
+        (None, None) => RestoreCheck {
+            cycle,
+            outcome: if restore.ok {
+                CheckOutcome::NotChecked
+            } else {
+                CheckOutcome::Fail
+            },
+            first_differences: Vec::new(),
+        },
+    }
+}

@@ -1,0 +1,39 @@
+//! What a reader must know before trusting the figures.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub kind: WarningKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningKind {
+    /// The guest ran under TCG: times are not comparable with hardware runs.
+    SoftwareEmulation,
+    /// Some timed step ran without `sync` + drop_caches before it.
+    CacheNotDropped,
+    /// Some step failed; its figures are left out of medians and ranges.
+    StepsFailed,
+    /// Fewer cycles were recorded than the plan asked for.
+    CyclesMissing,
+    /// The last line of `records.jsonl` was cut short and skipped.
+    TruncatedRecords,
+    /// `environment.json` is absent or unreadable.
+    MissingEnvironment,
+    /// `plan.json` is absent or unreadable.
+    MissingPlan,
+    /// Records carry more than one run id.
+    MixedRuns,
+}
+
+impl Warning {
+    pub fn new(kind: WarningKind, message: impl Into<String>) -> Warning {
+        Warning {
+            kind,
+            message: message.into(),
+        }
+    }
+}
