@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # the VM: libvirt, QEMU (TCG or KVM), image build
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
-  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs
+  qemu-system-x86 qemu-utils mmdebstrap e2fsprogs libxml2-utils
   # the tools the default lab benchmarks, and what the tests drive them with
   restic borgbackup duplicity openssh-server time zstd lz4 file git
 )

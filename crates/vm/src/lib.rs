@@ -1,3 +1,36 @@
-//! The VM: image, domain, lifecycle.
+//! The machine under test: base image, libvirt domain, host checks,
+//! lifecycle state.
 //!
-//! STATUS: lands with the VM issue.
+//! The crate has its own typed [`VmConfig`]; the lab file's `vm:` section
+//! converts into it. Entry points: [`up()`], [`down()`], [`down_all`],
+//! [`status()`], [`image::build`], [`preflight()`], [`install_tools`].
+//! What works on these hosts (TCG on PVM, slirp via `qemu:commandline`, the
+//! raw-tar seed disk) comes from `shared/notes/vm-on-this-host.md`.
+
+pub mod accel;
+pub mod apt_sources;
+pub mod config;
+pub mod down;
+pub mod error;
+pub mod host;
+pub mod hypervisor;
+pub mod image;
+pub mod lock;
+pub mod preflight;
+pub mod recipe;
+pub mod seed;
+pub mod state;
+pub mod status;
+pub mod tools;
+pub mod up;
+pub mod xml;
+
+pub use accel::Acceleration;
+pub use config::{Accel, DiskCache, ImageSpec, VmConfig};
+pub use down::{DownReport, down, down_all};
+pub use error::VmError;
+pub use preflight::{HostReport, preflight};
+pub use state::{LabDir, Phase, VmState};
+pub use status::{LabStatus, status};
+pub use tools::{InstalledTool, ToolInstall, install_tools};
+pub use up::{Cancel, Paths, UpOutcome, UpProgress, up};

@@ -1,0 +1,289 @@
+//! The VM's own typed settings. The lab file's `vm:` section converts into
+//! this, so the crate builds and tests without the lab crate.
+
+use crate::error::VmError;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What the lab asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    /// KVM when it can run a stock kernel here, TCG otherwise.
+    #[default]
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// libvirt's disk `cache=` modes. `None` (the default) also sets
+/// `io='native'`: O_DIRECT on the host, so the host page cache does not
+/// flatter the guest's disk numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskCache {
+    #[default]
+    None,
+    Writeback,
+    Writethrough,
+    Directsync,
+    Unsafe,
+}
+
+impl DiskCache {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskCache::None => "none",
+            DiskCache::Writeback => "writeback",
+            DiskCache::Writethrough => "writethrough",
+            DiskCache::Directsync => "directsync",
+            DiskCache::Unsafe => "unsafe",
+        }
+    }
+}
+
+/// How the base image is made. Everything here is part of the cache key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageSpec {
+    /// A recipe folder under `images/` compiled into labrun (only `debian12`).
+    pub recipe: String,
+    /// The Debian suite the recipe installs.
+    pub suite: String,
+    /// Extra Debian packages the lab needs in the guest (e.g. the
+    /// dependencies of a tool installed from a .deb).
+    #[serde(default)]
+    pub extra_packages: Vec<String>,
+    /// Virtual size of the root disk; the file system is made this big at
+    /// build time, so the guest never has to grow it.
+    pub disk_gib: u32,
+}
+
+impl Default for ImageSpec {
+    fn default() -> Self {
+        ImageSpec {
+            recipe: "debian12".into(),
+            suite: "bookworm".into(),
+            extra_packages: Vec::new(),
+            disk_gib: 40,
+        }
+    }
+}
+
+/// One VM for one lab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmConfig {
+    /// The lab's name; the domain is `labrun-<lab_name>`.
+    pub lab_name: String,
+    /// Absolute path of the lab file (recorded in the domain's metadata).
+    pub lab_path: PathBuf,
+    /// libvirt connection URI.
+    pub uri: String,
+    pub vcpus: u32,
+    pub memory_mib: u64,
+    pub accel: Accel,
+    pub disk_cache: DiskCache,
+    /// How long `up` waits for the guest's sshd.
+    pub ssh_timeout_secs: u64,
+    pub image: ImageSpec,
+}
+
+impl VmConfig {
+    /// The protocol's machine: 4 vCPU, 3 GiB, 40 GiB disk, on `qemu:///system`.
+    pub fn new(lab_name: impl Into<String>, lab_path: impl Into<PathBuf>) -> VmConfig {
+        VmConfig {
+            lab_name: lab_name.into(),
+            lab_path: lab_path.into(),
+            uri: "qemu:///system".into(),
+            vcpus: 4,
+            memory_mib: 3072,
+            accel: Accel::Auto,
+            disk_cache: DiskCache::None,
+            // Under TCG a boot takes ~50 s on an idle 2-core host; leave room
+            // for a busy one.
+            ssh_timeout_secs: 300,
+            image: ImageSpec::default(),
+        }
+    }
+
+    pub fn domain_name(&self) -> String {
+        domain_name(&self.lab_name)
+    }
+
+    pub fn ssh_timeout(&self) -> Duration {
+        Duration::from_secs(self.ssh_timeout_secs)
+    }
+
+    /// Checks every field without touching the host.
+    pub fn validate(&self) -> Result<(), VmError> {
+        let bad = |field, reason: String| Err(VmError::Config { field, reason });
+        if !is_lab_name(&self.lab_name) {
+            return bad(
+                "lab_name",
+                format!(
+                    "`{}` must be 1-40 characters of a-z, 0-9, `-` or `_`, starting with a letter or digit",
+                    self.lab_name
+                ),
+            );
+        }
+        if !self.lab_path.is_absolute() {
+            return bad(
+                "lab_path",
+                format!("{} must be absolute", self.lab_path.display()),
+            );
+        }
+        if self.uri.trim().is_empty() || !self.uri.contains(':') {
+            return bad(
+                "uri",
+                format!("`{}` is not a libvirt URI (e.g. qemu:///system)", self.uri),
+            );
+        }
+        if !(1..=64).contains(&self.vcpus) {
+            return bad("vcpus", format!("{} is not between 1 and 64", self.vcpus));
+        }
+        if !(512..=1024 * 1024).contains(&self.memory_mib) {
+            return bad(
+                "memory",
+                format!("{} MiB is not between 512 MiB and 1 TiB", self.memory_mib),
+            );
+        }
+        if !(10..=24 * 3600).contains(&self.ssh_timeout_secs) {
+            return bad(
+                "ssh_timeout",
+                format!("{} s is not between 10 s and 24 h", self.ssh_timeout_secs),
+            );
+        }
+        self.image.validate()
+    }
+}
+
+impl ImageSpec {
+    pub fn validate(&self) -> Result<(), VmError> {
+        let bad = |field, reason: String| Err(VmError::Config { field, reason });
+        if crate::recipe::recipe(&self.recipe).is_none() {
+            return bad(
+                "image.recipe",
+                format!(
+                    "unknown recipe `{}`; known: {}",
+                    self.recipe,
+                    crate::recipe::RECIPES.join(", ")
+                ),
+            );
+        }
+        if self.suite.is_empty()
+            || !self
+                .suite
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return bad(
+                "image.suite",
+                format!("`{}` is not a suite name", self.suite),
+            );
+        }
+        if !(4..=4096).contains(&self.disk_gib) {
+            return bad(
+                "disk",
+                format!("{} GiB is not between 4 and 4096 GiB", self.disk_gib),
+            );
+        }
+        if let Some(p) = self.extra_packages.iter().find(|p| !is_package_name(p)) {
+            return bad(
+                "image.packages",
+                format!("`{p}` is not a Debian package name (optionally `name=version`)"),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `labrun-<lab>`: the prefix marks the domain as labrun's at a glance.
+pub fn domain_name(lab_name: &str) -> String {
+    format!("labrun-{lab_name}")
+}
+
+fn is_lab_name(s: &str) -> bool {
+    (1..=40).contains(&s.len())
+        && s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// Debian policy: `[a-z0-9][a-z0-9+.-]+`, optionally `=version`. Nothing
+/// else, since the list ends up on mmdebstrap's command line.
+fn is_package_name(s: &str) -> bool {
+    let (name, version) = match s.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (s, None),
+    };
+    let name_ok = name.len() >= 2
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
+    let version_ok = version.is_none_or(|v| {
+        !v.is_empty()
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".+-~:".contains(c))
+    });
+    name_ok && version_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> VmConfig {
+        VmConfig::new("default", "/srv/lab.yaml")
+    }
+
+    #[test]
+    fn defaults_are_the_protocols_machine_and_valid() {
+        let c = cfg();
+        assert_eq!((c.vcpus, c.memory_mib, c.image.disk_gib), (4, 3072, 40));
+        assert_eq!(c.domain_name(), "labrun-default");
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn rejects_what_would_break_the_host_side() {
+        let mut c = cfg();
+        c.lab_name = "Bad Name".into();
+        assert!(matches!(
+            c.validate(),
+            Err(VmError::Config {
+                field: "lab_name",
+                ..
+            })
+        ));
+        let mut c = cfg();
+        c.vcpus = 0;
+        assert!(matches!(
+            c.validate(),
+            Err(VmError::Config { field: "vcpus", .. })
+        ));
+        let mut c = cfg();
+        c.lab_path = "lab.yaml".into();
+        assert!(c.validate().is_err());
+        let mut c = cfg();
+        c.image.extra_packages = vec!["python3-msgpack".into(), "x; rm -rf /".into()];
+        assert!(matches!(
+            c.validate(),
+            Err(VmError::Config {
+                field: "image.packages",
+                ..
+            })
+        ));
+        let mut c = cfg();
+        c.image.extra_packages = vec!["libfoo1=1.2-3+deb12u1".into()];
+        c.validate().unwrap();
+        let mut c = cfg();
+        c.image.recipe = "fedora".into();
+        assert!(c.validate().is_err());
+    }
+}

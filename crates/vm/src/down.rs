@@ -1,0 +1,188 @@
+//! `down`: remove a lab's domain and every file of its state, whatever state
+//! it is in (running, paused, crashed, half-made by a killed `up`, gone).
+//! The domain is found by name and by labrun's metadata, the files by the
+//! lab's state folder; each is removed if present.
+
+use crate::config::domain_name;
+use crate::error::VmError;
+use crate::hypervisor::Hypervisor;
+use crate::lock::LabLock;
+use crate::state::{self, LabDir};
+use std::path::Path;
+
+/// What `down` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DownReport {
+    /// Human-readable, one per thing removed.
+    pub removed: Vec<String>,
+    /// Things deliberately left (they belong to another lab).
+    pub left: Vec<String>,
+}
+
+/// Takes one lab's VM away. `uri` is used when the state file does not say.
+pub fn down(
+    uri: &str,
+    state_root: &Path,
+    lab_name: &str,
+    lab_path: &Path,
+) -> Result<DownReport, VmError> {
+    let dir = LabDir::for_lab(state_root, lab_name, lab_path);
+    let name = domain_name(lab_name);
+    // A torn state file must not stop the clean-up.
+    let recorded = dir.read_state().ok().flatten();
+    let uri = recorded.as_ref().map(|s| s.uri.as_str()).unwrap_or(uri);
+    let hv = Hypervisor::open(uri)?;
+    let mut report = DownReport::default();
+    let _lock = if dir.path.exists() {
+        Some(LabLock::acquire(&dir.lock_file(), lab_name, "labrun down")?)
+    } else {
+        None
+    };
+    if let Some(d) = hv.find(&name)? {
+        if let Some(m) = d.metadata.as_ref().filter(|m| m.lab_path != lab_path) {
+            report.left.push(format!(
+                "domain {name}: it belongs to the lab at {}",
+                m.lab_path.display()
+            ));
+            report.removed.extend(remove_files(&dir, false)?);
+            return Ok(report);
+        }
+    }
+    report.removed = teardown(&hv, &dir, &name, false)?;
+    Ok(report)
+}
+
+/// Every domain carrying labrun's metadata and every lab folder under
+/// `state_root` (and the folders the domains' metadata name).
+pub fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmError> {
+    let hv = Hypervisor::open(uri)?;
+    let mut report = DownReport::default();
+    for d in hv.labrun_domains()? {
+        let Some(m) = d.metadata.clone() else {
+            report.left.push(format!(
+                "domain {}: named like labrun's but without its metadata",
+                d.name
+            ));
+            continue;
+        };
+        if let Some(gone) = hv.remove(&d.name)? {
+            report
+                .removed
+                .push(format!("domain {} ({})", gone.name, gone.state));
+        }
+        let dir = LabDir { path: m.state_dir };
+        if dir.state_file().exists() || dir.lock_file().exists() {
+            let _lock = LabLock::acquire(&dir.lock_file(), &m.lab_name, "labrun down --all")?;
+            report.removed.extend(remove_files(&dir, false)?);
+        }
+    }
+    for dir in state::lab_dirs(state_root)? {
+        let lab = dir
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _lock = LabLock::acquire(&dir.lock_file(), &lab, "labrun down --all")?;
+        if let Some(s) = dir.read_state().ok().flatten() {
+            if s.uri != uri {
+                if let Ok(other) = Hypervisor::open(&s.uri) {
+                    if let Some(gone) = other.remove(&s.domain_name)? {
+                        report
+                            .removed
+                            .push(format!("domain {} ({})", gone.name, gone.state));
+                    }
+                }
+            }
+        }
+        report.removed.extend(remove_files(&dir, false)?);
+    }
+    Ok(report)
+}
+
+/// Removes the domain `name` and the lab folder's files. With
+/// `keep_identity`, keeps the folder, its lock and the client key (used by
+/// `up` to clear leftovers while it holds the lock).
+pub(crate) fn teardown(
+    hv: &Hypervisor,
+    dir: &LabDir,
+    name: &str,
+    keep_identity: bool,
+) -> Result<Vec<String>, VmError> {
+    let mut removed = Vec::new();
+    if let Some(d) = hv.remove(name)? {
+        removed.push(format!("domain {} ({})", d.name, d.state));
+    }
+    removed.extend(remove_files(dir, keep_identity)?);
+    Ok(removed)
+}
+
+fn remove_files(dir: &LabDir, keep_identity: bool) -> Result<Vec<String>, VmError> {
+    let mut removed = Vec::new();
+    if !dir.path.exists() {
+        return Ok(removed);
+    }
+    let described = [
+        (dir.overlay(), "overlay"),
+        (dir.seed(), "seed disk"),
+        (dir.console_log(), "console log"),
+        (dir.state_file(), "state file"),
+    ];
+    if keep_identity {
+        for (p, what) in described {
+            if p.exists() {
+                std::fs::remove_file(&p).map_err(VmError::io(&p))?;
+                removed.push(format!("{what} {}", p.display()));
+            }
+        }
+        for p in [
+            dir.host_key(),
+            dir.host_key().with_extension("pub"),
+            dir.known_hosts(),
+            dir.domain_xml(),
+        ] {
+            let _ = std::fs::remove_file(p);
+        }
+        return Ok(removed);
+    }
+    for (p, what) in described {
+        if p.exists() {
+            removed.push(format!("{what} {}", p.display()));
+        }
+    }
+    std::fs::remove_dir_all(&dir.path).map_err(VmError::io(&dir.path))?;
+    removed.push(format!(
+        "state folder {} (keys included)",
+        dir.path.display()
+    ));
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_teardown_keeps_identity_only_when_asked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = LabDir::for_lab(tmp.path(), "t", Path::new("/srv/lab.yaml"));
+        dir.create().unwrap();
+        for p in [
+            dir.overlay(),
+            dir.seed(),
+            dir.state_file(),
+            dir.client_key(),
+            dir.lock_file(),
+            dir.known_hosts(),
+        ] {
+            std::fs::write(p, "x").unwrap();
+        }
+        let r = remove_files(&dir, true).unwrap();
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert!(dir.client_key().exists() && dir.lock_file().exists());
+        assert!(!dir.overlay().exists() && !dir.known_hosts().exists());
+        let r = remove_files(&dir, false).unwrap();
+        assert!(r.last().unwrap().contains("state folder"));
+        assert!(!dir.path.exists());
+        assert!(remove_files(&dir, false).unwrap().is_empty());
+    }
+}

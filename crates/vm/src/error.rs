@@ -1,0 +1,112 @@
+//! Everything that can go wrong with the VM, each with what to do about it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    #[error("invalid VM setting `{field}`: {reason}")]
+    Config { field: &'static str, reason: String },
+
+    #[error("`{program}` is not installed: install it with `apt-get install {package}`")]
+    MissingProgram {
+        program: &'static str,
+        package: &'static str,
+    },
+    #[error(
+        "cannot reach libvirt at {uri}: {reason} (start it as root: `libvirtd -d`, then retry)"
+    )]
+    Libvirtd { uri: String, reason: String },
+    #[error(
+        "virtlogd is not running ({socket} is missing), so libvirt cannot start a domain: start it as root with `virtlogd -d`"
+    )]
+    Virtlogd { socket: PathBuf },
+    #[error(
+        "only {free_mib} MiB free under {path}, {need_mib} MiB needed for {what}: free some space or pass another --cache/--state folder"
+    )]
+    DiskSpace {
+        path: PathBuf,
+        free_mib: u64,
+        need_mib: u64,
+        what: &'static str,
+    },
+    #[error(
+        "{path} cannot be entered by the QEMU user libvirt-qemu ({ancestor} has mode {mode:o}): put labrun's cache and state elsewhere, e.g. `--cache /var/cache/labrun --state /var/lib/labrun` (or LABRUN_CACHE/LABRUN_STATE)"
+    )]
+    NotTraversable {
+        path: PathBuf,
+        ancestor: PathBuf,
+        mode: u32,
+    },
+    #[error(
+        "the lab asks for `accel: kvm`, but KVM cannot run a stock guest kernel here: {reason}; use `accel: auto` or `accel: tcg`"
+    )]
+    KvmUnusable { reason: String },
+
+    #[error("cannot read the host's apt sources: {0}")]
+    AptSources(String),
+    #[error(
+        "building the base image failed ({reason}); last output:\n{tail}\nfix the cause and rerun `labrun image build --force`"
+    )]
+    ImageBuild { reason: String, tail: String },
+    #[error("`{command}` failed: {reason}")]
+    Command { command: String, reason: String },
+
+    #[error(
+        "lab `{lab}` is locked by another labrun ({holder}); wait for it to finish or stop it first"
+    )]
+    Locked { lab: String, holder: String },
+    #[error(
+        "a domain named {name} already exists and belongs to {owner}, not to this lab: run `labrun down` in that lab first (or `labrun down --all`)"
+    )]
+    NameTaken { name: String, owner: String },
+    #[error("state file {path} is unreadable: {reason}; `labrun down` removes it")]
+    State { path: PathBuf, reason: String },
+    #[error("no free port on 127.0.0.1 for SSH forwarding after {attempts} attempts: {reason}")]
+    NoPort { attempts: u32, reason: String },
+    #[error("libvirt: {0}")]
+    Libvirt(String),
+    #[error(
+        "the guest did not answer SSH within {timeout:?} (raise the lab's `vm.ssh_timeout` if the host is busy); last console lines:\n{console}"
+    )]
+    SshTimeout { timeout: Duration, console: String },
+    #[error(transparent)]
+    Ssh(#[from] labrun_ssh::SshError),
+    #[error(
+        "tool {name}: the guest computed SHA-256 {guest}, the host expected {expected}: the upload was damaged, run `labrun down` and `labrun up` again"
+    )]
+    ToolDigest {
+        name: String,
+        expected: String,
+        guest: String,
+    },
+    #[error("tool {name}: `{command}` failed in the guest with exit {code:?}: {stderr}")]
+    ToolInstall {
+        name: String,
+        command: String,
+        code: Option<u32>,
+        stderr: String,
+    },
+    #[error("interrupted; everything `up` had made was removed")]
+    Cancelled,
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl VmError {
+    /// Wraps an I/O error with the path it concerns, so the user sees which file.
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> VmError {
+        let path = path.into();
+        move |source| VmError::Io { path, source }
+    }
+}
+
+impl From<virt::error::Error> for VmError {
+    fn from(e: virt::error::Error) -> Self {
+        VmError::Libvirt(e.message().to_string())
+    }
+}

@@ -1,0 +1,166 @@
+//! Host checks before anything is made: each failure names the command that
+//! fixes it.
+
+use crate::accel::{self, AccelProbe, Acceleration};
+use crate::config::VmConfig;
+use crate::error::VmError;
+use crate::hypervisor::Hypervisor;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+pub const VIRTLOGD_SOCKET: &str = "/run/libvirt/virtlogd-sock";
+
+/// Room an image build needs: root tree + raw ext4 + qcow2, with margin.
+const IMAGE_BUILD_MIB: u64 = 3 * 1024;
+/// Room a fresh overlay needs before the guest writes to it.
+const OVERLAY_MIN_MIB: u64 = 2 * 1024;
+
+/// What the checks found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostReport {
+    pub acceleration: Acceleration,
+    /// To print loudly (TCG, little disk space).
+    pub warnings: Vec<String>,
+}
+
+/// Checks programs, virtlogd, libvirtd at the URI, that the QEMU user can
+/// reach the cache and state folders, free space, and which acceleration
+/// works. `build_image` adds the image-build tools and space.
+pub fn preflight(
+    cfg: &VmConfig,
+    cache_dir: &Path,
+    state_dir: &Path,
+    build_image: bool,
+) -> Result<HostReport, VmError> {
+    cfg.validate()?;
+    let mut programs = vec![
+        ("qemu-system-x86_64", "qemu-system-x86"),
+        ("qemu-img", "qemu-utils"),
+    ];
+    if build_image {
+        programs.push(("mmdebstrap", "mmdebstrap"));
+        programs.push(("mkfs.ext4", "e2fsprogs"));
+    }
+    for (program, package) in programs {
+        if find_program(program).is_none() {
+            return Err(VmError::MissingProgram { program, package });
+        }
+    }
+    if is_local_uri(&cfg.uri) && !Path::new(VIRTLOGD_SOCKET).exists() {
+        return Err(VmError::Virtlogd {
+            socket: VIRTLOGD_SOCKET.into(),
+        });
+    }
+    Hypervisor::open(&cfg.uri)?;
+    if is_local_uri(&cfg.uri) {
+        qemu_can_reach(cache_dir)?;
+        qemu_can_reach(state_dir)?;
+    }
+
+    let mut warnings = Vec::new();
+    if build_image {
+        require_space(cache_dir, IMAGE_BUILD_MIB, "building the base image")?;
+    }
+    let free = require_space(state_dir, OVERLAY_MIN_MIB, "the VM's overlay disk")?;
+    let disk_mib = u64::from(cfg.image.disk_gib) * 1024;
+    if free < disk_mib {
+        warnings.push(format!(
+            "only {free} MiB free under {}; the guest's disk can grow to {disk_mib} MiB and would fail when the host runs out",
+            state_dir.display()
+        ));
+    }
+    let (acceleration, warning) = accel::choose(cfg.accel, &AccelProbe::read_host())?;
+    warnings.extend(warning);
+    Ok(HostReport {
+        acceleration,
+        warnings,
+    })
+}
+
+/// A URI whose QEMU runs on this host (files, sockets and free ports are
+/// checked locally only then).
+pub fn is_local_uri(uri: &str) -> bool {
+    uri.starts_with("qemu:///")
+}
+
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// libvirt runs QEMU as `libvirt-qemu`, which must traverse every folder
+/// above the images and overlays (a 0700 `/root` stops it).
+pub fn qemu_can_reach(path: &Path) -> Result<(), VmError> {
+    for ancestor in path.ancestors() {
+        let Ok(meta) = std::fs::metadata(ancestor) else {
+            // Not made yet: labrun creates it 0755.
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o001 == 0 {
+            return Err(VmError::NotTraversable {
+                path: path.to_path_buf(),
+                ancestor: ancestor.to_path_buf(),
+                mode,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Free MiB at `path` (or its nearest existing ancestor); an error below `need_mib`.
+fn require_space(path: &Path, need_mib: u64, what: &'static str) -> Result<u64, VmError> {
+    let existing = path
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
+    let st = rustix::fs::statvfs(existing).map_err(|e| VmError::io(existing)(e.into()))?;
+    let free_mib = st.f_bavail.saturating_mul(st.f_frsize) / (1024 * 1024);
+    if free_mib < need_mib {
+        return Err(VmError::DiskSpace {
+            path: path.to_path_buf(),
+            free_mib,
+            need_mib,
+            what,
+        });
+    }
+    Ok(free_mib)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_ancestor_is_reported_with_the_fix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let private = tmp.path().join("home");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = qemu_can_reach(&private.join("cache/labrun"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--cache") && err.contains("700"), "{err}");
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+        qemu_can_reach(&private.join("cache/labrun")).unwrap();
+    }
+
+    #[test]
+    fn space_check_names_what_needs_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(require_space(tmp.path(), 1, "x").unwrap() >= 1);
+        let err = require_space(&tmp.path().join("not/yet"), u64::MAX / 2, "the overlay")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the overlay"), "{err}");
+    }
+
+    #[test]
+    fn programs_are_found_on_path() {
+        assert!(find_program("sh").is_some());
+        assert!(find_program("labrun-no-such-program").is_none());
+    }
+}

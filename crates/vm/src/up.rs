@@ -1,0 +1,348 @@
+//! `up`: host checks, image, overlay, keys, seed, domain, SSH. The state file
+//! is written before anything else is made and updated as `up` goes, so
+//! `down` finds whatever a killed `up` left. Any failure or cancellation
+//! tears down what this `up` made before returning.
+
+use crate::accel::Acceleration;
+use crate::config::VmConfig;
+use crate::down::teardown;
+use crate::error::VmError;
+use crate::host;
+use crate::hypervisor::{Hypervisor, StartError};
+use crate::image::{self, BaseImage};
+use crate::lock::LabLock;
+use crate::preflight::{self, HostReport};
+use crate::seed::{self, SeedKeys};
+use crate::state::{LabDir, Phase, VmState};
+use crate::xml::{self, DomainSpec, LabrunMetadata};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// Where labrun keeps things on the host.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub cache_dir: PathBuf,
+    pub state_root: PathBuf,
+    /// The host's apt configuration folder (`/etc/apt`).
+    pub apt_dir: PathBuf,
+}
+
+/// Set to `true` to make `up` stop and clean up (Ctrl-C).
+pub type Cancel = watch::Receiver<bool>;
+
+/// What `up` reports while it works.
+pub trait UpProgress: Send + Sync {
+    /// A loud warning (TCG, disk space).
+    fn warn(&self, message: &str);
+    /// A new step begins.
+    fn step(&self, message: &str);
+    /// A line of the image build's output.
+    fn image_line(&self, line: &str);
+    /// Waiting for SSH: attempt `n` is starting.
+    fn ssh_attempt(&self, n: u32);
+}
+
+/// How `up` ended.
+pub enum UpOutcome {
+    /// The lab's VM was up already and answered SSH: nothing was done.
+    AlreadyUp { state: VmState },
+    /// A fresh VM, SSH ready. Keep `lock` while installing tools.
+    Started {
+        state: VmState,
+        session: labrun_ssh::Session,
+        lock: LabLock,
+        /// Domain start to SSH answering.
+        boot: Duration,
+        image_built: bool,
+    },
+}
+
+/// Brings the lab's VM up. See the module docs.
+pub async fn up(
+    cfg: &VmConfig,
+    paths: &Paths,
+    progress: &dyn UpProgress,
+    mut cancel: Cancel,
+) -> Result<UpOutcome, VmError> {
+    cfg.validate()?;
+    let dir = LabDir::for_lab(&paths.state_root, &cfg.lab_name, &cfg.lab_path);
+    let name = cfg.domain_name();
+    let hv = Hypervisor::open(&cfg.uri)?;
+    dir.create()?;
+    let lock = LabLock::acquire(&dir.lock_file(), &cfg.lab_name, "labrun up")?;
+
+    if let Some(state) = already_up(&dir, &hv, &name).await {
+        return Ok(UpOutcome::AlreadyUp { state });
+    }
+    if let Some(d) = hv.find(&name)? {
+        if let Some(m) = &d.metadata {
+            if m.lab_path != cfg.lab_path {
+                return Err(VmError::NameTaken {
+                    name,
+                    owner: format!("the lab at {}", m.lab_path.display()),
+                });
+            }
+        }
+    }
+    // Leftovers of an earlier `up` of this lab (killed, or its VM died).
+    let stale = teardown(&hv, &dir, &name, true)?;
+    if !stale.is_empty() {
+        progress.step(&format!(
+            "removed leftovers of an earlier `up`: {}",
+            stale.join(", ")
+        ));
+    }
+
+    let cached = image::cached(&paths.cache_dir, &cfg.image)?;
+    let report: HostReport =
+        preflight::preflight(cfg, &paths.cache_dir, &paths.state_root, cached.is_none())?;
+    for w in &report.warnings {
+        progress.warn(w);
+    }
+
+    let (image, image_built) = match cached {
+        Some(img) => (img, false),
+        None => {
+            progress.step("building the base image (once; cached afterwards)");
+            let mut on_line = |l: &str| progress.image_line(l);
+            let built = tokio::select! {
+                r = image::build(&paths.cache_dir, &cfg.image, &paths.apt_dir, false, &mut on_line) => r?,
+                _ = cancelled(&mut cancel) => {
+                    teardown(&hv, &dir, &name, false)?;
+                    return Err(VmError::Cancelled);
+                }
+            };
+            (built, true)
+        }
+    };
+
+    let now = std::time::SystemTime::now();
+    let up_id = format!(
+        "{}-{}",
+        now.duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0),
+        std::process::id()
+    );
+    let mut state = VmState {
+        schema: VmState::schema(),
+        lab_name: cfg.lab_name.clone(),
+        lab_path: cfg.lab_path.clone(),
+        domain_name: name.clone(),
+        uri: cfg.uri.clone(),
+        up_id,
+        created: humantime::format_rfc3339_seconds(now).to_string(),
+        phase: Phase::Creating,
+        ssh_port: None,
+        vcpus: cfg.vcpus,
+        memory_mib: cfg.memory_mib,
+        acceleration: report.acceleration,
+        image_digest: image.digest.clone(),
+        image_dir: image.dir.clone(),
+        host_key: None,
+        client_key: dir.client_key(),
+    };
+    dir.write_state(&state)?;
+
+    let made = tokio::select! {
+        r = make_and_boot(cfg, &hv, &dir, &image, &mut state, progress) => r,
+        _ = cancelled(&mut cancel) => Err(VmError::Cancelled),
+    };
+    match made {
+        Ok((session, boot)) => Ok(UpOutcome::Started {
+            state,
+            session,
+            lock,
+            boot,
+            image_built,
+        }),
+        Err(e) => {
+            // Whatever went wrong, leave nothing behind.
+            teardown(&hv, &dir, &name, false)?;
+            Err(e)
+        }
+    }
+}
+
+/// Files, domain, SSH: the part that is undone on failure.
+async fn make_and_boot(
+    cfg: &VmConfig,
+    hv: &Hypervisor,
+    dir: &LabDir,
+    image: &BaseImage,
+    state: &mut VmState,
+    progress: &dyn UpProgress,
+) -> Result<(labrun_ssh::Session, Duration), VmError> {
+    progress.step("making keys, overlay disk and seed");
+    let client_public = if dir.client_key().exists() {
+        labrun_ssh::public_key_line(&dir.client_key())?
+    } else {
+        labrun_ssh::generate_ed25519(&dir.client_key(), "labrun-client")?
+    };
+    for p in [dir.host_key(), dir.host_key().with_extension("pub")] {
+        let _ = std::fs::remove_file(p);
+    }
+    let host_public = labrun_ssh::generate_ed25519(&dir.host_key(), &state.domain_name)?;
+    let host_private = std::fs::read(dir.host_key()).map_err(VmError::io(dir.host_key()))?;
+    host::create_overlay(&image.disk(), &dir.overlay()).await?;
+    seed::write_seed(
+        &dir.seed(),
+        &SeedKeys {
+            authorized_key: &client_public,
+            host_private_key: &host_private,
+            host_public_key: &host_public,
+        },
+    )?;
+    let host_key = key_type_and_blob(&host_public);
+    // HostKeyAlias=<domain> keeps this line valid whatever the port.
+    crate::state::write_atomic(
+        &dir.known_hosts(),
+        format!("{} {host_key}\n", state.domain_name).as_bytes(),
+        0o644,
+    )?;
+    state.host_key = Some(host_key);
+
+    progress.step(&format!(
+        "starting {} ({} vCPU, {} MiB, {})",
+        state.domain_name,
+        cfg.vcpus,
+        cfg.memory_mib,
+        state.acceleration.as_str()
+    ));
+    let started = start_domain(cfg, hv, dir, image, state).await?;
+    state.phase = Phase::Booting;
+    dir.write_state(state)?;
+
+    let Some(target) = state.ssh_target() else {
+        return Err(VmError::Libvirt("internal: no SSH port recorded".into()));
+    };
+    progress.step("waiting for SSH");
+    let timeout = cfg.ssh_timeout();
+    let mut on_attempt = |n: u32| progress.ssh_attempt(n);
+    let session = match labrun_ssh::wait_until_ready(&target, timeout, &mut on_attempt).await {
+        Ok(s) => s,
+        Err(labrun_ssh::SshError::Timeout(_)) => {
+            return Err(VmError::SshTimeout {
+                timeout,
+                console: host::console_tail(&dir.console_log(), 20),
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let boot = started.elapsed();
+    state.phase = Phase::Ready;
+    dir.write_state(state)?;
+    Ok((session, boot))
+}
+
+/// Picks a port and starts the domain, retrying with another port when the
+/// first was taken in between. Returns when the domain was started.
+async fn start_domain(
+    cfg: &VmConfig,
+    hv: &Hypervisor,
+    dir: &LabDir,
+    image: &BaseImage,
+    state: &mut VmState,
+) -> Result<Instant, VmError> {
+    const ATTEMPTS: u32 = 5;
+    let mut last = String::new();
+    for _ in 0..ATTEMPTS {
+        let port = host::free_local_port()?;
+        let spec = DomainSpec {
+            name: state.domain_name.clone(),
+            acceleration: state.acceleration,
+            vcpus: cfg.vcpus,
+            memory_mib: cfg.memory_mib,
+            kernel: image.kernel(),
+            initrd: image.initrd(),
+            overlay: dir.overlay(),
+            seed: dir.seed(),
+            console_log: dir.console_log(),
+            ssh_port: port,
+            disk_cache: cfg.disk_cache,
+            metadata: LabrunMetadata {
+                lab_name: cfg.lab_name.clone(),
+                lab_path: cfg.lab_path.clone(),
+                state_dir: dir.path.clone(),
+                up_id: state.up_id.clone(),
+                created: state.created.clone(),
+            },
+        };
+        let domain_xml = xml::domain_xml(&spec);
+        crate::state::write_atomic(&dir.domain_xml(), domain_xml.as_bytes(), 0o644)?;
+        // Recorded before the start, so `down` after a kill right here still
+        // knows the port and the domain.
+        state.ssh_port = Some(port);
+        dir.write_state(state)?;
+        let started = Instant::now();
+        match hv.create(&domain_xml) {
+            Ok(()) => return Ok(started),
+            Err(StartError::PortInUse(m)) => last = m,
+            Err(StartError::Other(e)) => return Err(e),
+        }
+    }
+    Err(VmError::NoPort {
+        attempts: ATTEMPTS,
+        reason: last,
+    })
+}
+
+/// The VM of this lab, if it is running and answers SSH with the pinned key.
+async fn already_up(dir: &LabDir, hv: &Hypervisor, name: &str) -> Option<VmState> {
+    let state = dir.read_state().ok()??;
+    if state.phase != Phase::Ready {
+        return None;
+    }
+    let d = hv.find(name).ok()??;
+    if !d.active {
+        return None;
+    }
+    let target = state.ssh_target()?;
+    let session = labrun_ssh::connect(&target, Duration::from_secs(10))
+        .await
+        .ok()?;
+    let _ = session.close().await;
+    Some(state)
+}
+
+/// `ssh-ed25519 AAAA...` without the comment.
+fn key_type_and_blob(line: &str) -> String {
+    line.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn cancelled(cancel: &mut Cancel) {
+    loop {
+        if *cancel.borrow() {
+            return;
+        }
+        if cancel.changed().await.is_err() {
+            // The sender is gone: nobody can cancel any more.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// The acceleration in effect, for callers that only need to say it.
+pub fn describe(a: Acceleration) -> &'static str {
+    match a {
+        Acceleration::Kvm => "KVM",
+        Acceleration::Tcg => "TCG (software emulation)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_key_drops_the_comment() {
+        assert_eq!(
+            key_type_and_blob("ssh-ed25519 AAAAC3 labrun-demo\n"),
+            "ssh-ed25519 AAAAC3"
+        );
+    }
+}

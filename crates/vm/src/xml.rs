@@ -1,0 +1,276 @@
+//! The libvirt domain XML, as established by the hand-run trial in
+//! `shared/notes/vm-on-this-host.md`: q35, direct kernel boot, a virtio
+//! overlay disk, a read-only raw-tar seed disk, the serial console to a file,
+//! and slirp (`restrict=on`, SSH forwarded on 127.0.0.1 only) passed through
+//! `qemu:commandline` because Debian 12's libvirt has passt disabled.
+
+use crate::accel::Acceleration;
+use crate::config::DiskCache;
+use std::path::PathBuf;
+
+/// The XML namespace of labrun's `<metadata>` element.
+pub const METADATA_NS: &str = "urn:labrun:domain:1";
+/// Its prefix in the XML.
+pub const METADATA_PREFIX: &str = "labrun";
+
+/// What marks a domain as labrun's, and which lab and `up` made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabrunMetadata {
+    pub lab_name: String,
+    pub lab_path: PathBuf,
+    pub state_dir: PathBuf,
+    pub up_id: String,
+    pub created: String,
+}
+
+/// Everything the XML needs.
+#[derive(Debug, Clone)]
+pub struct DomainSpec {
+    pub name: String,
+    pub acceleration: Acceleration,
+    pub vcpus: u32,
+    pub memory_mib: u64,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub overlay: PathBuf,
+    pub seed: PathBuf,
+    pub console_log: PathBuf,
+    pub ssh_port: u16,
+    pub disk_cache: DiskCache,
+    pub metadata: LabrunMetadata,
+}
+
+/// The kernel command line. `quiet` and a small initrd roughly halve the boot
+/// under TCG (printing to an emulated UART is slow).
+pub const CMDLINE: &str = "root=/dev/vda rw console=ttyS0,115200 quiet";
+
+pub fn domain_xml(s: &DomainSpec) -> String {
+    let cpu = match s.acceleration {
+        // TCG: expose every feature QEMU can emulate.
+        Acceleration::Tcg => "<cpu mode='maximum' check='none'/>",
+        Acceleration::Kvm => "<cpu mode='host-passthrough' check='none'/>",
+    };
+    let cache = match s.disk_cache {
+        // O_DIRECT needs io='native' to be asynchronous.
+        DiskCache::None => " cache='none' io='native'".to_string(),
+        other => format!(" cache='{}'", other.as_str()),
+    };
+    let m = &s.metadata;
+    format!(
+        r#"<domain type='{dtype}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>{name}</name>
+  <metadata>
+    <{p}:lab xmlns:{p}='{ns}'>
+      <{p}:name>{lab}</{p}:name>
+      <{p}:path>{lab_path}</{p}:path>
+      <{p}:state-dir>{state_dir}</{p}:state-dir>
+      <{p}:up-id>{up_id}</{p}:up-id>
+      <{p}:created>{created}</{p}:created>
+    </{p}:lab>
+  </metadata>
+  <memory unit='MiB'>{mem}</memory>
+  <currentMemory unit='MiB'>{mem}</currentMemory>
+  <vcpu placement='static'>{vcpus}</vcpu>
+  <os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <kernel>{kernel}</kernel>
+    <initrd>{initrd}</initrd>
+    <cmdline>{cmdline}</cmdline>
+  </os>
+  <features><acpi/><apic/></features>
+  {cpu}
+  <clock offset='utc'/>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='qcow2'{cache} discard='unmap'/>
+      <source file='{overlay}'/>
+      <target dev='vda' bus='virtio'/>
+    </disk>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='raw'/>
+      <source file='{seed}'/>
+      <target dev='vdb' bus='virtio'/>
+      <serial>vmseed</serial>
+      <readonly/>
+    </disk>
+    <serial type='file'>
+      <source path='{console}'/>
+      <target port='0'/>
+    </serial>
+    <rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>
+    <memballoon model='none'/>
+  </devices>
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value='user,id=usernet0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=usernet0,id=usernic0,bus=pcie.0,addr=0x10'/>
+  </qemu:commandline>
+</domain>
+"#,
+        dtype = s.acceleration.domain_type(),
+        name = esc(&s.name),
+        p = METADATA_PREFIX,
+        ns = METADATA_NS,
+        lab = esc(&m.lab_name),
+        lab_path = esc(&m.lab_path.to_string_lossy()),
+        state_dir = esc(&m.state_dir.to_string_lossy()),
+        up_id = esc(&m.up_id),
+        created = esc(&m.created),
+        mem = s.memory_mib,
+        vcpus = s.vcpus,
+        kernel = esc(&s.kernel.to_string_lossy()),
+        initrd = esc(&s.initrd.to_string_lossy()),
+        cmdline = CMDLINE,
+        overlay = esc(&s.overlay.to_string_lossy()),
+        seed = esc(&s.seed.to_string_lossy()),
+        console = esc(&s.console_log.to_string_lossy()),
+        port = s.ssh_port,
+    )
+}
+
+/// Reads labrun's metadata element back (as libvirt returns it from
+/// `virDomainGetMetadata`, or inside a full domain XML).
+pub fn parse_metadata(xml: &str) -> Option<LabrunMetadata> {
+    let field = |tag: &str| -> Option<String> {
+        // libvirt may re-prefix the namespace; match on the local name.
+        let start = xml.find(&format!(":{tag}>"))? + tag.len() + 2;
+        let end = start + xml[start..].find("</")?;
+        Some(unesc(&xml[start..end]))
+    };
+    if !xml.contains(METADATA_NS) {
+        return None;
+    }
+    Some(LabrunMetadata {
+        lab_name: field("name")?,
+        lab_path: field("path")?.into(),
+        state_dir: field("state-dir")?.into(),
+        up_id: field("up-id")?,
+        created: field("created")?,
+    })
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&apos;")
+        .replace('"', "&quot;")
+}
+
+fn unesc(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&apos;", "'")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(accel: Acceleration, cache: DiskCache) -> DomainSpec {
+        DomainSpec {
+            name: "labrun-demo".into(),
+            acceleration: accel,
+            vcpus: 4,
+            memory_mib: 3072,
+            kernel: "/c/images/d/vmlinuz".into(),
+            initrd: "/c/images/d/initrd.img".into(),
+            overlay: "/s/demo-1/overlay.qcow2".into(),
+            seed: "/s/demo-1/seed.img".into(),
+            console_log: "/s/demo-1/console.log".into(),
+            ssh_port: 40123,
+            disk_cache: cache,
+            metadata: LabrunMetadata {
+                lab_name: "demo".into(),
+                lab_path: "/w/R&D <lab>.yaml".into(),
+                state_dir: "/s/demo-1".into(),
+                up_id: "u1".into(),
+                created: "2026-11-29T10:00:00Z".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn tcg_domain_has_what_the_trial_found_necessary() {
+        let x = domain_xml(&spec(Acceleration::Tcg, DiskCache::None));
+        for needle in [
+            "<domain type='qemu'",
+            "<cpu mode='maximum' check='none'/>",
+            "machine='q35'",
+            "<memory unit='MiB'>3072</memory>",
+            "<vcpu placement='static'>4</vcpu>",
+            "<kernel>/c/images/d/vmlinuz</kernel>",
+            "<cmdline>root=/dev/vda rw console=ttyS0,115200 quiet</cmdline>",
+            "type='qcow2' cache='none' io='native'",
+            "<serial>vmseed</serial>",
+            "<readonly/>",
+            "<source path='/s/demo-1/console.log'/>",
+            "<memballoon model='none'/>",
+            "<rng model='virtio'>",
+            "user,id=usernet0,restrict=on,hostfwd=tcp:127.0.0.1:40123-:22",
+            "bus=pcie.0,addr=0x10",
+            "xmlns:labrun='urn:labrun:domain:1'",
+        ] {
+            assert!(x.contains(needle), "missing {needle} in\n{x}");
+        }
+        // No libvirt-managed network: only slirp through the command line.
+        assert!(!x.contains("<interface"));
+        // Paths are escaped.
+        assert!(x.contains("/w/R&amp;D &lt;lab&gt;.yaml"));
+    }
+
+    #[test]
+    fn kvm_and_cache_variants() {
+        let x = domain_xml(&spec(Acceleration::Kvm, DiskCache::Writeback));
+        assert!(x.contains("<domain type='kvm'"));
+        assert!(x.contains("host-passthrough"));
+        assert!(x.contains("cache='writeback'"));
+        assert!(!x.contains("io='native'"));
+    }
+
+    #[test]
+    fn metadata_round_trips() {
+        let s = spec(Acceleration::Tcg, DiskCache::None);
+        let x = domain_xml(&s);
+        assert_eq!(parse_metadata(&x).unwrap(), s.metadata);
+        // As virDomainGetMetadata returns it (namespace re-declared).
+        let got = "<labrun:lab xmlns:labrun=\"urn:labrun:domain:1\"><labrun:name>demo</labrun:name><labrun:path>/x</labrun:path><labrun:state-dir>/s</labrun:state-dir><labrun:up-id>u</labrun:up-id><labrun:created>c</labrun:created></labrun:lab>";
+        assert_eq!(parse_metadata(got).unwrap().lab_name, "demo");
+        assert!(parse_metadata("<domain/>").is_none());
+    }
+
+    #[test]
+    fn validates_against_libvirts_schema_when_the_tool_is_there() {
+        let tool = std::path::Path::new("/usr/bin/virt-xml-validate");
+        if !tool.exists() {
+            eprintln!("virt-xml-validate not installed (libvirt-clients): schema check skipped");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        for (a, c) in [
+            (Acceleration::Tcg, DiskCache::None),
+            (Acceleration::Kvm, DiskCache::Unsafe),
+        ] {
+            let p = tmp.path().join("d.xml");
+            std::fs::write(&p, domain_xml(&spec(a, c))).unwrap();
+            let out = std::process::Command::new(tool)
+                .arg(&p)
+                .arg("domain")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
