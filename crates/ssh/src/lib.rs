@@ -2,13 +2,45 @@
 //!
 //! The host key is always pinned: labrun generated it before boot (VM) or the
 //! lab names it (existing machine). A server presenting another key is
-//! refused with [`SshError::HostKeyMismatch`].
+//! refused with [`SshError::HostKeyMismatch`], and that is never retried.
 //!
-//! STATUS: API contract only; the implementation lands with the VM issue.
-//! Signatures here are what `labrun-vm` and the bench code against.
+//! * [`connect`] / [`wait_until_ready`] open an authenticated [`Session`]
+//!   (ed25519 client key, OpenSSH private key file).
+//! * [`Session::exec`], [`Session::exec_streaming`], [`Session::exec_with_input`]
+//!   run commands through the remote user's shell.
+//! * [`Session::upload`], [`Session::download`], [`Session::upload_dir`],
+//!   [`Session::download_dir`] move files as byte streams over exec channels
+//!   (`cat`, `tar`): nothing is buffered whole, downloads land under a
+//!   temporary name and are renamed when complete.
+//! * [`generate_ed25519`] / [`public_key_line`] make and read the keys that are
+//!   injected into the guest.
+//!
+//! Long quiet commands: a bench step may print nothing for an hour. The client
+//! therefore sets **no inactivity timeout**; instead it sends a keepalive after
+//! every [`ConnectOptions::keepalive_interval`] of silence and gives up only
+//! when [`ConnectOptions::keepalive_max`] of them in a row get no answer. A live
+//! sshd answers keepalives whatever its command is doing, so a quiet command is
+//! never cut, while a dead guest or network is noticed within minutes.
+//!
+//! With the `test-sshd` feature, [`test_support`] starts a throw-away OpenSSH
+//! server on 127.0.0.1 for tests.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
+
+mod client;
+mod exec;
+mod keys;
+mod shell;
+mod transfer;
+
+#[cfg(feature = "test-sshd")]
+pub mod test_support;
+
+pub use client::{
+    ConnectOptions, Session, connect, connect_with, wait_until_ready, wait_until_ready_with,
+};
+pub use keys::{fingerprint_of_line, generate_ed25519, public_key_line};
 
 /// Where and how to connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +73,11 @@ pub enum SshError {
         presented: String,
     },
     #[error("{host}:{port} refused key {key}: check the authorized key in the guest")]
-    AuthRejected { host: String, port: u16, key: String },
+    AuthRejected {
+        host: String,
+        port: u16,
+        key: String,
+    },
     #[error("timed out after {0:?} waiting for SSH")]
     Timeout(Duration),
     #[error("key file {path}: {reason}")]
@@ -50,6 +86,18 @@ pub enum SshError {
     Protocol(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+impl SshError {
+    /// Whether [`wait_until_ready`] gives up at once on this error: a wrong
+    /// host key, a refused client key or an unreadable key file do not get
+    /// better by waiting.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            SshError::HostKeyMismatch { .. } | SshError::AuthRejected { .. } | SshError::Key { .. }
+        )
+    }
 }
 
 /// The result of one command.
@@ -61,76 +109,9 @@ pub struct Output {
     pub stderr: Vec<u8>,
 }
 
-/// An open, authenticated connection. Cheap to share (`&Session`).
-pub struct Session {
-    _private: (),
-}
-
-fn not_yet() -> SshError {
-    SshError::Protocol("the SSH client is not built yet".into())
-}
-
-/// Connects once, with `timeout` for TCP + handshake + auth.
-pub async fn connect(_target: &Target, _timeout: Duration) -> Result<Session, SshError> {
-    Err(not_yet())
-}
-
-/// Retries [`connect`] until it succeeds or `overall` elapses. `on_attempt` is
-/// called before each attempt with its number (for progress displays). A host
-/// key mismatch or an auth rejection is returned at once, never retried.
-pub async fn wait_until_ready(
-    _target: &Target,
-    _overall: Duration,
-    _on_attempt: &mut (dyn FnMut(u32) + Send),
-) -> Result<Session, SshError> {
-    Err(not_yet())
-}
-
-impl Session {
-    /// Runs `command` (through the remote user's shell), collecting output.
-    pub async fn exec(&self, _command: &str) -> Result<Output, SshError> {
-        Err(not_yet())
+impl Output {
+    /// True when the command exited with status 0.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0)
     }
-
-    /// Runs `command`, handing stdout and stderr chunks to the callbacks as
-    /// they arrive. Returns the exit code.
-    pub async fn exec_streaming(
-        &self,
-        _command: &str,
-        _on_stdout: &mut (dyn FnMut(&[u8]) + Send),
-        _on_stderr: &mut (dyn FnMut(&[u8]) + Send),
-    ) -> Result<Option<u32>, SshError> {
-        Err(not_yet())
-    }
-
-    /// Copies a local file to `remote` (absolute path), with `mode`.
-    pub async fn upload(&self, _local: &Path, _remote: &str, _mode: u32) -> Result<(), SshError> {
-        Err(not_yet())
-    }
-
-    /// Copies a remote file to `local`, writing a temporary file then renaming.
-    pub async fn download(&self, _remote: &str, _local: &Path) -> Result<(), SshError> {
-        Err(not_yet())
-    }
-
-    /// Copies a remote directory tree into `local` (created if needed).
-    pub async fn download_dir(&self, _remote: &str, _local: &Path) -> Result<(), SshError> {
-        Err(not_yet())
-    }
-
-    pub async fn close(self) -> Result<(), SshError> {
-        Ok(())
-    }
-}
-
-/// Creates a new ed25519 key pair: the private key in OpenSSH format at
-/// `private` (mode 0600), returns the public key line (`ssh-ed25519 AAAA.. comment`)
-/// and also writes it to `private` + `.pub`.
-pub fn generate_ed25519(_private: &Path, _comment: &str) -> Result<String, SshError> {
-    Err(not_yet())
-}
-
-/// Reads the public key line of an OpenSSH private key file.
-pub fn public_key_line(_private: &Path) -> Result<String, SshError> {
-    Err(not_yet())
 }

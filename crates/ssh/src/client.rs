@@ -1,0 +1,346 @@
+//! Connecting: TCP, handshake with the pinned host key, public-key auth,
+//! keepalives, and the retry loop used while a machine boots.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use russh::client::{self, DisconnectReason, Handle, Msg};
+use russh::keys::{PrivateKey, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
+use russh::{Channel, Disconnect};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use crate::keys::{fingerprint, load_private_key, parse_public_line};
+use crate::{SshError, Target};
+
+/// How a connection is kept alive and how [`wait_until_ready_with`] retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// A keepalive is sent after this long without hearing from the server.
+    pub keepalive_interval: Duration,
+    /// The connection is declared dead after this many keepalives in a row
+    /// go unanswered, i.e. after about `keepalive_interval * keepalive_max`
+    /// of total silence from sshd. A quiet *command* does not count: sshd
+    /// answers keepalives while its command runs.
+    pub keepalive_max: usize,
+    /// [`wait_until_ready_with`]: the limit for one attempt (TCP + handshake +
+    /// auth). Short, because through QEMU's user-mode port forwarding the TCP
+    /// connect succeeds before sshd listens and the banner never comes.
+    pub attempt_timeout: Duration,
+    /// [`wait_until_ready_with`]: the pause after a failed attempt.
+    pub retry_pause: Duration,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            // 15 s x 8 = 2 minutes of silence from sshd before giving up:
+            // long enough for a guest starved by a busy TCG vCPU, short enough
+            // that a dead VM does not hang a run.
+            keepalive_interval: Duration::from_secs(15),
+            keepalive_max: 8,
+            attempt_timeout: Duration::from_secs(5),
+            retry_pause: Duration::from_millis(500),
+        }
+    }
+}
+
+/// An open, authenticated connection. Cheap to share (`&Session`): every
+/// command runs on its own channel, so several may run at once (OpenSSH allows
+/// 10 per connection by default).
+pub struct Session {
+    pub(crate) handle: Handle<PinnedHostKey>,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    /// Why the connection ended, when it ended on its own (e.g. keepalives
+    /// unanswered), for error messages.
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("closed", &self.handle.is_closed())
+            .finish()
+    }
+}
+
+/// Connects once, with `timeout` for TCP + handshake + auth, and the default
+/// [`ConnectOptions`].
+pub async fn connect(target: &Target, timeout: Duration) -> Result<Session, SshError> {
+    connect_with(target, timeout, &ConnectOptions::default()).await
+}
+
+/// [`connect`] with explicit keepalive settings.
+pub async fn connect_with(
+    target: &Target,
+    timeout: Duration,
+    options: &ConnectOptions,
+) -> Result<Session, SshError> {
+    Prepared::new(target)?.connect(timeout, options).await
+}
+
+/// Retries [`connect`] until it succeeds or `overall` elapses. `on_attempt` is
+/// called before each attempt with its number (for progress displays). A host
+/// key mismatch or an auth rejection is returned at once, never retried.
+pub async fn wait_until_ready(
+    target: &Target,
+    overall: Duration,
+    on_attempt: &mut (dyn FnMut(u32) + Send),
+) -> Result<Session, SshError> {
+    wait_until_ready_with(target, overall, &ConnectOptions::default(), on_attempt).await
+}
+
+/// [`wait_until_ready`] with explicit per-attempt timeout, pause and
+/// keepalive settings. Every failure other than those [`SshError::is_final`]
+/// names (refused, reset, banner timeout, handshake cut short) is retried until
+/// `overall` has elapsed, then [`SshError::Timeout`] is returned.
+pub async fn wait_until_ready_with(
+    target: &Target,
+    overall: Duration,
+    options: &ConnectOptions,
+    on_attempt: &mut (dyn FnMut(u32) + Send),
+) -> Result<Session, SshError> {
+    // Key problems are found before the first packet, and are final.
+    let prepared = Prepared::new(target)?;
+    let deadline = Instant::now() + overall;
+    let mut attempt: u32 = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(SshError::Timeout(overall));
+        }
+        attempt = attempt.saturating_add(1);
+        on_attempt(attempt);
+        match prepared
+            .connect(options.attempt_timeout.min(left), options)
+            .await
+        {
+            Ok(session) => return Ok(session),
+            Err(e) if e.is_final() => return Err(e),
+            Err(_) => {}
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(SshError::Timeout(overall));
+        }
+        tokio::time::sleep(options.retry_pause.min(left)).await;
+    }
+}
+
+impl Session {
+    /// Opens a session channel for one command.
+    pub(crate) async fn open_channel(&self) -> Result<Channel<Msg>, SshError> {
+        self.handle
+            .channel_open_session()
+            .await
+            .map_err(|e| self.lost(&format!("cannot open a channel: {e}")))
+    }
+
+    /// The error for a connection that went away under us.
+    pub(crate) fn lost(&self, what: &str) -> SshError {
+        let why = lock(&self.lost)
+            .clone()
+            .unwrap_or_else(|| "the connection was closed".to_string());
+        SshError::Protocol(format!(
+            "{what} on {}:{} ({why}); the machine may have stopped or rebooted",
+            self.host, self.port
+        ))
+    }
+
+    /// Whether the connection has ended (closed by us, by the server, or
+    /// after unanswered keepalives).
+    pub fn is_closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+
+    /// Says goodbye to the server. Closing a connection that has already
+    /// ended is not an error.
+    pub async fn close(self) -> Result<(), SshError> {
+        if self.handle.is_closed() {
+            return Ok(());
+        }
+        match self
+            .handle
+            .disconnect(Disconnect::ByApplication, "labrun done", "en")
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(_) if self.handle.is_closed() => Ok(()),
+            Err(e) => Err(SshError::Protocol(format!(
+                "closing the connection to {}:{}: {e}",
+                self.host, self.port
+            ))),
+        }
+    }
+}
+
+/// A target whose keys have been read and checked, ready to connect (again).
+struct Prepared<'a> {
+    target: &'a Target,
+    pinned: PublicKey,
+    client_key: Arc<PrivateKey>,
+}
+
+impl<'a> Prepared<'a> {
+    fn new(target: &'a Target) -> Result<Self, SshError> {
+        Ok(Prepared {
+            target,
+            pinned: parse_public_line(&target.host_key)?,
+            client_key: Arc::new(load_private_key(&target.client_key)?),
+        })
+    }
+
+    async fn connect(
+        &self,
+        timeout: Duration,
+        options: &ConnectOptions,
+    ) -> Result<Session, SshError> {
+        match tokio::time::timeout(timeout, self.connect_unbounded(options)).await {
+            Ok(result) => result,
+            Err(_) => Err(SshError::Timeout(timeout)),
+        }
+    }
+
+    async fn connect_unbounded(&self, options: &ConnectOptions) -> Result<Session, SshError> {
+        let t = self.target;
+        let unreachable = |reason: String| SshError::Unreachable {
+            host: t.host.clone(),
+            port: t.port,
+            reason,
+        };
+        let stream = TcpStream::connect((t.host.as_str(), t.port))
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        // Commands and their replies are small packets; Nagle only adds delay.
+        stream.set_nodelay(true).ok();
+
+        let config = client::Config {
+            keepalive_interval: Some(options.keepalive_interval),
+            keepalive_max: options.keepalive_max,
+            // No inactivity timeout: a bench step may be silent for an hour.
+            // Dead peers are found by the keepalives instead.
+            inactivity_timeout: None,
+            nodelay: true,
+            ..Default::default()
+        };
+        let lost = Arc::new(Mutex::new(None));
+        let handler = PinnedHostKey {
+            pinned: self.pinned.clone(),
+            lost: Arc::clone(&lost),
+        };
+        let mut handle = client::connect_stream(Arc::new(config), stream, handler)
+            .await
+            .map_err(|e| match e {
+                HandlerError::HostKey { presented } => SshError::HostKeyMismatch {
+                    host: t.host.clone(),
+                    port: t.port,
+                    expected: fingerprint(&self.pinned),
+                    presented,
+                },
+                HandlerError::Russh(e) => unreachable(format!("SSH handshake failed: {e}")),
+            })?;
+
+        let key = PrivateKeyWithHashAlg::new(Arc::clone(&self.client_key), None);
+        let auth = handle
+            .authenticate_publickey(t.user.clone(), key)
+            .await
+            .map_err(|e| unreachable(format!("SSH authentication was cut short: {e}")))?;
+        if !auth.success() {
+            return Err(SshError::AuthRejected {
+                host: t.host.clone(),
+                port: t.port,
+                key: format!(
+                    "{} ({}, user {})",
+                    fingerprint(self.client_key.public_key()),
+                    t.client_key.display(),
+                    t.user
+                ),
+            });
+        }
+        Ok(Session {
+            handle,
+            host: t.host.clone(),
+            port: t.port,
+            lost,
+        })
+    }
+}
+
+/// The russh handler: accepts exactly the pinned host key.
+pub(crate) struct PinnedHostKey {
+    pinned: PublicKey,
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+#[derive(Debug)]
+pub(crate) enum HandlerError {
+    Russh(russh::Error),
+    /// The server's key is not the pinned one; carries its fingerprint.
+    HostKey {
+        presented: String,
+    },
+}
+
+impl From<russh::Error> for HandlerError {
+    fn from(e: russh::Error) -> Self {
+        HandlerError::Russh(e)
+    }
+}
+
+impl client::Handler for PinnedHostKey {
+    type Error = HandlerError;
+
+    async fn check_server_key(
+        &mut self,
+        server_key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        match server_key {
+            // Compare the key material only: the comment is not part of it.
+            PublicKeyOrCertificate::PublicKey { key, .. }
+                if key.key_data() == self.pinned.key_data() =>
+            {
+                Ok(true)
+            }
+            PublicKeyOrCertificate::PublicKey { key, .. } => Err(HandlerError::HostKey {
+                presented: fingerprint(key),
+            }),
+            // We pin a plain key; a certificate is another key, whoever signed it.
+            PublicKeyOrCertificate::Certificate(cert) => Err(HandlerError::HostKey {
+                presented: format!(
+                    "a certificate for {}",
+                    cert.public_key().fingerprint(russh::keys::HashAlg::Sha256)
+                ),
+            }),
+        }
+    }
+
+    async fn disconnected(
+        &mut self,
+        reason: DisconnectReason<Self::Error>,
+    ) -> Result<(), Self::Error> {
+        let (text, result) = match reason {
+            DisconnectReason::ReceivedDisconnect(info) => (
+                format!(
+                    "the server disconnected: {:?} {}",
+                    info.reason_code, info.message
+                ),
+                Ok(()),
+            ),
+            DisconnectReason::Error(HandlerError::Russh(russh::Error::KeepaliveTimeout)) => (
+                "the server stopped answering keepalives".to_string(),
+                Err(HandlerError::Russh(russh::Error::KeepaliveTimeout)),
+            ),
+            DisconnectReason::Error(e) => (format!("{e:?}"), Err(e)),
+        };
+        *lock(&self.lost) = Some(text);
+        result
+    }
+}
+
+/// Locks a mutex, ignoring poisoning: the data is a plain message.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,50 @@
+//! Helpers shared by the SSH integration tests (each test starts its own
+//! OpenSSH server with `labrun_ssh::test_support::Sshd`).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use labrun_ssh::Session;
+use labrun_ssh::test_support::Sshd;
+use sha2::{Digest, Sha256};
+
+pub const CONNECT: Duration = Duration::from_secs(10);
+
+pub async fn start_and_connect() -> (Sshd, Session) {
+    let sshd = Sshd::start().unwrap();
+    let session = labrun_ssh::connect(&sshd.target(), CONNECT)
+        .await
+        .unwrap_or_else(|e| panic!("connect: {e}\nsshd log:\n{}", sshd.log()));
+    (sshd, session)
+}
+
+pub fn sha256_file(path: &Path) -> String {
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// `size` bytes from the kernel's random source (fast, and incompressible,
+/// so no layer can cheat with compression).
+pub fn random_file(path: &Path, size: usize) {
+    let mut urandom = std::fs::File::open("/dev/urandom").unwrap();
+    let mut out = std::fs::File::create(path).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(buf.len());
+        urandom.read_exact(&mut buf[..n]).unwrap();
+        out.write_all(&buf[..n]).unwrap();
+        left -= n;
+    }
+}
