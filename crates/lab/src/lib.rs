@@ -1,3 +1,34 @@
-//! Lab files: everything a run needs, as data.
+//! Lab files: everything a run needs, as data. A lab names the machine (a
+//! VM or an existing host), the dataset, the cycles and timeouts, and each
+//! tool under test with its pinned artifact, environment and commands.
+//! Adding a backup tool means editing a lab file, never writing Rust.
 //!
-//! STATUS: lands with the lab-schema issue.
+//! ```no_run
+//! # fn main() -> Result<(), labrun_lab::LabError> {
+//! let lab = labrun_lab::Lab::load(std::path::Path::new("lab.yaml"))?;
+//! println!("{}", lab.describe(None));
+//! let plan = lab.to_plan(&lab.run_id("20261129T1851Z"), &Default::default())?;
+//! # Ok(()) }
+//! ```
+
+mod artifact_check;
+mod describe;
+mod error;
+mod load;
+mod locate;
+mod plan;
+mod schema;
+mod suggest;
+mod units;
+mod validate;
+
+pub use artifact_check::{ArtifactUse, validate_artifact};
+pub use error::{LabError, Problem};
+pub use load::{LabSource, MAX_LAB_BYTES};
+pub use plan::PlanOverrides;
+pub use schema::{
+    Accel, CommandSpec, CommandsSpec, DatasetSpec, DiskCache, ImageSpec, Lab, Machine, TargetSpec,
+    Timeouts, ToolSpec, VmSpec,
+};
+pub use units::{ByteSize, Duration};
+pub use validate::{check_scale, placeholders};

@@ -1,0 +1,171 @@
+//! What a lab will do, in words: the text `labrun check` prints.
+
+use crate::artifact_check::describe_extract;
+use crate::schema::{DatasetSpec, ImageSpec, Lab, Machine, ToolSpec};
+use labrun_artifact::ArtifactSpec;
+use labrun_dataset::{DatasetParams, Layout, layout};
+use labrun_evidence::Step;
+use std::fmt::Write;
+
+impl Lab {
+    /// Dataset totals by class at the scale a run would use.
+    pub fn dataset_layout(&self, scale_override: Option<f64>) -> Layout {
+        match &self.dataset {
+            DatasetSpec::Synthetic { seed, .. } => layout(&DatasetParams {
+                seed: *seed,
+                scale: self.scale(scale_override),
+            }),
+        }
+    }
+
+    /// Timed steps a full run makes: per tool and cycle, the protocol's.
+    pub fn timed_step_count(&self, cycles: u32, tools: usize) -> u64 {
+        Step::protocol().len() as u64 * u64::from(cycles) * tools as u64
+    }
+
+    /// A multi-line description; secrets are shown as `<secret>`.
+    pub fn describe(&self, scale_override: Option<f64>) -> String {
+        let mut s = String::new();
+        let file = self.source.file.display();
+        let _ = writeln!(s, "lab `{}` ({file}, digest {})", self.name, self.digest());
+        if !self.description.trim().is_empty() {
+            for line in self.description.trim().lines() {
+                let _ = writeln!(s, "  {line}");
+            }
+        }
+
+        match self.machine() {
+            Machine::Vm(vm) => {
+                let image = match &vm.image {
+                    ImageSpec::Debian12 => {
+                        "debian12 (built from the host's apt sources)".to_string()
+                    }
+                    ImageSpec::Cloud(a) => format!("cloud image {}", source_of(a)),
+                };
+                let _ = writeln!(
+                    s,
+                    "machine: VM on {}: {} vCPU, {} memory, {} disk, image {image}, accel {}, disk cache {}, SSH wait up to {}",
+                    vm.uri,
+                    vm.vcpus,
+                    vm.memory,
+                    vm.disk,
+                    vm.accel.as_str(),
+                    vm.disk_cache.as_str(),
+                    vm.ssh_timeout
+                );
+            }
+            Machine::Target(t) => {
+                let key = t.host_key.split_whitespace().take(2).collect::<Vec<_>>();
+                let short = match key.as_slice() {
+                    [kind, k] => format!("{kind} {}...", k.get(..24).unwrap_or(k)),
+                    _ => t.host_key.clone(),
+                };
+                let _ = writeln!(
+                    s,
+                    "machine: existing host {}@{}:{} (key {}, host key pinned: {short})",
+                    t.user,
+                    t.host,
+                    t.port,
+                    t.key.display()
+                );
+            }
+        }
+
+        let scale = self.scale(scale_override);
+        let l = self.dataset_layout(scale_override);
+        match &self.dataset {
+            DatasetSpec::Synthetic {
+                seed, change_seed, ..
+            } => {
+                let change = change_seed.unwrap_or(seed.wrapping_add(1));
+                let _ = writeln!(
+                    s,
+                    "dataset: synthetic, seed {seed}, change seed {change}, scale {scale}"
+                );
+            }
+        }
+        let rows = [
+            ("small files", l.small_files, l.small_bytes),
+            ("large random", l.large_random_files, l.large_random_bytes),
+            ("low-entropy", l.low_entropy_files, l.low_entropy_bytes),
+            ("duplicates", l.duplicate_files, l.duplicate_bytes),
+            ("total", l.total_files(), l.total_bytes()),
+        ];
+        for (class, files, bytes) in rows {
+            let _ = writeln!(s, "  {class:<13} {files:>7} files {:>9}", gb(bytes));
+        }
+
+        let steps = self.timed_step_count(self.cycles, self.tools.len());
+        let names: Vec<&str> = Step::protocol().iter().map(|st| st.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "cycles: {}; timed steps: {} per tool and cycle ({}), {steps} in all; a step is stopped after {}",
+            self.cycles,
+            names.len(),
+            names.join(", "),
+            self.timeouts.step
+        );
+
+        let _ = writeln!(s, "tools ({}):", self.tools.len());
+        for t in &self.tools {
+            describe_tool(&mut s, t);
+        }
+        s
+    }
+}
+
+fn describe_tool(s: &mut String, t: &ToolSpec) {
+    let a = &t.artifact;
+    let _ = writeln!(s, "  {} {} -> {}", t.name, t.version, t.install_path());
+    let _ = writeln!(s, "    from    {}", source_of(a));
+    let _ = writeln!(s, "    sha256  {}", a.sha256);
+    if let Some(src) = &a.sha256_source {
+        let _ = writeln!(s, "    digest  from {src}");
+    }
+    let binary = a
+        .binary_sha256
+        .as_deref()
+        .unwrap_or("(recorded at fetch time)");
+    let _ = writeln!(
+        s,
+        "    extract {}, binary sha256 {binary}",
+        describe_extract(&a.extract)
+    );
+    if !t.env.is_empty() {
+        let env: Vec<String> = t
+            .env
+            .iter()
+            .map(|(k, v)| {
+                if t.secret_env.contains(k) {
+                    format!("{k}=<secret>")
+                } else {
+                    format!("{k}={v}")
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "    env     {}", env.join(" "));
+    }
+}
+
+/// `https://...`, `file /path`, `apt restic 0.14.0-1+b5`.
+fn source_of(a: &ArtifactSpec) -> String {
+    if let Some(u) = &a.url {
+        return u.clone();
+    }
+    if let Some(f) = &a.file {
+        return format!("file {f}");
+    }
+    if let Some(p) = &a.apt {
+        return format!("apt package {} {}", p.package, p.version);
+    }
+    "(no source)".into()
+}
+
+/// 10^9 bytes, as the published comparison counts.
+fn gb(bytes: u64) -> String {
+    if bytes >= 1_000_000_000 {
+        format!("{:.2} GB", bytes as f64 / 1e9)
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    }
+}

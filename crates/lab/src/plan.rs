@@ -1,0 +1,152 @@
+//! From a lab to the plan the agent runs (`labrun_evidence::Plan`).
+
+use crate::error::LabError;
+use crate::schema::{CommandSpec, DatasetSpec, Lab, ToolSpec};
+use crate::validate::check_scale;
+use labrun_artifact::Extract;
+use labrun_evidence::{CommandTemplate, DatasetPlan, Plan, Step, ToolCommands, ToolPlan};
+
+/// What the command line may change for one run without editing the lab.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanOverrides {
+    /// `--scale F`, in (0, 1].
+    pub scale: Option<f64>,
+    /// `--cycles N`, at least 1.
+    pub cycles: Option<u32>,
+    /// `--tools a,b`: run only these, in the lab's order.
+    pub tools: Option<Vec<String>>,
+}
+
+impl ToolSpec {
+    /// Where the binary lives in the guest: `install:`, else the path a
+    /// `deb-install` package puts it at, else `/usr/local/bin/<name>`.
+    pub fn install_path(&self) -> String {
+        if let Some(p) = &self.install {
+            return p.clone();
+        }
+        match &self.artifact.extract {
+            Extract::DebInstall(bin) => bin.clone(),
+            _ => format!("/usr/local/bin/{}", self.name),
+        }
+    }
+
+    /// The tool as the agent sees it. Secrets stay in `env` (the only way
+    /// they reach the tool) and are named in `secret_env` so that every
+    /// writer of evidence redacts them.
+    pub fn to_tool_plan(&self) -> ToolPlan {
+        let c = &self.commands;
+        ToolPlan {
+            name: self.name.clone(),
+            version: self.version.clone(),
+            binary: self.install_path(),
+            binary_sha256: self.artifact.binary_sha256.clone(),
+            env: self.env.clone(),
+            secret_env: self.secret_env.clone(),
+            commands: ToolCommands {
+                version: c.version.as_ref().map(template),
+                init: template(&c.init),
+                backup: template(&c.backup),
+                restore: template(&c.restore),
+                snapshot_id: c.snapshot_id.as_ref().map(template),
+                repo_size: c.repo_size.as_ref().map(template),
+                snapshots: c.snapshots.as_ref().map(template),
+            },
+        }
+    }
+}
+
+fn template(c: &CommandSpec) -> CommandTemplate {
+    CommandTemplate {
+        argv: c.argv.clone(),
+        cwd: c.cwd.clone(),
+    }
+}
+
+impl Lab {
+    /// `<lab>-<timestamp>-<digest>`, e.g. `default-20261129T1851Z-3fa2c1`;
+    /// the caller formats the time (UTC, `%Y%m%dT%H%MZ`).
+    pub fn run_id(&self, timestamp: &str) -> String {
+        format!("{}-{timestamp}-{}", self.name, self.digest())
+    }
+
+    /// The tools a run uses: all of them, or the named subset in the lab's
+    /// order. An unknown name is an error that lists the real ones.
+    pub fn selected_tools(&self, names: Option<&[String]>) -> Result<Vec<&ToolSpec>, LabError> {
+        let Some(names) = names else {
+            return Ok(self.tools.iter().collect());
+        };
+        let known: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+        for n in names {
+            if !known.contains(n) {
+                return Err(LabError::UnknownTool {
+                    lab: self.name.clone(),
+                    name: n.clone(),
+                    suggestion: crate::suggest::nearest(n, known.iter().map(String::as_str))
+                        .map(str::to_string),
+                    known,
+                });
+            }
+        }
+        if names.is_empty() {
+            return Err(LabError::BadOverride {
+                option: "--tools",
+                message: format!("names no tool; the lab has: {}", known.join(", ")),
+            });
+        }
+        Ok(self
+            .tools
+            .iter()
+            .filter(|t| names.contains(&t.name))
+            .collect())
+    }
+
+    /// The plan for one run of this lab.
+    pub fn to_plan(&self, run_id: &str, o: &PlanOverrides) -> Result<Plan, LabError> {
+        if let Some(s) = o.scale {
+            check_scale(s).map_err(|message| LabError::BadOverride {
+                option: "--scale",
+                message,
+            })?;
+        }
+        if o.cycles == Some(0) {
+            return Err(LabError::BadOverride {
+                option: "--cycles",
+                message: "must be at least 1".into(),
+            });
+        }
+        let tools = self
+            .selected_tools(o.tools.as_deref())?
+            .into_iter()
+            .map(ToolSpec::to_tool_plan)
+            .collect();
+        let dataset = match &self.dataset {
+            DatasetSpec::Synthetic {
+                seed,
+                scale,
+                change_seed,
+            } => DatasetPlan::Synthetic {
+                seed: *seed,
+                scale: o.scale.unwrap_or(*scale),
+                change_seed: Some(change_seed.unwrap_or(seed.wrapping_add(1))),
+            },
+        };
+        Ok(Plan {
+            schema_version: labrun_evidence::SCHEMA_VERSION,
+            run_id: run_id.to_string(),
+            cycles: o.cycles.unwrap_or(self.cycles),
+            dataset,
+            tools,
+            timed_steps: Step::protocol(),
+            drop_caches: true,
+            rotate_tools: true,
+            step_timeout_secs: Some(self.timeouts.step.as_secs()),
+        })
+    }
+
+    /// The dataset scale a run uses, after an optional `--scale`.
+    pub fn scale(&self, scale_override: Option<f64>) -> f64 {
+        match &self.dataset {
+            DatasetSpec::Synthetic { scale, .. } => scale_override.unwrap_or(*scale),
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The typed lab file. Every struct refuses unknown keys: a typo must never
+//! silently change an experiment. Defaults are the protocol's (SPEC 1-4).
+//! Checks that need more than a type live in `validate.rs`.
+
+use crate::units::{ByteSize, Duration};
+use labrun_artifact::ArtifactSpec;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lab {
+    /// Short name used in run ids and state folders (`[a-z0-9._-]`).
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The VM to create. The default when neither `vm` nor `target` is given.
+    #[serde(default)]
+    pub vm: Option<VmSpec>,
+    /// An existing machine to run on instead of a VM.
+    #[serde(default)]
+    pub target: Option<TargetSpec>,
+    #[serde(default)]
+    pub dataset: DatasetSpec,
+    /// Each cycle starts from scratch (SPEC 4).
+    #[serde(default = "default_cycles")]
+    pub cycles: u32,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    pub tools: Vec<ToolSpec>,
+    /// The file this lab was read from (not a YAML key).
+    #[serde(skip)]
+    pub source: crate::load::LabSource,
+}
+
+fn default_cycles() -> u32 {
+    3
+}
+
+/// Where the experiment runs, once `vm`/`target` defaults are applied.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Machine {
+    Vm(VmSpec),
+    Target(TargetSpec),
+}
+
+impl Lab {
+    /// The machine under test: the `target` when given, else the `vm`
+    /// (defaults included). A lab naming both is refused by `validate()`.
+    pub fn machine(&self) -> Machine {
+        match (&self.target, &self.vm) {
+            (Some(t), None) => Machine::Target(t.clone()),
+            (_, Some(v)) => Machine::Vm(v.clone()),
+            (None, None) => Machine::Vm(VmSpec::default()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VmSpec {
+    /// libvirt connection URI; a remote hypervisor works the same way.
+    pub uri: String,
+    pub vcpus: u32,
+    pub memory: ByteSize,
+    /// Size of the qcow2 overlay the guest sees.
+    pub disk: ByteSize,
+    pub image: ImageSpec,
+    pub accel: Accel,
+    /// QEMU disk cache mode. `none` (O_DIRECT on the host) keeps the host's
+    /// page cache from hiding the guest's cold-cache reads.
+    pub disk_cache: DiskCache,
+    /// How long `up` waits for the guest's sshd.
+    pub ssh_timeout: Duration,
+}
+
+impl Default for VmSpec {
+    fn default() -> VmSpec {
+        VmSpec {
+            uri: "qemu:///system".into(),
+            vcpus: 4,
+            memory: ByteSize::gib(3),
+            disk: ByteSize::gib(40),
+            image: ImageSpec::Debian12,
+            accel: Accel::Auto,
+            disk_cache: DiskCache::NoCache,
+            ssh_timeout: Duration::secs(300),
+        }
+    }
+}
+
+/// `image: debian12` (built from the host's apt sources, the default) or
+/// `image: {cloud: {url: ..., sha256: ...}}`.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImageSpec {
+    #[default]
+    Debian12,
+    /// A pinned cloud image booted with a cloud-init NoCloud seed.
+    Cloud(ArtifactSpec),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    /// KVM where it boots a stock kernel, else TCG (with a loud warning).
+    #[default]
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskCache {
+    #[default]
+    #[serde(rename = "none")]
+    NoCache,
+    Writeback,
+    Writethrough,
+    Directsync,
+    Unsafe,
+}
+
+impl DiskCache {
+    /// The libvirt `<driver cache=...>` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskCache::NoCache => "none",
+            DiskCache::Writeback => "writeback",
+            DiskCache::Writethrough => "writethrough",
+            DiskCache::Directsync => "directsync",
+            DiskCache::Unsafe => "unsafe",
+        }
+    }
+}
+
+impl Accel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accel::Auto => "auto",
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// An existing machine reached over SSH, its host key pinned.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    pub host: String,
+    #[serde(default = "default_ssh_port")]
+    pub port: u16,
+    pub user: String,
+    /// Private key file for the user (relative paths are from the lab file).
+    pub key: PathBuf,
+    /// The server's public host key as one `known_hosts`-style line without
+    /// the host name: `ssh-ed25519 AAAA...`.
+    pub host_key: String,
+}
+
+fn default_ssh_port() -> u16 {
+    22
+}
+
+/// The data the tools back up. Tagged by `kind` so the git-history dataset
+/// of the second study can be added beside it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "kebab-case")]
+pub enum DatasetSpec {
+    /// The seeded synthetic dataset of SPEC 3.
+    Synthetic {
+        #[serde(default = "default_seed")]
+        seed: u64,
+        /// 1.0 = the published 6.10 GB; must be in (0, 1].
+        #[serde(default = "default_scale")]
+        scale: f64,
+        /// Seed of the 5% change; `seed + 1` when absent.
+        #[serde(default)]
+        change_seed: Option<u64>,
+    },
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_scale() -> f64 {
+    1.0
+}
+
+impl Default for DatasetSpec {
+    fn default() -> DatasetSpec {
+        DatasetSpec::Synthetic {
+            seed: default_seed(),
+            scale: default_scale(),
+            change_seed: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// A timed step running longer is stopped and recorded as failed.
+    pub step: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            step: Duration::secs(2 * 3600),
+        }
+    }
+}
+
+/// One tool under test: adding a tool means adding one of these.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// Unique in the lab; used in paths and records (`[a-z0-9._-]`).
+    pub name: String,
+    pub version: String,
+    pub artifact: ArtifactSpec,
+    /// Absolute path of the binary in the guest. Default:
+    /// `/usr/local/bin/<name>`, or the path a `deb-install` artifact names.
+    #[serde(default)]
+    pub install: Option<String>,
+    /// Environment of every command of this tool.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Names of `env` entries that are secrets (repository passwords): they
+    /// reach the tool only through its environment, and are redacted from
+    /// every log, record and printout.
+    #[serde(default)]
+    pub secret_env: Vec<String>,
+    pub commands: CommandsSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandsSpec {
+    /// Prints the tool's version (recorded as evidence).
+    #[serde(default)]
+    pub version: Option<CommandSpec>,
+    pub init: CommandSpec,
+    /// Used for both the full and the incremental backup.
+    pub backup: CommandSpec,
+    pub restore: CommandSpec,
+    /// Prints the id of the snapshot just made (last non-empty stdout line);
+    /// when absent, `{snapshot}` is labrun's label (`s1`, `s2`).
+    #[serde(default)]
+    pub snapshot_id: Option<CommandSpec>,
+    /// Prints the repository size in bytes; when absent the agent measures
+    /// the repository folder.
+    #[serde(default)]
+    pub repo_size: Option<CommandSpec>,
+    #[serde(default)]
+    pub snapshots: Option<CommandSpec>,
+}
+
+impl CommandsSpec {
+    /// Every command with its key, in a stable order (for checks and output).
+    pub fn all(&self) -> Vec<(&'static str, &CommandSpec)> {
+        let mut out = vec![
+            ("init", &self.init),
+            ("backup", &self.backup),
+            ("restore", &self.restore),
+        ];
+        for (key, c) in [
+            ("version", &self.version),
+            ("snapshot_id", &self.snapshot_id),
+            ("repo_size", &self.repo_size),
+            ("snapshots", &self.snapshots),
+        ] {
+            if let Some(c) = c {
+                out.push((key, c));
+            }
+        }
+        out
+    }
+}
+
+/// A command: an argv list, run without a shell. Written either as the list
+/// itself, `["{bin}", "init", "-r", "{repo}"]`, or as a mapping when it needs
+/// a working directory: `{argv: [...], cwd: "{target}"}`. A pipeline is
+/// written `["sh", "-c", "..."]` explicitly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandSpec {
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for CommandSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CommandSpec, D::Error> {
+        use serde::de::{self, MapAccess, SeqAccess, Visitor, value};
+
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Full {
+            argv: Vec<String>,
+            #[serde(default)]
+            cwd: Option<String>,
+        }
+
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CommandSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an argv list like [\"{bin}\", \"init\"] or {argv: [...], cwd: ...}")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<CommandSpec, A::Error> {
+                let argv = Vec::<String>::deserialize(value::SeqAccessDeserializer::new(seq))?;
+                Ok(CommandSpec { argv, cwd: None })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CommandSpec, A::Error> {
+                let full = Full::deserialize(value::MapAccessDeserializer::new(map))?;
+                Ok(CommandSpec {
+                    argv: full.argv,
+                    cwd: full.cwd,
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CommandSpec, E> {
+                Err(E::custom(format!(
+                    "a command is an argv list, not a string: write [{}] (a shell pipeline: [\"sh\", \"-c\", \"...\"])",
+                    v.split_whitespace()
+                        .map(|w| format!("\"{w}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

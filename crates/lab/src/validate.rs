@@ -1,0 +1,430 @@
+//! `Lab::validate()`: every rule a type cannot express, all problems at
+//! once. Pure: it reads nothing but the lab; the loader then points each
+//! problem at its line.
+
+use crate::artifact_check::{ArtifactUse, validate_artifact};
+use crate::error::Problem;
+use crate::schema::{CommandSpec, DatasetSpec, ImageSpec, Lab, TargetSpec, ToolSpec, VmSpec};
+use crate::units::ByteSize;
+use labrun_artifact::Extract;
+use labrun_evidence::plan::PLACEHOLDERS;
+use std::collections::BTreeSet;
+
+/// Host key algorithms an OpenSSH `known_hosts` line can carry.
+const HOST_KEY_TYPES: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+];
+
+/// Smallest VM that boots Debian 12 and runs a backup tool.
+const MIN_MEMORY: ByteSize = ByteSize(256 << 20);
+const MIN_DISK: ByteSize = ByteSize(1 << 30);
+
+impl Lab {
+    /// Every problem of the lab, in file order as far as possible. Empty
+    /// means the lab can be run.
+    pub fn validate(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        check_name(&self.name, "name", "lab", &mut out);
+        if self.vm.is_some() && self.target.is_some() {
+            out.push(Problem::new(
+                "target",
+                "a lab runs either in a VM (`vm:`) or on an existing machine (`target:`), not both: remove one",
+            ));
+        }
+        if let Some(vm) = &self.vm {
+            validate_vm(vm, &mut out);
+        }
+        if let Some(t) = &self.target {
+            validate_target(t, &mut out);
+        }
+        validate_dataset(&self.dataset, &mut out);
+        if self.cycles == 0 {
+            out.push(Problem::new(
+                "cycles",
+                "must be at least 1 (the protocol runs 3)",
+            ));
+        }
+        if self.timeouts.step.as_secs() == 0 {
+            out.push(Problem::new(
+                "timeouts.step",
+                "must be longer than 0s, e.g. `2h`",
+            ));
+        }
+        if self.tools.is_empty() {
+            out.push(Problem::new("tools", "a lab needs at least one tool"));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, tool) in self.tools.iter().enumerate() {
+            if !seen.insert(tool.name.as_str()) {
+                out.push(Problem::new(
+                    format!("tools[{i}].name"),
+                    format!(
+                        "the tool name `{}` is used twice: tool names must be unique",
+                        tool.name
+                    ),
+                ));
+            }
+            validate_tool(tool, &format!("tools[{i}]"), &mut out);
+        }
+        out
+    }
+}
+
+/// Names end up in file names and run ids: keep them plain.
+fn check_name(name: &str, path: &str, what: &str, out: &mut Vec<Problem>) {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if name.is_empty() || name.len() > 64 || !ok_chars || name.starts_with(['.', '-']) {
+        out.push(Problem::new(
+            path,
+            format!("`{name}` is not a usable {what} name: 1-64 letters, digits, `.`, `_`, `-`, not starting with `.` or `-`"),
+        ));
+    }
+}
+
+fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
+    if !vm.uri.contains("://") {
+        out.push(Problem::new(
+            "vm.uri",
+            format!(
+                "`{}` is not a libvirt URI: expected e.g. `qemu:///system`",
+                vm.uri
+            ),
+        ));
+    }
+    if vm.vcpus == 0 {
+        out.push(Problem::new(
+            "vm.vcpus",
+            "must be at least 1 (the protocol uses 4)",
+        ));
+    }
+    if vm.memory < MIN_MEMORY {
+        out.push(Problem::new(
+            "vm.memory",
+            format!(
+                "{} is too little: at least {} (the protocol uses 3GiB)",
+                vm.memory, MIN_MEMORY
+            ),
+        ));
+    }
+    if vm.disk < MIN_DISK {
+        out.push(Problem::new(
+            "vm.disk",
+            format!(
+                "{} is too small: at least {} (the full dataset needs about 40GiB)",
+                vm.disk, MIN_DISK
+            ),
+        ));
+    }
+    if vm.ssh_timeout.as_secs() == 0 {
+        out.push(Problem::new(
+            "vm.ssh_timeout",
+            "must be longer than 0s, e.g. `300s`",
+        ));
+    }
+    if let ImageSpec::Cloud(a) = &vm.image {
+        out.extend(validate_artifact(
+            a,
+            "vm.image.cloud",
+            ArtifactUse::DiskImage,
+        ));
+    }
+}
+
+fn validate_target(t: &TargetSpec, out: &mut Vec<Problem>) {
+    if t.host.trim().is_empty() || t.host.contains(char::is_whitespace) || t.host.contains('@') {
+        out.push(Problem::new(
+            "target.host",
+            format!(
+                "`{}` is not a host name or address (the user goes in `user:`)",
+                t.host
+            ),
+        ));
+    }
+    if t.port == 0 {
+        out.push(Problem::new(
+            "target.port",
+            "0 is not a port: expected 1-65535 (22 by default)",
+        ));
+    }
+    if t.user.trim().is_empty() || t.user.contains(char::is_whitespace) {
+        out.push(Problem::new(
+            "target.user",
+            "expected the user name to log in as",
+        ));
+    }
+    if t.key.as_os_str().is_empty() {
+        out.push(Problem::new(
+            "target.key",
+            "expected the path of the private key file",
+        ));
+    }
+    check_host_key(&t.host_key, out);
+}
+
+/// `ssh-ed25519 AAAA...` with an optional comment: the server's key, as
+/// `ssh-keyscan` or `/etc/ssh/ssh_host_ed25519_key.pub` shows it.
+fn check_host_key(line: &str, out: &mut Vec<Problem>) {
+    let path = "target.host_key";
+    let mut words = line.split_whitespace();
+    let (Some(kind), key) = (words.next(), words.next()) else {
+        out.push(Problem::new(path, "expected the server's host key: `ssh-ed25519 AAAA...` (see /etc/ssh/ssh_host_ed25519_key.pub)"));
+        return;
+    };
+    if !HOST_KEY_TYPES.contains(&kind) {
+        let hint = if key.is_some_and(|k| HOST_KEY_TYPES.contains(&k)) {
+            " (drop the host name in front: only `TYPE KEY` is pinned)".to_string()
+        } else {
+            crate::suggest::nearest(kind, HOST_KEY_TYPES.iter().copied())
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default()
+        };
+        out.push(Problem::new(
+            path,
+            format!(
+                "`{kind}` is not a host key type: expected one of {}{hint}",
+                HOST_KEY_TYPES.join(", ")
+            ),
+        ));
+        return;
+    }
+    let Some(key) = key else {
+        out.push(Problem::new(
+            path,
+            format!("`{kind}` without its key: expected `{kind} AAAA...`"),
+        ));
+        return;
+    };
+    let base64 = key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c));
+    if !base64 || key.len() % 4 != 0 || !key.starts_with("AAAA") {
+        out.push(Problem::new(path, "the key is not base64 as OpenSSH writes it (`AAAA...`): copy the whole line of the .pub file"));
+    }
+}
+
+fn validate_dataset(d: &DatasetSpec, out: &mut Vec<Problem>) {
+    match d {
+        DatasetSpec::Synthetic { scale, .. } => {
+            if let Err(msg) = check_scale(*scale) {
+                out.push(Problem::new("dataset.scale", msg));
+            }
+        }
+    }
+}
+
+/// (0, 1]: 1 is the published 6.10 GB; smaller shrinks every size and count.
+pub fn check_scale(scale: f64) -> Result<(), String> {
+    if scale.is_finite() && scale > 0.0 && scale <= 1.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{scale} is out of range: expected a scale in (0, 1], e.g. 1 for the published 6.10 GB or 0.01 for a quick run"
+        ))
+    }
+}
+
+fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
+    check_name(&tool.name, &format!("{at}.name"), "tool", out);
+    if tool.version.trim().is_empty() {
+        out.push(Problem::new(
+            format!("{at}.version"),
+            "expected the version under test, e.g. `0.19.1`",
+        ));
+    }
+    out.extend(validate_artifact(
+        &tool.artifact,
+        &format!("{at}.artifact"),
+        ArtifactUse::ToolBinary,
+    ));
+
+    if let Some(install) = &tool.install {
+        if !install.starts_with('/')
+            || install.contains(char::is_whitespace)
+            || install.ends_with('/')
+        {
+            out.push(Problem::new(
+                format!("{at}.install"),
+                format!("`{install}` is not an absolute file path in the guest, e.g. `/usr/local/bin/{}`", tool.name),
+            ));
+        }
+        if let Extract::DebInstall(bin) = &tool.artifact.extract
+            && bin != install
+        {
+            out.push(Problem::new(
+                format!("{at}.install"),
+                format!("the package installs `{bin}` (`deb-install`), but `install:` says `{install}`: remove `install:` or make them equal"),
+            ));
+        }
+    }
+
+    for name in tool.env.keys() {
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            out.push(Problem::new(
+                format!("{at}.env.{name}"),
+                format!("`{name}` is not an environment variable name (letters, digits, `_`)"),
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (i, name) in tool.secret_env.iter().enumerate() {
+        let path = format!("{at}.secret_env[{i}]");
+        if !seen.insert(name) {
+            out.push(Problem::new(path, format!("`{name}` is listed twice")));
+            continue;
+        }
+        match tool.env.get(name) {
+            None => {
+                let hint = crate::suggest::nearest(name, tool.env.keys().map(String::as_str))
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                out.push(Problem::new(
+                    path,
+                    format!("`{name}` is not in `env`: a secret is an `env` entry whose value is hidden; add `{name}: ...` under `env`{hint}"),
+                ));
+            }
+            Some(value) if value.is_empty() => {
+                out.push(Problem::new(
+                    format!("{at}.env.{name}"),
+                    "a secret cannot be empty",
+                ));
+            }
+            Some(value) => {
+                // A password on a command line shows in `ps` and in logs.
+                for (key, cmd) in tool.commands.all() {
+                    if cmd
+                        .argv
+                        .iter()
+                        .chain(cmd.cwd.iter())
+                        .any(|a| a.contains(value.as_str()))
+                    {
+                        out.push(Problem::new(
+                            format!("{at}.commands.{key}"),
+                            format!("contains the value of the secret `{name}`: a secret reaches the tool only through its environment variable, never a command line"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    for (key, cmd) in tool.commands.all() {
+        validate_command(cmd, &format!("{at}.commands.{key}"), key, out);
+    }
+}
+
+fn validate_command(cmd: &CommandSpec, at: &str, key: &str, out: &mut Vec<Problem>) {
+    if cmd.argv.is_empty() || cmd.argv[0].trim().is_empty() {
+        out.push(Problem::new(
+            format!("{at}.argv"),
+            "an empty command: expected an argv list starting with the program, e.g. [\"{bin}\", \"init\"]",
+        ));
+        return;
+    }
+    let mut used = BTreeSet::new();
+    for (i, arg) in cmd.argv.iter().enumerate() {
+        check_placeholders(arg, &format!("{at}.argv[{i}]"), &mut used, out);
+    }
+    if let Some(cwd) = &cmd.cwd {
+        check_placeholders(cwd, &format!("{at}.cwd"), &mut used, out);
+    }
+    // Each step must name what it works on, or it works on something else.
+    let needs = match key {
+        "init" => Some(("repo", "the repository it creates")),
+        "backup" => Some(("source", "the folder it backs up")),
+        "restore" => Some((
+            "target",
+            "the folder it restores into (in argv or as `cwd`)",
+        )),
+        _ => None,
+    };
+    if let Some((placeholder, what)) = needs
+        && !used.contains(placeholder)
+    {
+        out.push(Problem::new(
+            at,
+            format!("never uses `{{{placeholder}}}`, {what}: the agent decides where it is"),
+        ));
+    }
+}
+
+/// The `{name}` placeholders of one argument. `${NAME}` is left to the
+/// shell of an `sh -c` command; braces around anything but a plain word
+/// (awk, JSON) are not placeholders.
+pub fn placeholders(arg: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let bytes = arg.as_bytes();
+    let mut i = 0;
+    while let Some(off) = arg[i..].find('{') {
+        let start = i + off;
+        i = start + 1;
+        if start > 0 && bytes[start - 1] == b'$' {
+            continue;
+        }
+        let Some(len) = arg[start + 1..].find('}') else {
+            break;
+        };
+        let word = &arg[start + 1..start + 1 + len];
+        if !word.is_empty()
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            out.push(word);
+            i = start + 1 + len + 1;
+        }
+    }
+    out
+}
+
+fn check_placeholders<'a>(
+    arg: &'a str,
+    path: &str,
+    used: &mut BTreeSet<&'a str>,
+    out: &mut Vec<Problem>,
+) {
+    for word in placeholders(arg) {
+        if PLACEHOLDERS.contains(&word) {
+            used.insert(word);
+            continue;
+        }
+        let hint = crate::suggest::nearest(word, PLACEHOLDERS.iter().copied())
+            .map(|n| format!("did you mean `{{{n}}}`? "))
+            .unwrap_or_default();
+        out.push(Problem::new(
+            path,
+            format!(
+                "unknown placeholder `{{{word}}}`: {hint}known: {}",
+                PLACEHOLDERS
+                    .iter()
+                    .map(|p| format!("{{{p}}}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placeholders;
+
+    #[test]
+    fn placeholder_scan() {
+        assert_eq!(placeholders("{bin}"), vec!["bin"]);
+        assert_eq!(placeholders("--path={repo}/x{work}"), vec!["repo", "work"]);
+        assert_eq!(placeholders("echo ${HOME} {reop}"), vec!["reop"]);
+        assert_eq!(placeholders("awk '{print $1}'"), Vec::<&str>::new());
+        assert_eq!(placeholders("{unclosed"), Vec::<&str>::new());
+    }
+}

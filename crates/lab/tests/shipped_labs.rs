@@ -1,0 +1,150 @@
+//! Every lab the repository ships loads, validates, describes itself and
+//! turns into a plan the agent accepts.
+
+use labrun_evidence::Plan;
+use labrun_lab::{Lab, PlanOverrides};
+use std::path::{Path, PathBuf};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shipped() -> Vec<PathBuf> {
+    let root = repo_root();
+    let mut labs = vec![root.join("lab.yaml")];
+    for entry in std::fs::read_dir(root.join("labs")).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            labs.push(p);
+        }
+    }
+    assert!(labs.len() >= 2, "expected lab.yaml and labs/*.yaml");
+    labs
+}
+
+#[test]
+fn every_shipped_lab_loads_and_validates() {
+    for path in shipped() {
+        let lab = Lab::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(lab.validate().is_empty(), "{}", path.display());
+        assert_eq!(lab.digest().len(), 6);
+        let text = lab.describe(Some(0.01));
+        for t in &lab.tools {
+            assert!(
+                text.contains(&t.name) && text.contains(&t.artifact.sha256),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn plans_round_trip_through_json_and_keep_secrets_in_env_only() {
+    for path in shipped() {
+        let lab = Lab::load(&path).unwrap();
+        let plan = lab
+            .to_plan(&lab.run_id("20261129T1851Z"), &PlanOverrides::default())
+            .unwrap();
+        let json = serde_json::to_string(&plan).unwrap();
+        // Plan refuses unknown fields: this is what the agent will read.
+        let back: Plan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, plan);
+        assert_eq!(plan.cycles, lab.cycles);
+        assert_eq!(plan.step_timeout_secs, Some(lab.timeouts.step.as_secs()));
+        for tool in &plan.tools {
+            assert!(
+                !tool.secret_env.is_empty(),
+                "{}: {} has no secret",
+                path.display(),
+                tool.name
+            );
+            assert!(tool.binary.starts_with('/'));
+            for name in &tool.secret_env {
+                let secret = &tool.env[name];
+                // only in env: once in the JSON (its env value), never in a command
+                assert_eq!(
+                    json.matches(secret.as_str()).count(),
+                    plan.tools
+                        .iter()
+                        .map(|t| t.env.values().filter(|v| *v == secret).count())
+                        .sum::<usize>()
+                );
+                let cmds = serde_json::to_string(&tool.commands).unwrap();
+                assert!(!cmds.contains(secret.as_str()));
+                assert_eq!(tool.redacted().env[name], "<redacted>");
+            }
+        }
+        // and the description never prints a secret
+        let text = lab.describe(None);
+        for t in &lab.tools {
+            for s in &t.secret_env {
+                assert!(!text.contains(&t.env[s]), "{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn overrides_change_scale_cycles_and_tools() {
+    let lab = Lab::load(&repo_root().join("labs/restic-borg-kopia.yaml")).unwrap();
+    let o = PlanOverrides {
+        scale: Some(0.002),
+        cycles: Some(1),
+        tools: Some(vec!["kopia".into(), "restic".into()]),
+    };
+    let plan = lab.to_plan("r", &o).unwrap();
+    assert_eq!(plan.cycles, 1);
+    let labrun_evidence::DatasetPlan::Synthetic {
+        scale, change_seed, ..
+    } = plan.dataset;
+    assert_eq!(scale, 0.002);
+    assert_eq!(change_seed, Some(2));
+    // lab order, not command-line order
+    let names: Vec<_> = plan.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["restic", "kopia"]);
+    assert_eq!(plan.tools[1].binary, "/usr/local/bin/kopia");
+
+    let err = lab
+        .to_plan(
+            "r",
+            &PlanOverrides {
+                tools: Some(vec!["resitc".into()]),
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no tool `resitc` (did you mean `restic`?)"),
+        "{err}"
+    );
+    let err = lab
+        .to_plan(
+            "r",
+            &PlanOverrides {
+                scale: Some(2.0),
+                ..Default::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("--scale: 2 is out of range"), "{err}");
+}
+
+#[test]
+fn default_lab_uses_apt_and_installs_debs_where_needed() {
+    let lab = Lab::load(&repo_root().join("lab.yaml")).unwrap();
+    for t in &lab.tools {
+        assert!(t.artifact.apt.is_some(), "{} must come from apt", t.name);
+    }
+    let plan = lab.to_plan("r", &PlanOverrides::default()).unwrap();
+    let bins: Vec<_> = plan.tools.iter().map(|t| t.binary.as_str()).collect();
+    assert_eq!(
+        bins,
+        [
+            "/usr/local/bin/restic",
+            "/usr/bin/borg",
+            "/usr/bin/duplicity"
+        ]
+    );
+}
