@@ -2,6 +2,7 @@
 //! any Linux host) and needs nothing but itself and the tools under test.
 
 mod commands;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

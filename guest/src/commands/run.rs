@@ -1,8 +1,33 @@
+//! `labrun-agent run --plan PLAN.json --work DIR --evidence DIR`.
+
+use crate::run::{Interrupt, RunError, RunOptions, execute};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The plan the host wrote (JSON; see labrun-evidence's `Plan`).
+    #[arg(long, value_name = "PLAN.json")]
+    pub plan: PathBuf,
+    /// Where the dataset, repositories and restores go; the run uses
+    /// DIR/<run_id>, which must not exist yet, and removes it at the end.
+    #[arg(long, value_name = "DIR")]
+    pub work: PathBuf,
+    /// Where records, events, manifests and tool logs go; new or empty.
+    #[arg(long, value_name = "DIR")]
+    pub evidence: PathBuf,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`labrun-agent run` is not built yet")
+/// Exit status: 0 every step passed, 1 some step failed (the run finished),
+/// 2 the run could not start or go on, 128+N stopped by signal N.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let interrupt = Interrupt::install().map_err(RunError::Signals)?;
+    let opts = RunOptions {
+        plan: args.plan,
+        work: args.work,
+        evidence: args.evidence,
+        echo_events: true,
+    };
+    let outcome = execute(&opts, interrupt)?;
+    Ok(ExitCode::from(outcome.exit_code()))
 }

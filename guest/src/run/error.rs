@@ -1,0 +1,139 @@
+//! Everything that stops `labrun-agent run` before or during a run, each with
+//! what went wrong and what to do about it. A tool failing is not here: that
+//! is a measured result, recorded as evidence, not an error of the agent.
+
+use std::io;
+use std::path::PathBuf;
+
+/// A plan the agent refuses to run. Pure checks: no file system access.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PlanError {
+    #[error(
+        "the plan has schema_version {found} but this agent reads version {expected}: write the plan with a matching labrun, or push the matching agent"
+    )]
+    SchemaVersion { found: u64, expected: u32 },
+    #[error("the plan has no numeric `schema_version` field: is this a labrun plan?")]
+    NoSchemaVersion,
+    #[error("`cycles` is 0: a run needs at least one cycle")]
+    NoCycles,
+    #[error("`tools` is empty: name at least one tool to run")]
+    NoTools,
+    #[error(
+        "{what} {name:?} may only use letters, digits, '.', '_' and '-' (at most 64, not starting with '.'): it names folders and log files"
+    )]
+    BadName { what: &'static str, name: String },
+    #[error("tool {0:?} appears twice: tool names must be unique")]
+    DuplicateTool(String),
+    #[error("tool {tool:?}: `binary` {path:?} must be an absolute path")]
+    RelativeBinary { tool: String, path: String },
+    #[error("tool {tool:?}: command `{command}` has an empty argv")]
+    EmptyArgv { tool: String, command: &'static str },
+    #[error(
+        "tool {tool:?}: command `{command}` uses unknown placeholder {{{name}}}; known: {{bin}} {{repo}} {{source}} {{target}} {{snapshot}} {{work}}"
+    )]
+    UnknownPlaceholder {
+        tool: String,
+        command: String,
+        name: String,
+    },
+    #[error(
+        "tool {tool:?}: {what} contains a NUL byte, which no command line or environment can carry"
+    )]
+    NulByte { tool: String, what: String },
+    #[error("tool {tool:?}: environment variable name {name:?} is empty or contains '='")]
+    BadEnvName { tool: String, name: String },
+    #[error(
+        "tool {tool:?}: secret_env names {name:?}, which is not in the tool's env: add it to env or remove it from secret_env"
+    )]
+    SecretNotInEnv { tool: String, name: String },
+    #[error(
+        "tool {tool:?}: secret {name:?} is empty: an empty secret cannot be kept out of evidence"
+    )]
+    EmptySecret { tool: String, name: String },
+    #[error(
+        "tool {tool:?}: the value of secret {name:?} appears in command `{command}`: pass secrets through the environment only"
+    )]
+    SecretInCommand {
+        tool: String,
+        name: String,
+        command: String,
+    },
+    #[error(
+        "`timed_steps` names {0}, which is not a tool step: only init, backup_full, backup_incremental and restore can be timed"
+    )]
+    UntimeableStep(String),
+    #[error("`timed_steps` names {0} twice")]
+    DuplicateTimedStep(String),
+    #[error("dataset scale {0} must be a finite number above 0")]
+    BadScale(f64),
+    #[error("`step_timeout_secs` is 0: leave it out for no timeout, or give a number of seconds")]
+    ZeroTimeout,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot read the plan {path}: {source}")]
+    ReadPlan { path: PathBuf, source: io::Error },
+    #[error("the plan {path} is not valid: {message}")]
+    ParsePlan { path: PathBuf, message: String },
+    #[error("the plan {path} cannot be run: {source}")]
+    Plan { path: PathBuf, source: PlanError },
+    #[error(
+        "tool {tool:?}: binary {path} {problem}: install it there (or fix `binary` in the plan) before running"
+    )]
+    Binary {
+        tool: String,
+        path: PathBuf,
+        problem: String,
+    },
+    #[error(
+        "tool {tool:?}: binary {path} has SHA-256 {actual}, the plan expects {expected}: the installed binary is not the pinned one; reinstall it"
+    )]
+    BinaryDigest {
+        tool: String,
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error(
+        "the evidence directory {path} is not empty: give an empty or new directory, so records of two runs never mix"
+    )]
+    EvidenceNotEmpty { path: PathBuf },
+    #[error(
+        "the work directory {path} already exists: remove it (a previous run with the same run_id left it) or use another run_id"
+    )]
+    WorkExists { path: PathBuf },
+    #[error("{action} {path}: {}", describe_io(source))]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("cannot install the SIGTERM/SIGINT handler: {0}")]
+    Signals(io::Error),
+    #[error("dataset {phase} failed: {message}")]
+    Dataset {
+        phase: &'static str,
+        message: String,
+    },
+}
+
+impl RunError {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> RunError {
+        RunError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Turns the error a user can act on into words: a full disk is the common
+/// case on a VM sized for one dataset.
+pub fn describe_io(e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::StorageFull || e.raw_os_error() == Some(libc::ENOSPC) {
+        "the disk is full: free space on that file system (or give the VM a bigger disk) and run again; evidence written so far is kept".to_string()
+    } else {
+        e.to_string()
+    }
+}

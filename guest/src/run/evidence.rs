@@ -1,0 +1,335 @@
+//! The evidence directory, written as the run goes: every record appended
+//! and fsync'd the moment its step ends, every event streamed on stdout and
+//! copied to `events.jsonl`, so a run cut short (signal, full disk, power)
+//! keeps everything measured before.
+//!
+//! Layout (names from `labrun_evidence::files`):
+//! `plan.json` (secrets redacted), `records.jsonl`, `events.jsonl`,
+//! `manifests/{generated,changed}.jsonl`, `logs/<tool>/c<cycle>-<step>.{out,err}`,
+//! and `done.json`, written last and only when the whole plan ran.
+
+use crate::run::error::RunError;
+use labrun_evidence::{Event, Manifest, Plan, SCHEMA_VERSION, StepRecord, files};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// The content of `done.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    pub schema_version: u32,
+    pub run_id: String,
+    /// Every step of every tool passed.
+    pub ok: bool,
+    pub records: u64,
+    pub failed_steps: u64,
+    /// Tool cycles that did not pass every step.
+    pub failed_cycles: Vec<FailedCycle>,
+    pub finished_unix_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedCycle {
+    pub tool: String,
+    pub cycle: u32,
+}
+
+/// Where one command's output goes, absolute (to write) and relative to the
+/// evidence directory (to record).
+#[derive(Debug, Clone)]
+pub struct LogPaths {
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+    pub stdout_rel: String,
+    pub stderr_rel: String,
+}
+
+pub struct Evidence {
+    dir: PathBuf,
+    records: File,
+    events: File,
+    /// Cleared on the first failed write to stdout (the host went away): the
+    /// run goes on, and `events.jsonl` still has every event.
+    stdout_open: bool,
+    /// Echo events on stdout (off in tests that only read the files).
+    echo: bool,
+}
+
+impl Evidence {
+    /// Creates the evidence directory, which must be new or empty.
+    pub fn create(dir: &Path, echo: bool) -> Result<Evidence, RunError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| RunError::io("cannot create evidence directory", dir, e))?;
+        let mut entries = std::fs::read_dir(dir)
+            .map_err(|e| RunError::io("cannot read evidence directory", dir, e))?;
+        if entries.next().is_some() {
+            return Err(RunError::EvidenceNotEmpty {
+                path: dir.to_path_buf(),
+            });
+        }
+        for sub in [files::LOGS_DIR, files::MANIFESTS_DIR] {
+            let p = dir.join(sub);
+            std::fs::create_dir(&p)
+                .map_err(|e| RunError::io("cannot create evidence directory", &p, e))?;
+        }
+        let open = |name: &str| {
+            let p = dir.join(name);
+            OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .open(&p)
+                .map_err(|e| RunError::io("cannot create evidence file", &p, e))
+        };
+        Ok(Evidence {
+            dir: dir.to_path_buf(),
+            records: open(files::RECORDS)?,
+            events: open(files::EVENTS)?,
+            stdout_open: true,
+            echo,
+        })
+    }
+
+    /// `plan.json`: the plan as run, every secret value replaced.
+    pub fn write_plan(&self, plan: &Plan) -> Result<(), RunError> {
+        let mut redacted = plan.clone();
+        redacted.tools = plan.tools.iter().map(|t| t.redacted()).collect();
+        self.write_json(files::PLAN, &redacted)
+    }
+
+    pub fn write_done(&self, done: &Done) -> Result<(), RunError> {
+        self.write_json(files::DONE, done)
+    }
+
+    fn write_json(&self, name: &str, value: &impl Serialize) -> Result<(), RunError> {
+        let path = self.dir.join(name);
+        let write = || -> io::Result<()> {
+            let mut f = BufWriter::new(File::create(&path)?);
+            serde_json::to_writer_pretty(&mut f, value)?;
+            f.write_all(b"\n")?;
+            f.into_inner().map_err(|e| e.into_error())?.sync_all()
+        };
+        write().map_err(|e| RunError::io("cannot write evidence file", &path, e))
+    }
+
+    /// Appends the record (fsync'd before returning), then tells the host.
+    pub fn append_record(&mut self, record: &StepRecord) -> Result<(), RunError> {
+        let path = self.dir.join(files::RECORDS);
+        let line = json_line(record);
+        let write = |f: &mut File| -> io::Result<()> {
+            f.write_all(&line)?;
+            f.sync_data()
+        };
+        write(&mut self.records)
+            .map_err(|e| RunError::io("cannot write evidence file", &path, e))?;
+        self.emit(&Event::StepFinished {
+            record: Box::new(record.clone()),
+        })
+    }
+
+    /// One event: a line on stdout (flushed) and in `events.jsonl`.
+    pub fn emit(&mut self, event: &Event) -> Result<(), RunError> {
+        let line = json_line(event);
+        if self.echo && self.stdout_open {
+            let mut out = io::stdout().lock();
+            if out.write_all(&line).and_then(|()| out.flush()).is_err() {
+                self.stdout_open = false;
+            }
+        }
+        let path = self.dir.join(files::EVENTS);
+        // One write per line: a reader never sees half an event.
+        self.events
+            .write_all(&line)
+            .map_err(|e| RunError::io("cannot write evidence file", &path, e))
+    }
+
+    /// Writes `manifests/<name>.jsonl`; returns the SHA-256 of its bytes, so
+    /// two manifests can be compared without holding either in memory.
+    pub fn write_manifest(&self, name: &str, manifest: &Manifest) -> Result<String, RunError> {
+        let path = self.manifest_path(name);
+        let write = || -> io::Result<String> {
+            let file = File::create(&path)?;
+            let mut w = HashingWriter {
+                inner: BufWriter::new(file),
+                hasher: Sha256::new(),
+            };
+            manifest.write_to(&mut w)?;
+            let digest = hex::encode(w.hasher.finalize());
+            w.inner
+                .into_inner()
+                .map_err(|e| e.into_error())?
+                .sync_all()?;
+            Ok(digest)
+        };
+        write().map_err(|e| RunError::io("cannot write evidence file", &path, e))
+    }
+
+    /// The SHA-256 [`Evidence::write_manifest`] would return, writing nothing.
+    pub fn manifest_digest(manifest: &Manifest) -> String {
+        let mut w = HashingWriter {
+            inner: io::sink(),
+            hasher: Sha256::new(),
+        };
+        // Writing to a sink cannot fail.
+        let _ = manifest.write_to(&mut w);
+        hex::encode(w.hasher.finalize())
+    }
+
+    #[cfg(test)]
+    pub fn read_manifest(&self, name: &str) -> Result<Manifest, RunError> {
+        let path = self.manifest_path(name);
+        File::open(&path)
+            .and_then(|f| Manifest::read_from(io::BufReader::new(f)))
+            .map_err(|e| RunError::io("cannot read manifest", &path, e))
+    }
+
+    pub fn manifest_path(&self, name: &str) -> PathBuf {
+        self.dir
+            .join(files::MANIFESTS_DIR)
+            .join(format!("{name}.jsonl"))
+    }
+
+    /// `logs/<tool>/<label>.out|.err`, creating the tool's folder.
+    pub fn log_paths(&self, tool: &str, label: &str) -> Result<LogPaths, RunError> {
+        let rel_dir = format!("{}/{tool}", files::LOGS_DIR);
+        let abs_dir = self.dir.join(&rel_dir);
+        std::fs::create_dir_all(&abs_dir)
+            .map_err(|e| RunError::io("cannot create evidence directory", &abs_dir, e))?;
+        Ok(LogPaths {
+            stdout: abs_dir.join(format!("{label}.out")),
+            stderr: abs_dir.join(format!("{label}.err")),
+            stdout_rel: format!("{rel_dir}/{label}.out"),
+            stderr_rel: format!("{rel_dir}/{label}.err"),
+        })
+    }
+}
+
+fn json_line(value: &impl Serialize) -> Vec<u8> {
+    // Serializing these plain structs (strings, numbers, no maps with
+    // non-string keys) cannot fail; an empty object keeps the line valid JSON
+    // if it somehow did.
+    let mut line = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+    line.push(b'\n');
+    line
+}
+
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+pub fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A record with the fields every step shares filled in.
+pub fn blank_record(
+    run_id: &str,
+    tool: &str,
+    cycle: u32,
+    step: labrun_evidence::Step,
+) -> StepRecord {
+    StepRecord {
+        schema_version: SCHEMA_VERSION,
+        run_id: run_id.to_string(),
+        tool: tool.to_string(),
+        cycle,
+        step,
+        order: 0,
+        argv: Vec::new(),
+        started_unix_ms: unix_ms_now(),
+        wall_secs: 0.0,
+        user_secs: 0.0,
+        sys_secs: 0.0,
+        max_rss_kib: 0,
+        exit: None,
+        ok: false,
+        timed: false,
+        cache_dropped: false,
+        stdout_path: None,
+        stderr_path: None,
+        repo_size_bytes: None,
+        snapshot: None,
+        verify: None,
+        bytes: None,
+        files: None,
+        error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use labrun_evidence::{EntryKind, ManifestEntry, Step};
+
+    #[test]
+    fn refuses_a_directory_with_earlier_evidence() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("records.jsonl"), "{}\n").unwrap();
+        let err = Evidence::create(dir.path(), false).err().unwrap();
+        assert!(matches!(err, RunError::EvidenceNotEmpty { .. }), "{err}");
+    }
+
+    #[test]
+    fn records_and_events_are_json_lines_on_disk_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let ev_dir = dir.path().join("ev");
+        let mut ev = Evidence::create(&ev_dir, false).unwrap();
+        let mut r = blank_record("run", "restic", 1, Step::Init);
+        r.ok = true;
+        ev.append_record(&r).unwrap();
+        ev.emit(&Event::Warning {
+            message: "w".into(),
+        })
+        .unwrap();
+        // Read back while `ev` is still open: nothing waits in a buffer.
+        let records = std::fs::read_to_string(ev_dir.join(files::RECORDS)).unwrap();
+        let back: StepRecord = serde_json::from_str(records.lines().next().unwrap()).unwrap();
+        assert_eq!(back, r);
+        let events = std::fs::read_to_string(ev_dir.join(files::EVENTS)).unwrap();
+        let events: Vec<Event> = events
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(events.len(), 2);
+        assert!(matches!(&events[0], Event::StepFinished { record } if **record == r));
+    }
+
+    #[test]
+    fn manifest_digest_is_of_the_bytes_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let ev = Evidence::create(dir.path(), false).unwrap();
+        let m = Manifest {
+            entries: vec![ManifestEntry {
+                path: "a".into(),
+                kind: EntryKind::File,
+                size: 1,
+                mode: 0o644,
+                sha256: "ab".repeat(32),
+            }],
+        };
+        let digest = ev.write_manifest("generated", &m).unwrap();
+        assert_eq!(Evidence::manifest_digest(&m), digest);
+        let bytes = std::fs::read(ev.manifest_path("generated")).unwrap();
+        assert_eq!(digest, hex::encode(Sha256::digest(&bytes)));
+        assert_eq!(ev.read_manifest("generated").unwrap(), m);
+        let logs = ev.log_paths("restic", "c1-init").unwrap();
+        assert_eq!(logs.stdout_rel, "logs/restic/c1-init.out");
+        assert!(logs.stderr.parent().unwrap().is_dir());
+    }
+}

@@ -1,0 +1,479 @@
+//! Runs one command and measures it the way `/usr/bin/time -v` does: the
+//! child is waited for with `wait4`, whose `rusage` covers the child and the
+//! descendants it waited for (user and system CPU, the largest peak RSS of
+//! any of them, in KiB). Wall time is taken around spawn and exit.
+//!
+//! The agent blocks in the kernel while the tool runs: no polling loop, no
+//! CPU of its own in the figures. The tool gets its own process group, so a
+//! timeout (a sleeping watchdog thread) or a signal to the agent can kill the
+//! whole tree.
+
+use crate::run::interrupt::Interrupt;
+use labrun_evidence::ExitStatus;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// One command to run: argv, working directory, the whole environment (the
+/// agent's own is not inherited), and where its output goes.
+pub struct CommandSpec<'a> {
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    pub env: &'a BTreeMap<String, String>,
+    pub stdout: &'a Path,
+    pub stderr: &'a Path,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    pub wall_secs: f64,
+    pub user_secs: f64,
+    pub sys_secs: f64,
+    /// As `/usr/bin/time -v` "Maximum resident set size (kbytes)".
+    pub max_rss_kib: u64,
+    pub exit: ExitStatus,
+    /// The watchdog killed the tool.
+    pub timed_out: bool,
+    /// A stop signal reached the agent while the tool ran (and killed it).
+    pub interrupted_by: Option<i32>,
+}
+
+impl Measurement {
+    pub fn succeeded(&self) -> bool {
+        self.exit.success() && !self.timed_out && self.interrupted_by.is_none()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    #[error(
+        "cannot create log file {path}: {}",
+        crate::run::error::describe_io(source)
+    )]
+    Log { path: PathBuf, source: io::Error },
+    #[error("cannot start {program:?} (in {cwd}): {source}")]
+    Spawn {
+        program: String,
+        cwd: PathBuf,
+        source: io::Error,
+    },
+    #[error("command has an empty argv")]
+    EmptyArgv,
+    #[error("waiting for the tool failed: {0}")]
+    Wait(io::Error),
+}
+
+/// Runs `spec` to its end (or timeout, or stop signal) and measures it.
+pub fn run_measured(
+    spec: &CommandSpec,
+    interrupt: &Interrupt,
+) -> Result<Measurement, MeasureError> {
+    let (program, args) = spec.argv.split_first().ok_or(MeasureError::EmptyArgv)?;
+    let stdout = create_log(spec.stdout)?;
+    let stderr = create_log(spec.stderr)?;
+
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .envs(spec.env)
+        .current_dir(spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        // Its own group: killing -pgid reaches every process of the tool,
+        // and a Ctrl-C on the agent's terminal does not reach the tool.
+        .process_group(0);
+    // Until exec, the child is a copy of the agent, and the kernel folds that
+    // copy's resident pages into the child's ru_maxrss (as GNU time's own
+    // few hundred KiB are folded into its figures). So the agent keeps its
+    // memory small while tools run: manifests live in files, not in memory,
+    // and freed heap goes back to the kernel right before the spawn.
+    trim_heap();
+
+    let started = Instant::now();
+    let child = cmd.spawn().map_err(|source| MeasureError::Spawn {
+        program: program.clone(),
+        cwd: spec.cwd.to_path_buf(),
+        source,
+    })?;
+    // A child pid always fits in pid_t.
+    let pid = child.id() as libc::pid_t;
+    // std's Child is not used past this point: it neither waits nor kills on
+    // drop, and the reaping below is ours.
+    drop(child);
+    interrupt.set_group(pid);
+
+    let watchdog = spec.timeout.map(|limit| Watchdog::start(pid, limit));
+    let exited = wait_exited_keep_zombie(pid);
+    let wall = started.elapsed();
+    let watchdog_fired = watchdog.is_some_and(Watchdog::stop);
+
+    interrupt.clear_group();
+    // The leader is a zombie until reaped, so its pid (= the group id) cannot
+    // be reused yet: killing the group now only reaches what the tool left
+    // running, which must not run into the next timed step.
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let (status, usage) = reap(pid).map_err(MeasureError::Wait)?;
+    exited.map_err(MeasureError::Wait)?;
+    let exit = exit_status(status);
+    // A limit or a signal that came as the tool was ending anyway did not
+    // change its result: only a tool that died of our SIGKILL was stopped.
+    let killed = exit.signal == Some(libc::SIGKILL);
+
+    Ok(Measurement {
+        wall_secs: wall.as_secs_f64(),
+        user_secs: timeval_secs(usage.ru_utime),
+        sys_secs: timeval_secs(usage.ru_stime),
+        // Linux reports ru_maxrss in KiB, as GNU time prints it.
+        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        exit,
+        timed_out: watchdog_fired && killed,
+        interrupted_by: interrupt.stopped_by().filter(|_| killed),
+    })
+}
+
+fn create_log(path: &Path) -> Result<File, MeasureError> {
+    File::create(path).map_err(|source| MeasureError::Log {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Gives freed heap back to the kernel before a fork, so the child's copy of
+/// the agent (counted in its peak RSS until exec) is as small as it can be.
+fn trim_heap() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only walks glibc's own arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Blocks until `pid` has exited, without reaping it.
+fn wait_exited_keep_zombie(pid: libc::pid_t) -> io::Result<()> {
+    loop {
+        // SAFETY: zeroed siginfo_t is a valid out-parameter for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: info is a valid, writable siginfo_t.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Reaps `pid`, returning its wait status and the rusage of it and its
+/// waited-for descendants.
+fn reap(pid: libc::pid_t) -> io::Result<(libc::c_int, libc::rusage)> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: zeroed rusage is a valid out-parameter.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: status and usage are valid, writable.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if rc == pid {
+            return Ok((status, usage));
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+fn exit_status(status: libc::c_int) -> ExitStatus {
+    if libc::WIFEXITED(status) {
+        ExitStatus {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+        }
+    } else if libc::WIFSIGNALED(status) {
+        ExitStatus {
+            code: None,
+            signal: Some(libc::WTERMSIG(status)),
+        }
+    } else {
+        ExitStatus {
+            code: None,
+            signal: None,
+        }
+    }
+}
+
+fn timeval_secs(tv: libc::timeval) -> f64 {
+    tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6
+}
+
+/// Kills the tool's group when the time limit passes. It sleeps on a
+/// channel: the measuring side dropping its end wakes it to leave early.
+struct Watchdog {
+    cancel: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<bool>,
+}
+
+impl Watchdog {
+    fn start(group: libc::pid_t, limit: Duration) -> Watchdog {
+        let (cancel, cancelled) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            match cancelled.recv_timeout(limit) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // SAFETY: kill(2) has no memory-safety preconditions; the
+                    // group's leader is not reaped before this thread is joined.
+                    unsafe {
+                        libc::kill(-group, libc::SIGKILL);
+                    }
+                    true
+                }
+                _ => false,
+            }
+        });
+        Watchdog { cancel, thread }
+    }
+
+    /// Stops the watchdog; true when it had fired.
+    fn stop(self) -> bool {
+        drop(self.cancel);
+        self.thread.join().unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    struct Run {
+        dir: tempfile::TempDir,
+        env: BTreeMap<String, String>,
+    }
+
+    impl Run {
+        fn new() -> Run {
+            let mut env = BTreeMap::new();
+            env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
+            Run {
+                dir: tempfile::tempdir().unwrap(),
+                env,
+            }
+        }
+
+        fn sh(
+            &self,
+            script: &str,
+            timeout: Option<Duration>,
+            interrupt: &Interrupt,
+        ) -> Measurement {
+            let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
+            let out = self.dir.path().join("out");
+            let err = self.dir.path().join("err");
+            let spec = CommandSpec {
+                argv: &argv,
+                cwd: self.dir.path(),
+                env: &self.env,
+                stdout: &out,
+                stderr: &err,
+                timeout,
+            };
+            run_measured(&spec, interrupt).unwrap()
+        }
+
+        fn path(&self, name: &str) -> PathBuf {
+            self.dir.path().join(name)
+        }
+    }
+
+    fn process_gone(pid: &str) -> bool {
+        // Gone, or a zombie waiting for whoever adopted it: not running.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .unwrap()
+                .trim_start()
+                .starts_with('Z'),
+        }
+    }
+
+    /// A loop of shell arithmetic: user CPU, no sleeping.
+    const BUSY: &str = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done";
+
+    #[test]
+    fn sleeping_costs_wall_time_not_cpu() {
+        let r = Run::new();
+        let m = r.sh("sleep 0.3", None, &Interrupt::new());
+        assert!(m.succeeded(), "{m:?}");
+        assert!(m.wall_secs >= 0.3 && m.wall_secs < 5.0, "{m:?}");
+        assert!(m.user_secs + m.sys_secs < 0.2, "{m:?}");
+        assert!(m.max_rss_kib > 0, "{m:?}");
+    }
+
+    #[test]
+    fn cpu_of_the_whole_tree_is_counted() {
+        let r = Run::new();
+        // The busy loop runs in a grandchild: wait4 must include it.
+        let m = r.sh(
+            &format!("sh -c '{BUSY}'; dd if=/dev/zero of=/dev/null bs=1M count=2000 2>/dev/null"),
+            None,
+            &Interrupt::new(),
+        );
+        assert!(m.succeeded(), "{m:?}");
+        assert!(m.user_secs > 0.05, "{m:?}");
+        assert!(m.sys_secs > 0.02, "{m:?}");
+        assert!(
+            m.user_secs + m.sys_secs <= m.wall_secs * 1.05 + 0.05,
+            "{m:?}"
+        );
+    }
+
+    #[test]
+    fn exit_code_and_death_by_signal() {
+        let r = Run::new();
+        let m = r.sh("echo out; echo err >&2; exit 3", None, &Interrupt::new());
+        assert_eq!(
+            m.exit,
+            ExitStatus {
+                code: Some(3),
+                signal: None
+            }
+        );
+        assert!(!m.succeeded());
+        assert_eq!(std::fs::read_to_string(r.path("out")).unwrap(), "out\n");
+        assert_eq!(std::fs::read_to_string(r.path("err")).unwrap(), "err\n");
+
+        let m = r.sh("kill -USR1 $$", None, &Interrupt::new());
+        assert_eq!(
+            m.exit,
+            ExitStatus {
+                code: None,
+                signal: Some(libc::SIGUSR1)
+            }
+        );
+        assert!(!m.timed_out && m.interrupted_by.is_none());
+    }
+
+    #[test]
+    fn peak_memory_matches_gnu_time() {
+        let r = Run::new();
+        // dash keeps the 60 MB string of the command substitution in memory.
+        let script = "x=$(head -c 60000000 /dev/zero | tr '\\0' a); echo ${#x}";
+        let m = r.sh(script, None, &Interrupt::new());
+        assert!(m.succeeded(), "{m:?}");
+        assert!(m.max_rss_kib > 58_000, "{m:?}");
+
+        let time = std::process::Command::new("/usr/bin/time")
+            .args(["-f", "%M", "sh", "-c", script])
+            .env_clear()
+            .envs(&r.env)
+            .output()
+            .expect("/usr/bin/time (Debian package `time`, installed by scripts/host-setup.sh)");
+        let stderr = String::from_utf8_lossy(&time.stderr);
+        let gnu: f64 = stderr.lines().last().unwrap().trim().parse().unwrap();
+        let ratio = m.max_rss_kib as f64 / gnu;
+        assert!(
+            (0.95..=1.05).contains(&ratio),
+            "agent {} KiB, GNU time {gnu} KiB",
+            m.max_rss_kib
+        );
+    }
+
+    #[test]
+    fn the_agents_own_peak_is_not_charged_to_the_tool() {
+        // Raise this process's peak RSS well above anything `true` needs,
+        // then give it back: only what the agent holds at spawn time may
+        // show in the tool's figure, not what it once held.
+        let big = vec![1u8; 256 << 20];
+        assert_eq!(
+            big.iter().step_by(4096).map(|&b| b as u64).sum::<u64>(),
+            (256 << 20) / 4096
+        );
+        drop(big);
+        let m = Run::new().sh("true", None, &Interrupt::new());
+        assert!(m.max_rss_kib < 64 * 1024, "{m:?}");
+    }
+
+    #[test]
+    fn a_timeout_kills_the_whole_group() {
+        let r = Run::new();
+        let script = format!("sleep 30 & echo $! > {}; sleep 30", r.path("pid").display());
+        let started = Instant::now();
+        let m = r.sh(&script, Some(Duration::from_millis(300)), &Interrupt::new());
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(m.timed_out, "{m:?}");
+        assert_eq!(m.exit.signal, Some(libc::SIGKILL));
+        assert!(!m.succeeded());
+        let pid = std::fs::read_to_string(r.path("pid")).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(process_gone(pid.trim()), "background sleep {pid} survived");
+    }
+
+    #[test]
+    fn a_finished_tool_is_not_timed_out_and_leaves_nothing_running() {
+        let r = Run::new();
+        let script = format!("sleep 30 & echo $! > {}", r.path("pid").display());
+        let m = r.sh(&script, Some(Duration::from_secs(20)), &Interrupt::new());
+        assert!(m.succeeded() && !m.timed_out, "{m:?}");
+        let pid = std::fs::read_to_string(r.path("pid")).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            process_gone(pid.trim()),
+            "leftover sleep {pid} still running"
+        );
+    }
+
+    #[test]
+    fn a_stop_request_kills_the_running_tool() {
+        let r = Run::new();
+        let interrupt = Interrupt::new();
+        let stopper = Arc::clone(&interrupt);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            stopper.request_stop(libc::SIGTERM);
+        });
+        let started = Instant::now();
+        let m = r.sh("sleep 30", None, &interrupt);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(m.interrupted_by, Some(libc::SIGTERM));
+        assert!(!m.succeeded());
+        // A tool started after the stop is killed at once.
+        let m = r.sh("sleep 30", None, &interrupt);
+        assert_eq!(m.exit.signal, Some(libc::SIGKILL));
+    }
+
+    #[test]
+    fn a_missing_program_is_a_spawn_error() {
+        let r = Run::new();
+        let argv = vec!["/nonexistent/tool".to_string()];
+        let out = r.path("out");
+        let spec = CommandSpec {
+            argv: &argv,
+            cwd: r.dir.path(),
+            env: &r.env,
+            stdout: &out,
+            stderr: &out,
+            timeout: None,
+        };
+        let err = run_measured(&spec, &Interrupt::new()).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/tool"), "{err}");
+    }
+}

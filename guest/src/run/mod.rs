@@ -1,0 +1,20 @@
+//! `labrun-agent run`: the timed cycles of a plan, measured and written down
+//! as evidence as they happen. [`runner`] is the run itself; the other
+//! modules each do one job for it.
+
+pub mod cache;
+pub mod env;
+pub mod error;
+pub mod evidence;
+pub mod interrupt;
+pub mod measure;
+pub mod placeholders;
+pub mod plan_check;
+pub mod repo_size;
+pub mod rotation;
+pub mod runner;
+pub mod scrub;
+
+pub use error::RunError;
+pub use interrupt::Interrupt;
+pub use runner::{RunOptions, execute};

@@ -1,0 +1,412 @@
+//! Reading a plan and refusing, before anything runs, every plan that could
+//! not run as written: wrong schema, unknown or missing fields (serde names
+//! them), typos in placeholders, secrets where they could leak, missing or
+//! altered tool binaries.
+
+use crate::run::error::{PlanError, RunError};
+use crate::run::placeholders::unknown_placeholders;
+use labrun_evidence::{CommandTemplate, DatasetPlan, Plan, SCHEMA_VERSION, Step, ToolPlan};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Reads and checks the plan at `path` (file-system checks not included:
+/// see [`check_binaries`]).
+pub fn load_plan(path: &Path) -> Result<Plan, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RunError::ReadPlan {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_plan(&text).map_err(|e| match e {
+        ParseError::Json(message) => RunError::ParsePlan {
+            path: path.to_path_buf(),
+            message,
+        },
+        ParseError::Plan(source) => RunError::Plan {
+            path: path.to_path_buf(),
+            source,
+        },
+    })
+}
+
+#[derive(Debug)]
+pub enum ParseError {
+    Json(String),
+    Plan(PlanError),
+}
+
+pub fn parse_plan(text: &str) -> Result<Plan, ParseError> {
+    // The version first: a plan from another labrun may well have fields this
+    // agent does not know, and "wrong version" is the error worth showing.
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ParseError::Json(e.to_string()))?;
+    match value.get("schema_version").and_then(|v| v.as_u64()) {
+        None => return Err(ParseError::Plan(PlanError::NoSchemaVersion)),
+        Some(v) if v != u64::from(SCHEMA_VERSION) => {
+            return Err(ParseError::Plan(PlanError::SchemaVersion {
+                found: v,
+                expected: SCHEMA_VERSION,
+            }));
+        }
+        Some(_) => {}
+    }
+    // From the text again, not the Value, so serde's message keeps the line
+    // and column of the offending field.
+    let plan: Plan = serde_json::from_str(text).map_err(|e| ParseError::Json(e.to_string()))?;
+    validate(&plan).map_err(ParseError::Plan)?;
+    Ok(plan)
+}
+
+/// Every check that needs only the plan.
+pub fn validate(plan: &Plan) -> Result<(), PlanError> {
+    check_name("run_id", &plan.run_id)?;
+    if plan.cycles == 0 {
+        return Err(PlanError::NoCycles);
+    }
+    if plan.tools.is_empty() {
+        return Err(PlanError::NoTools);
+    }
+    let DatasetPlan::Synthetic { scale, .. } = plan.dataset;
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(PlanError::BadScale(scale));
+    }
+    if plan.step_timeout_secs == Some(0) {
+        return Err(PlanError::ZeroTimeout);
+    }
+    let mut seen_steps = HashSet::new();
+    for step in &plan.timed_steps {
+        if !Step::protocol().contains(step) {
+            return Err(PlanError::UntimeableStep(step.to_string()));
+        }
+        if !seen_steps.insert(*step) {
+            return Err(PlanError::DuplicateTimedStep(step.to_string()));
+        }
+    }
+    let mut names = HashSet::new();
+    for tool in &plan.tools {
+        check_name("tool name", &tool.name)?;
+        if !names.insert(tool.name.as_str()) {
+            return Err(PlanError::DuplicateTool(tool.name.clone()));
+        }
+        check_tool(tool)?;
+    }
+    Ok(())
+}
+
+fn check_name(what: &'static str, name: &str) -> Result<(), PlanError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(PlanError::BadName {
+            what,
+            name: name.to_string(),
+        })
+    }
+}
+
+/// The tool's command templates with their names, for checks and messages.
+pub fn templates(tool: &ToolPlan) -> Vec<(&'static str, &CommandTemplate)> {
+    let c = &tool.commands;
+    let mut all = vec![
+        ("init", &c.init),
+        ("backup", &c.backup),
+        ("restore", &c.restore),
+    ];
+    for (name, t) in [
+        ("version", &c.version),
+        ("snapshot_id", &c.snapshot_id),
+        ("repo_size", &c.repo_size),
+        ("snapshots", &c.snapshots),
+    ] {
+        if let Some(t) = t {
+            all.push((name, t));
+        }
+    }
+    all
+}
+
+fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {
+    let name = || tool.name.clone();
+    if !Path::new(&tool.binary).is_absolute() {
+        return Err(PlanError::RelativeBinary {
+            tool: name(),
+            path: tool.binary.clone(),
+        });
+    }
+    for (k, v) in &tool.env {
+        if k.is_empty() || k.contains('=') || k.contains('\0') {
+            return Err(PlanError::BadEnvName {
+                tool: name(),
+                name: k.clone(),
+            });
+        }
+        if v.contains('\0') {
+            return Err(PlanError::NulByte {
+                tool: name(),
+                what: format!("env {k}"),
+            });
+        }
+        if let Some(p) = unknown_placeholders(v).into_iter().next() {
+            return Err(PlanError::UnknownPlaceholder {
+                tool: name(),
+                command: format!("env {k}"),
+                name: p,
+            });
+        }
+    }
+    for secret in &tool.secret_env {
+        match tool.env.get(secret) {
+            None => {
+                return Err(PlanError::SecretNotInEnv {
+                    tool: name(),
+                    name: secret.clone(),
+                });
+            }
+            Some(v) if v.is_empty() => {
+                return Err(PlanError::EmptySecret {
+                    tool: name(),
+                    name: secret.clone(),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    for (command, t) in templates(tool) {
+        if t.argv.is_empty() {
+            return Err(PlanError::EmptyArgv {
+                tool: name(),
+                command,
+            });
+        }
+        for text in t.argv.iter().chain(t.cwd.iter()) {
+            if text.contains('\0') {
+                return Err(PlanError::NulByte {
+                    tool: name(),
+                    what: format!("command `{command}`"),
+                });
+            }
+            if let Some(p) = unknown_placeholders(text).into_iter().next() {
+                return Err(PlanError::UnknownPlaceholder {
+                    tool: name(),
+                    command: command.to_string(),
+                    name: p,
+                });
+            }
+            for secret in &tool.secret_env {
+                if let Some(value) = tool.env.get(secret)
+                    && text.contains(value.as_str())
+                {
+                    return Err(PlanError::SecretInCommand {
+                        tool: name(),
+                        name: secret.clone(),
+                        command: command.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Before the first cycle: every tool binary exists, is an executable file,
+/// and has the pinned digest when the plan gives one.
+pub fn check_binaries(plan: &Plan) -> Result<(), RunError> {
+    for tool in &plan.tools {
+        let path = Path::new(&tool.binary);
+        let problem = |p: &str| RunError::Binary {
+            tool: tool.name.clone(),
+            path: path.to_path_buf(),
+            problem: p.to_string(),
+        };
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(problem("does not exist"));
+            }
+            Err(e) => return Err(problem(&format!("cannot be read ({e})"))),
+        };
+        if !meta.is_file() {
+            return Err(problem("is not a regular file"));
+        }
+        if meta.permissions().mode() & 0o111 == 0 {
+            return Err(problem("is not executable (chmod +x it)"));
+        }
+        if let Some(expected) = &tool.binary_sha256 {
+            let actual =
+                sha256_file(path).map_err(|e| problem(&format!("cannot be read ({e})")))?;
+            if !actual.eq_ignore_ascii_case(expected.trim()) {
+                return Err(RunError::BinaryDigest {
+                    tool: tool.name.clone(),
+                    path: path.to_path_buf(),
+                    expected: expected.clone(),
+                    actual,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Ok(hex::encode(hasher.finalize())),
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// A valid plan running `sh` as the tool, for tests here and elsewhere.
+    pub fn plan_json(extra_tool_fields: &str) -> String {
+        format!(
+            r#"{{"schema_version":{SCHEMA_VERSION},"run_id":"t-1","cycles":2,
+            "dataset":{{"kind":"synthetic","seed":1,"scale":0.001}},
+            "tools":[{{"name":"fake","version":"1","binary":"/bin/sh",
+              "env":{{"PW":"hunter2","PLAIN":"{{work}}/x"}},"secret_env":["PW"],
+              {extra_tool_fields}
+              "commands":{{
+                "init":{{"argv":["{{bin}}","-c","mkdir -p {{repo}}/data"]}},
+                "backup":{{"argv":["{{bin}}","-c","cp -a . {{repo}}/data/{{snapshot}}"],"cwd":"{{source}}"}},
+                "restore":{{"argv":["{{bin}}","-c","cp -a {{repo}}/data/{{snapshot}}/. {{target}}"]}}}}}}]}}"#
+        )
+    }
+
+    fn parse(text: &str) -> Result<Plan, String> {
+        parse_plan(text).map_err(|e| match e {
+            ParseError::Json(m) => m,
+            ParseError::Plan(p) => p.to_string(),
+        })
+    }
+
+    #[test]
+    fn a_valid_plan_parses_with_defaults() {
+        let plan = parse(&plan_json("")).unwrap();
+        assert_eq!(plan.timed_steps, Step::protocol());
+        assert!(plan.drop_caches && plan.rotate_tools);
+        check_binaries(&plan).unwrap();
+    }
+
+    #[test]
+    fn unknown_and_missing_fields_are_named() {
+        let bad = plan_json("").replace(r#""cycles":2"#, r#""cycels":2"#);
+        let err = parse(&bad).unwrap_err();
+        assert!(err.contains("cycels"), "{err}");
+        let bad = plan_json(r#""colour":"red","#);
+        assert!(parse(&bad).unwrap_err().contains("colour"));
+        let bad = plan_json("").replace(r#""version":"1","#, "");
+        let err = parse(&bad).unwrap_err();
+        assert!(err.contains("missing field `version`"), "{err}");
+    }
+
+    #[test]
+    fn schema_version_mismatch_is_said_as_such() {
+        let bad = plan_json("").replace(
+            &format!(r#""schema_version":{SCHEMA_VERSION}"#),
+            r#""schema_version":99,"new_field":1"#,
+        );
+        let err = parse(&bad).unwrap_err();
+        assert!(err.contains("schema_version 99"), "{err}");
+        assert!(
+            parse(r#"{"run_id":"x"}"#)
+                .unwrap_err()
+                .contains("schema_version")
+        );
+        assert!(parse("not json").is_err());
+    }
+
+    #[test]
+    fn plan_level_mistakes() {
+        let cases = [
+            (r#""cycles":2"#, r#""cycles":0"#, "at least one cycle"),
+            (r#""run_id":"t-1""#, r#""run_id":"../etc""#, "run_id"),
+            (r#""scale":0.001"#, r#""scale":-1"#, "scale"),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"step_timeout_secs":0"#,
+                "step_timeout_secs",
+            ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"timed_steps":["init","verify"]"#,
+                "verify",
+            ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"timed_steps":["init","init"]"#,
+                "twice",
+            ),
+            (r#""name":"fake""#, r#""name":"a b""#, "tool name"),
+            (r#""binary":"/bin/sh""#, r#""binary":"sh""#, "absolute"),
+            (r#""secret_env":["PW"]"#, r#""secret_env":["PASS"]"#, "PASS"),
+            (r#""PW":"hunter2""#, r#""PW":"""#, "empty"),
+            (r#"mkdir -p {repo}"#, r#"mkdir -p {rep}"#, "{rep}"),
+            (r#""{work}/x""#, r#""{wrk}/x""#, "{wrk}"),
+            (r#"mkdir -p {repo}"#, r#"echo hunter2 {repo}"#, "secret"),
+            (
+                r#"["{bin}","-c","mkdir -p {repo}/data"]"#,
+                r#"[]"#,
+                "empty argv",
+            ),
+        ];
+        for (from, to, expect) in cases {
+            let text = plan_json("").replacen(from, to, 1);
+            assert_ne!(text, plan_json(""), "case {to} did not apply");
+            let err = parse(&text).unwrap_err();
+            assert!(err.contains(expect), "{to}: {err}");
+        }
+        let two = plan_json("").replace(r#""tools":[{"#, r#""tools":[{"name":"fake","version":"1","binary":"/bin/sh","commands":{"init":{"argv":["x"]},"backup":{"argv":["x"]},"restore":{"argv":["x"]}}},{"#);
+        assert!(parse(&two).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn binaries_are_checked_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let with_binary = |path: &str, sha: Option<&str>| {
+            let mut plan = parse(&plan_json("")).unwrap();
+            plan.tools[0].binary = path.to_string();
+            plan.tools[0].binary_sha256 = sha.map(str::to_string);
+            check_binaries(&plan).map_err(|e| e.to_string())
+        };
+        let err = with_binary("/nonexistent/restic", None).unwrap_err();
+        assert!(
+            err.contains("/nonexistent/restic") && err.contains("does not exist"),
+            "{err}"
+        );
+
+        let file = dir.path().join("tool");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let p = file.to_str().unwrap();
+        assert!(with_binary(p, None).unwrap_err().contains("not executable"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let digest = hex::encode(Sha256::digest(b"#!/bin/sh\n"));
+        with_binary(p, Some(&digest)).unwrap();
+        with_binary(p, Some(&digest.to_uppercase())).unwrap();
+        let err = with_binary(p, Some(&"0".repeat(64))).unwrap_err();
+        assert!(
+            err.contains(&digest) && err.contains(&"0".repeat(64)),
+            "{err}"
+        );
+        assert!(
+            with_binary(dir.path().to_str().unwrap(), None)
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+    }
+}
