@@ -2,8 +2,34 @@
 //! used by the host to print totals), generation, the 5% change, tree
 //! scanning with SHA-256, and verification against a manifest.
 //!
-//! STATUS: API skeleton. Every function below returns an error until the
-//! dataset work lands; the signatures are the contract the agent codes to.
+//! - [`layout`]: totals by class, without touching a disk (see `layout.rs`
+//!   for the exact arithmetic and the scale-1 table).
+//! - [`generate`]: writes the tree on every core, hashing while writing.
+//! - [`apply_change`] / [`apply_change_from`]: the deterministic 5% change;
+//!   [`change_plan`] says which files and regions it touches.
+//! - [`scan`] / [`verify`]: hash a tree on every core; compare with a manifest.
+//!
+//! Same [`DatasetParams`]: byte-identical tree and identical manifest on any
+//! machine (ChaCha20 streams per file, integer layout; see `stream.rs`).
+//! Errors are `io::Error`s carrying a [`DatasetError`] whose message says
+//! what went wrong and what to do (e.g. a full disk names the path and says
+//! to free space or lower `--scale`).
+
+mod change;
+mod error;
+mod generate;
+pub mod layout;
+mod manifest_file;
+mod pool;
+mod scan;
+pub mod stream;
+pub mod tree;
+mod verify;
+
+pub use change::{ChangePlan, ChangedRegion, change_plan};
+pub use error::DatasetError;
+pub use manifest_file::{check_outside, default_manifest_path, read_manifest, write_manifest};
+pub use verify::{NAMED_DIFFERENCES, compare};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
 use std::io;
@@ -15,6 +41,23 @@ pub struct DatasetParams {
     pub seed: u64,
     /// 1.0 = the published 6.10 GB composition.
     pub scale: f64,
+}
+
+impl DatasetParams {
+    /// The default seed of the agent's commands and of labs that name none.
+    pub const DEFAULT_SEED: u64 = 1;
+
+    /// Refuses a scale outside [`layout::MIN_SCALE`]..=[`layout::MAX_SCALE`]
+    /// (or not a number).
+    pub fn validate(&self) -> Result<(), DatasetError> {
+        let ok =
+            self.scale.is_finite() && (layout::MIN_SCALE..=layout::MAX_SCALE).contains(&self.scale);
+        if ok {
+            Ok(())
+        } else {
+            Err(DatasetError::InvalidScale { scale: self.scale })
+        }
+    }
 }
 
 /// Totals by class, computed without touching a disk.
@@ -42,37 +85,145 @@ impl Layout {
 /// Progress callback: (bytes done, bytes total).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
-pub fn layout(_params: &DatasetParams) -> Layout {
-    Layout::default()
+/// Totals by class at `params.scale` (the seed changes which path gets which
+/// size, never a total). Exact: [`generate`] writes exactly these bytes.
+pub fn layout(params: &DatasetParams) -> Layout {
+    let s = layout::scaled(params.scale);
+    let sizes = layout::small_sizes(s.small_files);
+    let (mut dup_small_files, mut dup_small_bytes) = (0, 0);
+    for (rank, &size) in sizes.iter().enumerate() {
+        if layout::is_duplicated_small_rank(rank as u64) {
+            dup_small_files += 1;
+            dup_small_bytes += size;
+        }
+    }
+    Layout {
+        small_files: s.small_files,
+        small_bytes: sizes.iter().sum(),
+        large_random_files: layout::LARGE_RANDOM_FILES,
+        large_random_bytes: layout::LARGE_RANDOM_FILES * s.large_random_bytes,
+        low_entropy_files: layout::LOW_ENTROPY_FILES,
+        low_entropy_bytes: layout::LOW_ENTROPY_FILES * s.low_entropy_bytes,
+        duplicate_files: dup_small_files + layout::DUPLICATE_LARGE_RANDOM,
+        duplicate_bytes: dup_small_bytes + layout::DUPLICATE_LARGE_RANDOM * s.large_random_bytes,
+    }
 }
 
 /// Generates the tree under `out` (which must not exist or be empty) and
 /// returns its manifest, sorted.
-pub fn generate(_out: &Path, _params: &DatasetParams, _progress: Progress) -> io::Result<Manifest> {
-    Err(not_yet())
+pub fn generate(out: &Path, params: &DatasetParams, progress: Progress) -> io::Result<Manifest> {
+    Ok(generate::generate(out, params, progress)?)
 }
 
 /// Applies the 5% change to a tree made by [`generate`] with the same params,
-/// and returns the new manifest, sorted.
+/// and returns the new manifest, sorted (the whole tree is rescanned; see
+/// [`apply_change_from`] to skip that).
 pub fn apply_change(
-    _dir: &Path,
-    _params: &DatasetParams,
-    _change_seed: u64,
-    _progress: Progress,
+    dir: &Path,
+    params: &DatasetParams,
+    change_seed: u64,
+    progress: Progress,
 ) -> io::Result<Manifest> {
-    Err(not_yet())
+    Ok(change::apply_change(dir, params, change_seed, progress)?)
+}
+
+/// As [`apply_change`], but takes the tree's manifest from before the change
+/// (from [`generate`], or a previous change) and re-hashes only the changed
+/// files: much less reading.
+pub fn apply_change_from(
+    dir: &Path,
+    params: &DatasetParams,
+    change_seed: u64,
+    base: &Manifest,
+    progress: Progress,
+) -> io::Result<Manifest> {
+    Ok(change::apply_change_from(
+        dir,
+        params,
+        change_seed,
+        base,
+        progress,
+    )?)
 }
 
 /// Hashes every entry under `dir` on all cores.
-pub fn scan(_dir: &Path) -> io::Result<Manifest> {
-    Err(not_yet())
+pub fn scan(dir: &Path) -> io::Result<Manifest> {
+    Ok(scan::scan(dir, &mut |_, _| {})?)
+}
+
+/// As [`scan`], reporting (bytes hashed, bytes to hash).
+pub fn scan_with_progress(dir: &Path, progress: Progress) -> io::Result<Manifest> {
+    Ok(scan::scan(dir, progress)?)
 }
 
 /// Compares the tree under `dir` with `expected`.
-pub fn verify(_dir: &Path, _expected: &Manifest) -> io::Result<VerifyOutcome> {
-    Err(not_yet())
+pub fn verify(dir: &Path, expected: &Manifest) -> io::Result<VerifyOutcome> {
+    let actual = scan(dir)?;
+    Ok(compare(expected, &actual))
 }
 
-fn not_yet() -> io::Error {
-    io::Error::other("dataset generation is not built yet")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_one_matches_the_published_totals() {
+        let l = layout(&DatasetParams {
+            seed: 1,
+            scale: 1.0,
+        });
+        assert_eq!(l.small_files, 40_000);
+        assert_eq!(l.large_random_files + l.low_entropy_files, 9);
+        assert_eq!(l.low_entropy_bytes, 2_680_000_000);
+        let total = l.total_bytes() as f64;
+        assert!((total / 6.10e9 - 1.0).abs() < 0.005, "total {total}");
+        let low = l.low_entropy_bytes as f64;
+        assert!((low / 2.68e9 - 1.0).abs() < 0.005, "low-entropy {low}");
+        // "about 1.10 GB" of small files, "about 0.90 GB" of duplicates
+        assert!((1.0e9..1.2e9).contains(&(l.small_bytes as f64)));
+        assert!((0.85e9..0.95e9).contains(&(l.duplicate_bytes as f64)));
+        // The exact figures documented in layout.rs.
+        assert_eq!(l.small_bytes, 1_072_091_974);
+        assert_eq!(l.duplicate_files, 8_002);
+        assert_eq!(l.duplicate_bytes, 924_366_376);
+        assert_eq!(l.total_bytes(), 6_096_458_350);
+    }
+
+    #[test]
+    fn totals_scale_proportionally() {
+        let one = layout(&DatasetParams {
+            seed: 1,
+            scale: 1.0,
+        })
+        .total_bytes() as f64;
+        for scale in [0.001, 0.01, 0.1] {
+            let l = layout(&DatasetParams { seed: 9, scale });
+            let ratio = l.total_bytes() as f64 / (one * scale);
+            assert!((ratio - 1.0).abs() < 0.01, "scale {scale}: {ratio}");
+        }
+        let tiny = layout(&DatasetParams {
+            seed: 1,
+            scale: 0.0001,
+        });
+        assert!(tiny.small_files >= 1 && tiny.duplicate_files >= 1);
+        assert!(tiny.large_random_bytes > 0 && tiny.low_entropy_bytes > 0);
+    }
+
+    #[test]
+    fn scale_is_validated() {
+        for scale in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-6, 101.0] {
+            assert!(
+                DatasetParams { seed: 1, scale }.validate().is_err(),
+                "{scale}"
+            );
+        }
+        assert!(
+            DatasetParams {
+                seed: 1,
+                scale: 0.05
+            }
+            .validate()
+            .is_ok()
+        );
+    }
 }
