@@ -66,7 +66,7 @@ impl Lab {
                 let map = SourceMap::build(text);
                 return Err(LabError::Parse {
                     file: file.to_string(),
-                    problem: Box::new(problem_from_yaml(&e, &map)),
+                    problem: Box::new(problem_from_yaml(&e, &map, text)),
                 });
             }
         };
@@ -121,7 +121,7 @@ fn options() -> serde_saphyr::Options {
 }
 
 /// The deserializer's error as a located problem with a field path.
-fn problem_from_yaml(err: &YamlError, map: &SourceMap) -> Problem {
+fn problem_from_yaml(err: &YamlError, map: &SourceMap, text: &str) -> Problem {
     let inner = err.without_snippet();
     let mut pos = inner.location().and_then(|l| {
         let (line, column) = (l.line() as usize, l.column() as usize);
@@ -164,13 +164,60 @@ fn problem_from_yaml(err: &YamlError, map: &SourceMap) -> Problem {
             )
         }
         YamlError::SerdeMissingField { field, .. } => {
-            format!("missing field `{field}`: add `{field}: ...` here")
+            // Reported at the mapping's last key: name the mapping itself.
+            if let Some(at) = pos
+                && let Some((p, owner)) = map.mapping_of_key(at)
+            {
+                pos = Some(p);
+                path = owner;
+            }
+            format!("missing field `{field}`: add `{field}: ...` to this mapping")
+        }
+        YamlError::SerdeInvalidValue {
+            unexpected,
+            expected,
+            ..
+        }
+        | YamlError::SerdeInvalidType {
+            unexpected,
+            expected,
+            ..
+        } => {
+            // Inside a `kind:`-tagged block the deserializer only knows the
+            // block; the offending value's text finds the field.
+            let quoted = unexpected.split('`').nth(1);
+            if let (Some(at), Some(value)) = (pos, quoted)
+                && let Some((p, found)) = map.find_scalar(&path, value, at)
+            {
+                pos = Some(p);
+                path = found.to_string();
+            }
+            format!("found {unexpected}, {}", explain_expected(expected))
         }
         YamlError::DuplicateMappingKey { key, .. } => match key {
             Some(k) => format!("the key `{k}` is written twice in this mapping: keep one"),
             None => "a key is written twice in this mapping: keep one".to_string(),
         },
-        other => plain_message(other),
+        other => {
+            let mut msg = plain_message(other);
+            if let Some(found) = pos.and_then(|p| map.scalar_at(p))
+                && msg.starts_with("expected ")
+            {
+                msg = format!("found `{found}`, {msg}");
+            }
+            if map.syntax_error.is_some() {
+                msg.push_str(
+                    " (YAML syntax: check brackets, quotes and indentation here and above)",
+                );
+            }
+            msg
+        }
+    };
+    let message = match pos.and_then(|p| unquoted_placeholder(text, p)) {
+        Some(word) => format!(
+            "{message}: `{{{word}}}` must be quoted, write \"{{{word}}}\" (unquoted, YAML reads it as a mapping)"
+        ),
+        None => message,
     };
     Problem {
         path,
@@ -213,6 +260,29 @@ fn explain_type(msg: &str) -> String {
         }
     }
     msg.to_string()
+}
+
+/// Serde's `expected` for a type, as a lab author would say it.
+fn explain_expected(expected: &str) -> String {
+    match expected {
+        "u64" | "u32" | "u8" | "usize" => "expected a whole number ≥ 0".into(),
+        "u16" => "expected a whole number from 0 to 65535".into(),
+        "f64" | "f32" => "expected a number such as 0.01".into(),
+        "a boolean" | "bool" => "expected true or false".into(),
+        "a string" => "expected text (quote it if YAML reads it as something else)".into(),
+        other => format!("expected {other}"),
+    }
+}
+
+/// `{bin}` written without quotes at `pos` (YAML reads a flow mapping).
+fn unquoted_placeholder(text: &str, pos: Pos) -> Option<&str> {
+    let line = text.lines().nth(pos.line.checked_sub(1)?)?;
+    let rest = line.get(pos.column.checked_sub(1)?..)?;
+    let inner = rest.strip_prefix('{')?;
+    let word = &inner[..inner.find('}')?];
+    labrun_evidence::plan::PLACEHOLDERS
+        .contains(&word)
+        .then_some(word)
 }
 
 fn last_segment(path: &str) -> &str {

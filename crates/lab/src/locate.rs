@@ -19,12 +19,16 @@ struct Entry {
     key: Option<Pos>,
     /// Where the value starts.
     value: Pos,
+    /// The value's text, when it is a scalar.
+    scalar: Option<String>,
 }
 
 /// Field paths of one YAML document, in document order.
 #[derive(Debug, Clone, Default)]
 pub struct SourceMap {
     entries: Vec<Entry>,
+    /// Where the YAML stopped being well-formed, if it did.
+    pub syntax_error: Option<Pos>,
 }
 
 /// Bounds for the walk: the file was size-checked already, these keep a
@@ -53,7 +57,16 @@ impl SourceMap {
         let mut stack: Vec<Frame> = Vec::new();
         let mut documents = 0;
         for (n, item) in Parser::new_from_str(text).enumerate() {
-            let Ok((event, span)) = item else { break };
+            let (event, span) = match item {
+                Ok(ok) => ok,
+                Err(e) => {
+                    map.syntax_error = Some(Pos {
+                        line: e.marker().line(),
+                        column: e.marker().col() + 1,
+                    });
+                    break;
+                }
+            };
             if n > MAX_EVENTS || stack.len() > MAX_DEPTH {
                 break;
             }
@@ -138,6 +151,7 @@ impl SourceMap {
             path: path.clone(),
             key: key_pos,
             value: pos,
+            scalar: if collection { None } else { scalar },
         });
         Some(path)
     }
@@ -191,6 +205,36 @@ impl SourceMap {
             .filter(|e| e.key.unwrap_or(e.value) >= from)
             .find(|e| e.path == want || (e.path.ends_with(&format!(".{name}"))))
             .map(|e| (e.key.unwrap_or(e.value), e.path.as_str()))
+    }
+
+    /// When `pos` is where a key is written: the mapping holding that key,
+    /// with the mapping's position (a missing field is reported there).
+    pub fn mapping_of_key(&self, pos: Pos) -> Option<(Pos, String)> {
+        let e = self.entries.iter().find(|e| e.key == Some(pos))?;
+        let parent = parent(&e.path)?;
+        match self.get(parent) {
+            Some(p) => Some((p.value, parent.to_string())),
+            None => Some((pos, parent.to_string())),
+        }
+    }
+
+    /// A scalar written as `text` at or below `under`, at or after `from`:
+    /// finds the field behind an error the deserializer could only place
+    /// at the enclosing mapping (inside a `kind:`-tagged block).
+    pub fn find_scalar(&self, under: &str, text: &str, from: Pos) -> Option<(Pos, &str)> {
+        self.entries
+            .iter()
+            .filter(|e| e.value >= from && e.path.starts_with(under))
+            .find(|e| e.scalar.as_deref() == Some(text))
+            .map(|e| (e.value, e.path.as_str()))
+    }
+
+    /// The scalar text written at `pos`, if a scalar value starts there.
+    pub fn scalar_at(&self, pos: Pos) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|e| e.value == pos)
+            .and_then(|e| e.scalar.as_deref())
     }
 
     fn get(&self, path: &str) -> Option<&Entry> {

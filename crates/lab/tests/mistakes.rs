@@ -1,0 +1,181 @@
+//! Each kind of mistake in a lab file gets a message that says where (file,
+//! line, column, field path), what was expected, and the nearest valid
+//! spelling. The messages are snapshots in `tests/snapshots/<case>.txt`;
+//! after a deliberate change of wording, re-run with `UPDATE_SNAPSHOTS=1`
+//! and review the diff.
+
+use labrun_lab::Lab;
+use std::path::Path;
+
+const BASE: &str = r#"name: mini
+vm:
+  vcpus: 4
+  memory: 3GiB
+  accel: auto
+  ssh_timeout: 300s
+dataset:
+  kind: synthetic
+  seed: 7
+  scale: 0.5
+cycles: 3
+tools:
+  - name: restic
+    version: 0.19.1
+    artifact:
+      url: https://example.invalid/restic_0.19.1_linux_amd64.bz2
+      sha256: f415415624dcc452f2a02b8c33641791a8c6d6d3b65bbb3543fcf9a25151585c
+      extract: bz2
+    env:
+      RESTIC_PASSWORD: pw-not-secret
+    secret_env: [RESTIC_PASSWORD]
+    commands:
+      init: ["{bin}", init, -r, "{repo}"]
+      backup: ["{bin}", backup, -r, "{repo}", "{source}"]
+      restore: ["{bin}", restore, latest, -r, "{repo}", --target, "{target}"]
+  - name: borg
+    version: 1.2.4
+    artifact:
+      apt: {package: borgbackup, version: 1.2.4-1}
+      sha256: 4bd4d7962a6cbc12c48e1c35495686da1c45f683782bb4e36f7873bcedc06032
+      extract:
+        deb-install: /usr/bin/borg
+    env:
+      BORG_PASSPHRASE: pw-not-secret
+    secret_env: [BORG_PASSPHRASE]
+    commands:
+      init: ["{bin}", init, --encryption=repokey-blake2, "{repo}"]
+      backup: ["{bin}", create, "{repo}::{snapshot}", "{source}"]
+      restore:
+        argv: ["{bin}", extract, "{repo}::{snapshot}"]
+        cwd: "{target}"
+"#;
+
+/// (case name, text to replace in BASE, replacement)
+const CASES: &[(&str, &str, &str)] = &[
+    ("typo_top_level_key", "cycles: 3", "cycels: 3"),
+    (
+        "typo_nested_key",
+        "      sha256: 4bd4",
+        "      sha265: 4bd4",
+    ),
+    ("typo_key_in_dataset", "  scale: 0.5", "  scael: 0.5"),
+    ("unknown_dataset_kind", "kind: synthetic", "kind: synthetik"),
+    ("unknown_accel", "accel: auto", "accel: kvn"),
+    ("missing_field", "    version: 1.2.4\n", ""),
+    ("duplicate_key", "cycles: 3", "cycles: 3\ncycles: 4"),
+    ("size_unit", "memory: 3GiB", "memory: 3Gib"),
+    (
+        "duration_without_unit",
+        "ssh_timeout: 300s",
+        "ssh_timeout: 300",
+    ),
+    ("wrong_type", "cycles: 3", "cycles: three"),
+    ("negative_number", "seed: 7", "seed: -7"),
+    (
+        "yaml_syntax",
+        "secret_env: [RESTIC_PASSWORD]",
+        "secret_env: [RESTIC_PASSWORD",
+    ),
+    (
+        "command_as_string",
+        r#"init: ["{bin}", init, -r, "{repo}"]"#,
+        r#"init: "{bin} init -r {repo}""#,
+    ),
+    (
+        "unquoted_placeholder",
+        r#"init: ["{bin}", init, --encryption"#,
+        r#"init: [{bin}, init, --encryption"#,
+    ),
+    ("short_sha256", "bb3543fcf9a25151585c", "bb3543fcf9a2515158"),
+    ("uppercase_sha256", "f415415624dcc452", "F415415624DCC452"),
+    (
+        "unknown_placeholder",
+        r#""{repo}", "{source}"]"#,
+        r#""{reop}", "{source}"]"#,
+    ),
+    (
+        "secret_not_in_env",
+        "secret_env: [BORG_PASSPHRASE]",
+        "secret_env: [BORG_PASSPRASE]",
+    ),
+    (
+        "secret_on_command_line",
+        r#"create, "{repo}::{snapshot}""#,
+        r#"create, --pass=pw-not-secret, "{repo}::{snapshot}""#,
+    ),
+    (
+        "url_scheme",
+        "url: https://example.invalid",
+        "url: ftp://example.invalid",
+    ),
+    (
+        "two_sources",
+        "      apt: {package",
+        "      url: https://example.invalid/borg.deb\n      apt: {package",
+    ),
+    (
+        "extract_mismatch",
+        "      extract: bz2",
+        "      extract: raw",
+    ),
+    ("duplicate_tool_name", "  - name: borg", "  - name: restic"),
+    ("scale_out_of_range", "scale: 0.5", "scale: 1.5"),
+    ("zero_cycles_and_no_tools", "cycles: 3", "cycles: 0"),
+    ("restore_without_target", r#", --target, "{target}"]"#, "]"),
+    (
+        "vm_and_target",
+        "dataset:",
+        "target:\n  host: 127.0.0.1\n  port: 2222\n  user: lab\n  key: id_ed25519\n  host_key: \"[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA\"\ndataset:",
+    ),
+    (
+        "several_problems_at_once",
+        "cycles: 3",
+        "cycles: 0\ntimeouts: {step: 0s}",
+    ),
+];
+
+fn render(case: &str, text: &str) -> String {
+    // the "no tools" half of its case
+    let text = if case == "zero_cycles_and_no_tools" {
+        text.split("tools:").next().unwrap().to_string() + "tools: []\n"
+    } else {
+        text.to_string()
+    };
+    match Lab::from_text(&text, "lab.yaml") {
+        Ok(_) => panic!("{case}: the mutated lab was accepted"),
+        Err(e) => format!("{e}\n"),
+    }
+}
+
+#[test]
+fn the_base_lab_is_valid() {
+    Lab::from_text(BASE, "lab.yaml").unwrap();
+}
+
+#[test]
+fn each_mistake_has_its_message() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
+    let mut failures = Vec::new();
+    for (case, from, to) in CASES {
+        assert!(
+            BASE.contains(from),
+            "{case}: `{from}` is not in the base lab"
+        );
+        let got = render(case, &BASE.replacen(from, to, 1));
+        let file = dir.join(format!("{case}.txt"));
+        if update {
+            std::fs::write(&file, &got).unwrap();
+            continue;
+        }
+        match std::fs::read_to_string(&file) {
+            Ok(want) if want == got => {}
+            Ok(want) => failures.push(format!("{case}:\n--- want\n{want}--- got\n{got}")),
+            Err(_) => failures.push(format!(
+                "{case}: no snapshot {}; got:\n{got}",
+                file.display()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
