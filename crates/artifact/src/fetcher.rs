@@ -63,6 +63,10 @@ impl Fetcher {
         &self.cache
     }
 
+    pub(crate) fn http(&self) -> &Http {
+        &self.http
+    }
+
     /// The verified file for `spec`, fetched if not cached. Any digest
     /// mismatch is an error and leaves no file behind.
     pub async fn fetch(
@@ -97,7 +101,7 @@ impl Fetcher {
 
         if let Some(mirror) = &self.opts.mirror {
             if let Some((path, from)) = self
-                .from_mirror(name, spec, mirror, &file_name, progress)
+                .look_in_mirror(name, spec, mirror, &file_name, progress)
                 .await?
             {
                 return Ok(done(path, from));
@@ -167,7 +171,7 @@ impl Fetcher {
     /// The mirror folder's copy, if it has one by that name. A copy whose
     /// digest differs is an error, not a reason to go online: the operator
     /// put it there and must hear that it is wrong.
-    async fn from_mirror(
+    async fn look_in_mirror(
         &self,
         name: &str,
         spec: &ArtifactSpec,

@@ -11,20 +11,25 @@
 
 pub mod apt;
 pub mod cache;
+pub mod checksums;
 pub mod digest;
 pub mod error;
 pub mod extract;
 pub mod fetcher;
 pub mod http;
+pub mod lab_edit;
+pub mod pin;
 pub mod progress;
 pub mod source;
 pub mod spec;
 
 pub use cache::Cache;
+pub use checksums::PublishedDigest;
 pub use error::ArtifactError;
 pub use extract::{InstallKind, Installable, extract};
 pub use fetcher::{FetchOptions, FetchedArtifact, Fetcher};
 pub use http::NetPolicy;
+pub use pin::{ManualPin, PinOutcome, PinRequest, write_lab};
 pub use progress::{NoProgress, Progress};
 pub use source::{FileName, Source};
 pub use spec::{AptPackage, ArtifactSpec, Extract, SourceRef};

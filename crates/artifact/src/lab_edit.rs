@@ -1,0 +1,451 @@
+//! Writing a pin into a lab file by editing its text, so comments, order and
+//! layout survive (a YAML round trip would drop the comments that say where
+//! each digest came from).
+//!
+//! The edit is line-based and deliberately narrow: block-style mappings only.
+//! Anything it cannot edit with certainty (flow style, block scalars,
+//! anchors, a duplicated key or tool) is refused with the reason, and the
+//! file is left for a human.
+
+/// What to write into one tool's block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinEdit {
+    pub tool: String,
+    /// The tool's `version:`.
+    pub version: Option<String>,
+    /// `artifact.url`.
+    pub url: Option<String>,
+    /// `artifact.apt.version`.
+    pub apt_version: Option<String>,
+    /// The member path under `extract:` (`tar:`, `deb-member:`, ...), which
+    /// often holds the version too.
+    pub extract_member: Option<String>,
+    pub sha256: String,
+    pub sha256_source: String,
+}
+
+/// What a tool's block says now (to derive a URL template from it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolView {
+    pub version: Option<String>,
+    pub url: Option<String>,
+    pub sha256: Option<String>,
+    pub apt_package: Option<String>,
+    pub apt_version: Option<String>,
+    pub extract_member: Option<String>,
+}
+
+/// One line, split as far as this editor needs.
+struct Line<'a> {
+    text: &'a str,
+    indent: usize,
+    /// Column of the key (after a `- ` list marker, if any).
+    key_col: usize,
+    list_item: bool,
+    key: Option<&'a str>,
+    /// The value with any trailing comment removed, not unquoted.
+    value: &'a str,
+}
+
+impl Line<'_> {
+    fn is_blank(&self) -> bool {
+        let t = self.text.trim();
+        t.is_empty() || t.starts_with('#')
+    }
+}
+
+fn parse_line(text: &str) -> Line<'_> {
+    let body = text.trim_end_matches(['\n', '\r']);
+    let indent = body.len() - body.trim_start_matches(' ').len();
+    let mut rest = &body[indent..];
+    let mut key_col = indent;
+    let mut list_item = false;
+    if rest == "-" || rest.starts_with("- ") {
+        list_item = true;
+        let after = rest[1..].trim_start_matches(' ');
+        key_col = indent + (rest.len() - after.len());
+        rest = after;
+    }
+    let (key, value) = match rest.find(':') {
+        Some(i)
+            if i > 0
+                && rest[..i]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                && rest[i + 1..].chars().next().is_none_or(|c| c == ' ') =>
+        {
+            (Some(&rest[..i]), strip_comment(rest[i + 1..].trim()))
+        }
+        _ => (None, rest.trim()),
+    };
+    Line {
+        text,
+        indent,
+        key_col,
+        list_item,
+        key,
+        value,
+    }
+}
+
+/// `abc # note` -> `abc`; a `#` inside quotes is kept.
+fn strip_comment(v: &str) -> &str {
+    if let Some(q @ ('"' | '\'')) = v.chars().next() {
+        if let Some(end) = v[1..].find(q) {
+            return &v[..end + 2];
+        }
+        return v;
+    }
+    if v.starts_with('#') {
+        return "";
+    }
+    match v.find(" #") {
+        Some(i) => v[..i].trim_end(),
+        None => v,
+    }
+}
+
+fn unquote(v: &str) -> String {
+    let b = v.as_bytes();
+    if b.len() >= 2 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] {
+        let inner = &v[1..v.len() - 1];
+        if b[0] == b'\'' {
+            inner.replace("''", "'")
+        } else {
+            inner.replace("\\\"", "\"").replace("\\\\", "\\")
+        }
+    } else {
+        v.to_string()
+    }
+}
+
+/// A scalar as YAML will read it back as the same string: plain when that is
+/// safe, double-quoted otherwise (numbers, booleans, `: `, ` #`, ...).
+pub fn yaml_scalar(v: &str) -> String {
+    let special_start = v.starts_with(|c: char| "-?:,[]{}#&*!|>'\"%@`".contains(c));
+    let keyword = matches!(
+        v.to_ascii_lowercase().as_str(),
+        "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~" | "y" | "n"
+    );
+    let numeric = v.parse::<f64>().is_ok()
+        || v.parse::<i128>().is_ok()
+        || v.starts_with("0x")
+        || v.starts_with("0o")
+        || (v.contains(':') && v.bytes().all(|b| b.is_ascii_digit() || b == b':'));
+    let needs_quotes = v.is_empty()
+        || special_start
+        || keyword
+        || numeric
+        || v.contains(": ")
+        || v.contains(" #")
+        || v.ends_with(':')
+        || v.trim() != v
+        || v.contains(['\n', '\t', '"', '\\']);
+    if needs_quotes {
+        format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        v.to_string()
+    }
+}
+
+/// Line indexes `[start, end)` of the children of the key line at `at`:
+/// following lines indented deeper, blank and comment lines inside included.
+fn children(lines: &[Line], at: usize) -> (usize, usize) {
+    let col = lines[at].key_col;
+    let mut end = at + 1;
+    let mut last_real = at + 1;
+    while end < lines.len() {
+        let l = &lines[end];
+        if !l.is_blank() {
+            if l.indent <= col {
+                break;
+            }
+            last_real = end + 1;
+        }
+        end += 1;
+    }
+    (at + 1, last_real)
+}
+
+/// The one line in `[start, end)` with key `key` at column `col`.
+fn find_key(
+    lines: &[Line],
+    start: usize,
+    end: usize,
+    col: usize,
+    key: &str,
+) -> Result<Option<usize>, String> {
+    let hits: Vec<usize> = (start..end)
+        .filter(|&i| !lines[i].is_blank() && lines[i].key_col == col && lines[i].key == Some(key))
+        .collect();
+    match hits.len() {
+        0 => Ok(None),
+        1 => Ok(Some(hits[0])),
+        _ => Err(format!("`{key}` appears {} times in one block", hits.len())),
+    }
+}
+
+/// The column of the first real line in `[start, end)`.
+fn block_col(lines: &[Line], start: usize, end: usize) -> Option<usize> {
+    (start..end)
+        .find(|&i| !lines[i].is_blank())
+        .map(|i| lines[i].key_col)
+}
+
+fn refuse_odd(value: &str, what: &str) -> Result<(), String> {
+    if value.starts_with(['|', '>', '&', '*', '{', '[', '!']) {
+        return Err(format!(
+            "`{what}` uses YAML this editor does not rewrite ({value:?}); write it in plain \
+             block style or edit the file by hand"
+        ));
+    }
+    Ok(())
+}
+
+/// Where a tool's block and its keys are.
+struct Located {
+    item_start: usize,
+    item_end: usize,
+    key_col: usize,
+    artifact: Option<usize>,
+}
+
+fn locate(lines: &[Line], tool: &str) -> Result<Located, String> {
+    let tools = find_key(lines, 0, lines.len(), 0, "tools")?
+        .ok_or("there is no top-level `tools:` list")?;
+    if !lines[tools].value.is_empty() {
+        refuse_odd(lines[tools].value, "tools")?;
+    }
+    // The list may sit at the key's own column (`tools:\n- name: x`).
+    let mut end = tools + 1;
+    while end < lines.len() {
+        let l = &lines[end];
+        if !l.is_blank() && l.indent == 0 && !l.list_item {
+            break;
+        }
+        end += 1;
+    }
+    let item_indent = (tools + 1..end)
+        .find(|&i| !lines[i].is_blank())
+        .filter(|&i| lines[i].list_item)
+        .map(|i| lines[i].indent)
+        .ok_or("`tools:` is not a block list of tools (`- name: ...`)")?;
+    let starts: Vec<usize> = (tools + 1..end)
+        .filter(|&i| lines[i].list_item && lines[i].indent == item_indent)
+        .collect();
+    let mut names = Vec::new();
+    let mut matches = Vec::new();
+    for (n, &start) in starts.iter().enumerate() {
+        let item_end = starts.get(n + 1).copied().unwrap_or(end);
+        let key_col = lines[start].key_col;
+        if let Some(i) = find_key(lines, start, item_end, key_col, "name")? {
+            let name = unquote(lines[i].value);
+            if name == tool {
+                matches.push((start, item_end, key_col));
+            }
+            names.push(name);
+        }
+    }
+    let (item_start, item_end, key_col) = match matches.len() {
+        1 => matches[0],
+        0 => {
+            return Err(format!(
+                "no tool named `{tool}`; the tools are: {}",
+                names.join(", ")
+            ));
+        }
+        n => {
+            return Err(format!(
+                "{n} tools are named `{tool}`; make the names unique first"
+            ));
+        }
+    };
+    let artifact = find_key(lines, item_start, item_end, key_col, "artifact")?;
+    if let Some(a) = artifact {
+        if !lines[a].value.is_empty() {
+            refuse_odd(lines[a].value, "artifact")?;
+            return Err("`artifact:` must be a block mapping (one key per line)".into());
+        }
+    }
+    Ok(Located {
+        item_start,
+        item_end,
+        key_col,
+        artifact,
+    })
+}
+
+/// What the tool's block says now.
+pub fn read_tool(text: &str, tool: &str) -> Result<ToolView, String> {
+    let lines: Vec<Line> = text.split_inclusive('\n').map(parse_line).collect();
+    let at = locate(&lines, tool)?;
+    let value = |start, end, col, key| -> Result<Option<String>, String> {
+        Ok(find_key(&lines, start, end, col, key)?.map(|i| unquote(lines[i].value)))
+    };
+    let mut view = ToolView {
+        version: value(at.item_start, at.item_end, at.key_col, "version")?,
+        ..ToolView::default()
+    };
+    if let Some(a) = at.artifact {
+        let (s, e) = children(&lines, a);
+        if let Some(col) = block_col(&lines, s, e) {
+            view.url = value(s, e, col, "url")?;
+            view.sha256 = value(s, e, col, "sha256")?;
+            if let Some(i) = extract_member_line(&lines, s, e, col)? {
+                view.extract_member = Some(unquote(lines[i].value));
+            }
+            if let Some(apt) = find_key(&lines, s, e, col, "apt")? {
+                let (s2, e2) = children(&lines, apt);
+                if let Some(c2) = block_col(&lines, s2, e2) {
+                    view.apt_package = value(s2, e2, c2, "package")?;
+                    view.apt_version = value(s2, e2, c2, "version")?;
+                }
+            }
+        }
+    }
+    Ok(view)
+}
+
+/// The lab text with the pin written in. `binary_sha256` is removed when the
+/// file's digest changes (it belonged to the old file; `labrun fetch`
+/// records the new one).
+pub fn apply_pin(text: &str, edit: &PinEdit) -> Result<String, String> {
+    let lines: Vec<Line> = text.split_inclusive('\n').map(parse_line).collect();
+    let at = locate(&lines, &edit.tool)?;
+    let a = at
+        .artifact
+        .ok_or_else(|| format!("tool `{}` has no `artifact:` block to pin", edit.tool))?;
+    let (s, e) = children(&lines, a);
+    let col = block_col(&lines, s, e).ok_or("`artifact:` is empty")?;
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let set = |col: usize, key: &str, value: &str| {
+        format!("{}{key}: {}{newline}", " ".repeat(col), yaml_scalar(value))
+    };
+
+    // Line index -> replacement (None deletes); plus lines to insert after an index.
+    let mut replace: Vec<(usize, Option<String>)> = Vec::new();
+    let mut insert_after: Vec<(usize, String)> = Vec::new();
+    let mut touch = |key: &str,
+                     idx: Option<usize>,
+                     line: String,
+                     fallback_after: usize|
+     -> Result<(), String> {
+        match idx {
+            Some(i) => {
+                refuse_odd(lines[i].value, key)?;
+                replace.push((i, Some(line)));
+            }
+            None => insert_after.push((fallback_after, line)),
+        }
+        Ok(())
+    };
+
+    let sha_idx = find_key(&lines, s, e, col, "sha256")?;
+    let old_sha = sha_idx.map(|i| unquote(lines[i].value));
+    let last_child = e - 1;
+    touch(
+        "sha256",
+        sha_idx,
+        set(col, "sha256", &edit.sha256),
+        last_child,
+    )?;
+    let src_idx = find_key(&lines, s, e, col, "sha256_source")?;
+    touch(
+        "sha256_source",
+        src_idx,
+        set(col, "sha256_source", &edit.sha256_source),
+        sha_idx.unwrap_or(last_child),
+    )?;
+    if let Some(url) = &edit.url {
+        let idx = find_key(&lines, s, e, col, "url")?
+            .ok_or("the artifact has no `url:` (its source is `file:` or `apt:`)")?;
+        touch("url", Some(idx), set(col, "url", url), idx)?;
+    }
+    if let Some(v) = &edit.apt_version {
+        let apt = find_key(&lines, s, e, col, "apt")?.ok_or("the artifact has no `apt:` source")?;
+        if !lines[apt].value.is_empty() {
+            return Err("`apt:` must be a block mapping (`package:` and `version:` lines)".into());
+        }
+        let (s2, e2) = children(&lines, apt);
+        let c2 = block_col(&lines, s2, e2).ok_or("`apt:` is empty")?;
+        let idx = find_key(&lines, s2, e2, c2, "version")?.ok_or("`apt:` has no `version:`")?;
+        touch("apt.version", Some(idx), set(c2, "version", v), idx)?;
+    }
+    if let Some(m) = &edit.extract_member {
+        let idx = extract_member_line(&lines, s, e, col)?.ok_or("`extract:` names no member")?;
+        let key = lines[idx].key.unwrap_or("tar");
+        touch("extract", Some(idx), set(lines[idx].key_col, key, m), idx)?;
+    }
+    if let Some(v) = &edit.version {
+        let idx = find_key(&lines, at.item_start, at.item_end, at.key_col, "version")?;
+        let first_key = find_key(&lines, at.item_start, at.item_end, at.key_col, "name")?
+            .unwrap_or(at.item_start);
+        touch("version", idx, set(at.key_col, "version", v), first_key)?;
+    }
+    if old_sha.as_deref() != Some(edit.sha256.as_str()) {
+        if let Some(i) = find_key(&lines, s, e, col, "binary_sha256")? {
+            replace.push((i, None));
+        }
+    }
+
+    let mut out = String::with_capacity(text.len() + 200);
+    for (i, line) in lines.iter().enumerate() {
+        match replace.iter().find(|(r, _)| *r == i) {
+            Some((_, Some(new))) => out.push_str(new),
+            Some((_, None)) => {}
+            None => {
+                out.push_str(line.text);
+                if !line.text.ends_with('\n') && insert_after.iter().any(|(j, _)| *j == i) {
+                    out.push_str(newline);
+                }
+            }
+        }
+        for (_, new) in insert_after.iter().filter(|(j, _)| *j == i) {
+            out.push_str(new);
+        }
+    }
+    // Read back what was written: the editor must agree with itself.
+    let check = read_tool(&out, &edit.tool)?;
+    let agrees = check.sha256.as_deref() == Some(edit.sha256.as_str())
+        && edit
+            .url
+            .as_ref()
+            .is_none_or(|u| check.url.as_ref() == Some(u))
+        && edit
+            .version
+            .as_ref()
+            .is_none_or(|v| check.version.as_ref() == Some(v))
+        && edit
+            .apt_version
+            .as_ref()
+            .is_none_or(|v| check.apt_version.as_ref() == Some(v))
+        && edit
+            .extract_member
+            .as_ref()
+            .is_none_or(|m| check.extract_member.as_ref() == Some(m));
+    if !agrees {
+        return Err("the edited text does not read back as intended; edit the file by hand".into());
+    }
+    Ok(out)
+}
+
+/// The line of the one key under a block `extract:` (e.g. `tar: dir/kopia`).
+fn extract_member_line(
+    lines: &[Line],
+    s: usize,
+    e: usize,
+    col: usize,
+) -> Result<Option<usize>, String> {
+    let Some(x) = find_key(lines, s, e, col, "extract")? else {
+        return Ok(None);
+    };
+    if !lines[x].value.is_empty() {
+        return Ok(None);
+    }
+    let (s2, e2) = children(lines, x);
+    let real: Vec<usize> = (s2..e2).filter(|&i| !lines[i].is_blank()).collect();
+    match real.as_slice() {
+        [one] if lines[*one].key.is_some() => Ok(Some(*one)),
+        _ => Ok(None),
+    }
+}

@@ -1,0 +1,272 @@
+//! `labrun pin`'s core: digests from an upstream checksum list served on
+//! 127.0.0.1, written into a lab file's text with its comments kept.
+
+mod common;
+
+use common::*;
+use labrun_artifact::lab_edit::{PinEdit, apply_pin, read_tool};
+use labrun_artifact::{ArtifactError, FetchOptions, Fetcher, ManualPin, PinRequest, write_lab};
+use std::path::Path;
+
+const OLD: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+const NEW: &str = "f415415624dcc452f2a02b8c33641791a8c6d6d3b65bbb3543fcf9a25151585c";
+const OTHER: &str = "416d0f84a3dbb321a8b2d8f0997b1a0a6e915babe79ee76fa6e4d2bd1e1c5178";
+
+fn lab(base: &str) -> String {
+    [
+        "# The published comparison.",
+        "vm:",
+        "  cpus: 4",
+        "tools:",
+        "  # restic: SHA256SUMS beside each release",
+        "  - name: restic",
+        "    version: 0.18.0",
+        "    artifact:",
+        &format!(
+            "      url: {base}/restic/releases/download/v0.18.0/restic_0.18.0_linux_amd64.bz2"
+        ),
+        &format!("      sha256: {OLD}   # typed by hand"),
+        "      sha256_source: \"restic SHA256SUMS, v0.18.0\"",
+        "      extract: bz2",
+        &format!("      binary_sha256: {OLD}"),
+        "    env:",
+        "      RESTIC_PASSWORD: secret # not a real one",
+        "",
+        "  - name: kopia",
+        "    version: \"0.22.0\"",
+        "    artifact:",
+        &format!("      url: {base}/kopia/releases/download/v0.22.0/kopia-0.22.0-linux-x64.tar.gz"),
+        &format!("      sha256: {OLD}"),
+        "      extract:",
+        "        tar: kopia-0.22.0-linux-x64/kopia",
+        "dataset:",
+        "  scale: 1",
+        "",
+    ]
+    .join("\n")
+}
+
+fn fetcher(cache: &Path) -> Fetcher {
+    let mut o = FetchOptions::new(cache.to_path_buf(), None);
+    o.net = quick_net();
+    Fetcher::new(o).unwrap()
+}
+
+fn request(tool: &str, version: &str) -> PinRequest {
+    PinRequest {
+        tool: tool.into(),
+        version: version.into(),
+        url_template: None,
+        checksums: None,
+        manual: None,
+    }
+}
+
+#[tokio::test]
+async fn pins_restic_from_sha256sums_keeping_everything_else() {
+    let server = Server::start();
+    let list =
+        format!("{OTHER}  restic_0.19.1_darwin_amd64.bz2\n{NEW}  restic_0.19.1_linux_amd64.bz2\n");
+    server.route(
+        "/restic/releases/download/v0.19.1/SHA256SUMS",
+        vec![Reply::Body(list.into_bytes())],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lab.yaml");
+    let before = lab(&format!("http://{}", server.addr));
+    std::fs::write(&path, &before).unwrap();
+
+    let f = fetcher(&dir.path().join("cache"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let out = f
+        .plan_pin(&path, &text, &request("restic", "0.19.1"))
+        .await
+        .unwrap();
+    write_lab(&path, &out.new_text).unwrap();
+    let after = std::fs::read_to_string(&path).unwrap();
+
+    let url = server.url("/restic/releases/download/v0.19.1/restic_0.19.1_linux_amd64.bz2");
+    assert_eq!(out.sha256, NEW);
+    assert_eq!(out.old_sha256.as_deref(), Some(OLD));
+    assert_eq!(out.url.as_deref(), Some(url.as_str()));
+    let view = read_tool(&after, "restic").unwrap();
+    assert_eq!(view.version.as_deref(), Some("0.19.1"));
+    assert_eq!(view.url.as_deref(), Some(url.as_str()));
+    assert_eq!(view.sha256.as_deref(), Some(NEW));
+    let list_url = server.url("/restic/releases/download/v0.19.1/SHA256SUMS");
+    assert!(
+        after.contains(&format!(
+            "      sha256_source: upstream checksum list {list_url}\n"
+        )),
+        "{after}"
+    );
+    // Comments and the other tool are untouched; the stale binary pin is gone.
+    assert!(after.contains("# The published comparison.\n"));
+    assert!(after.contains("  # restic: SHA256SUMS beside each release\n"));
+    assert!(after.contains("RESTIC_PASSWORD: secret # not a real one\n"));
+    assert!(!after.contains("binary_sha256"), "{after}");
+    let kopia_before = &before[before.find("  - name: kopia").unwrap()..];
+    assert!(after.ends_with(kopia_before), "{after}");
+    assert_eq!(after.lines().count(), before.lines().count() - 1);
+}
+
+#[tokio::test]
+async fn finds_kopias_checksums_txt_after_a_404_on_sha256sums() {
+    let server = Server::start();
+    let list =
+        format!("{NEW}  kopia-0.23.1-linux-x64.tar.gz\n{OTHER}  kopia_0.23.1_linux_amd64.deb\n");
+    server.route(
+        "/kopia/releases/download/v0.23.1/checksums.txt",
+        vec![Reply::Body(list.into_bytes())],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lab.yaml");
+    let text = lab(&format!("http://{}", server.addr));
+    let out = fetcher(dir.path())
+        .plan_pin(&path, &text, &request("kopia", "0.23.1"))
+        .await
+        .unwrap();
+    assert_eq!(out.sha256, NEW);
+    assert_eq!(
+        server.hits("/kopia/releases/download/v0.23.1/SHA256SUMS"),
+        1
+    );
+    let view = read_tool(&out.new_text, "kopia").unwrap();
+    assert_eq!(view.version.as_deref(), Some("0.23.1"));
+    // The quoted version stays a string; a sha256_source line was added.
+    assert!(
+        out.new_text.contains("    version: 0.23.1\n"),
+        "{}",
+        out.new_text
+    );
+    assert!(
+        out.new_text.contains(&format!(
+            "      sha256: {NEW}\n      sha256_source: upstream checksum list http://"
+        )),
+        "{}",
+        out.new_text
+    );
+    assert!(
+        out.new_text
+            .contains("checksums.txt\n      extract:\n        tar: kopia-0.23.1-linux-x64/kopia\n")
+    );
+}
+
+#[tokio::test]
+async fn no_published_list_says_what_to_do() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lab.yaml");
+    let text = lab(&format!("http://{}", server.addr));
+    let err = fetcher(dir.path())
+        .plan_pin(&path, &text, &request("restic", "0.19.1"))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, ArtifactError::Checksums { .. }), "{err:?}");
+    assert!(
+        msg.contains("SHA256SUMS (404)") && msg.contains("checksums.txt (404)"),
+        "{msg}"
+    );
+    assert!(msg.contains("--sha256") && msg.contains("borg"), "{msg}");
+
+    // The manual route, with provenance, needs no list.
+    let mut req = request("restic", "0.19.1");
+    req.manual = Some(ManualPin {
+        sha256: NEW.into(),
+        source: "GitHub release API digest, checked by hand".into(),
+    });
+    let out = fetcher(dir.path())
+        .plan_pin(&path, &text, &req)
+        .await
+        .unwrap();
+    assert!(
+        out.new_text
+            .contains("sha256_source: GitHub release API digest, checked by hand\n")
+    );
+}
+
+#[tokio::test]
+async fn a_list_with_two_digests_for_the_file_is_refused() {
+    let server = Server::start();
+    let list =
+        format!("{NEW}  restic_0.19.1_linux_amd64.bz2\n{OTHER}  restic_0.19.1_linux_amd64.bz2\n");
+    server.route(
+        "/restic/releases/download/v0.19.1/SHA256SUMS",
+        vec![Reply::Body(list.into_bytes())],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let text = lab(&format!("http://{}", server.addr));
+    let err = fetcher(dir.path())
+        .plan_pin(
+            &dir.path().join("lab.yaml"),
+            &text,
+            &request("restic", "0.19.1"),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("refusing to guess"), "{err}");
+}
+
+#[test]
+fn ambiguous_or_unusual_labs_are_refused() {
+    let base = lab("http://127.0.0.1:9");
+    let edit = PinEdit {
+        tool: "restic".into(),
+        version: None,
+        url: None,
+        apt_version: None,
+        extract_member: None,
+        sha256: NEW.into(),
+        sha256_source: "x".into(),
+    };
+    let twice = base.replace("  - name: kopia", "  - name: restic");
+    assert!(
+        apply_pin(&twice, &edit)
+            .unwrap_err()
+            .contains("2 tools are named `restic`")
+    );
+    let missing = PinEdit {
+        tool: "borg".into(),
+        ..edit.clone()
+    };
+    assert!(
+        apply_pin(&base, &missing)
+            .unwrap_err()
+            .contains("the tools are: restic, kopia")
+    );
+    let flow = base.replace(
+        &format!("      sha256: {OLD}   # typed by hand"),
+        "      sha256: &pin abc",
+    );
+    assert!(
+        apply_pin(&flow, &edit)
+            .unwrap_err()
+            .contains("does not rewrite")
+    );
+    let dup = base.replace(
+        "      extract: bz2\n",
+        &format!("      sha256: {OLD}\n      extract: bz2\n"),
+    );
+    assert!(
+        apply_pin(&dup, &edit)
+            .unwrap_err()
+            .contains("appears 2 times")
+    );
+}
+
+#[test]
+fn values_are_quoted_when_yaml_would_misread_them() {
+    use labrun_artifact::lab_edit::yaml_scalar;
+    assert_eq!(yaml_scalar("0.19.1"), "0.19.1");
+    assert_eq!(yaml_scalar("1.4"), "\"1.4\"");
+    assert_eq!(yaml_scalar("yes"), "\"yes\"");
+    assert_eq!(yaml_scalar("a: b"), "\"a: b\"");
+    assert_eq!(
+        yaml_scalar(&"1".repeat(64)),
+        format!("\"{}\"", "1".repeat(64))
+    );
+    assert_eq!(yaml_scalar("12e4"), "\"12e4\"");
+    assert_eq!(yaml_scalar(NEW), NEW);
+    assert_eq!(yaml_scalar("https://h/x_1.bz2"), "https://h/x_1.bz2");
+}
