@@ -73,14 +73,15 @@ fn size_decimals(unit: &str) -> usize {
 
 fn with_range(s: &Stat, unit: &str, decimals: usize, factor: f64) -> String {
     let median = number(s.median * factor, decimals);
-    if s.n < 2 {
+    let (min, max) = (
+        number(s.min * factor, decimals),
+        number(s.max * factor, decimals),
+    );
+    // One cycle, or cycles equal at this precision: "range 3.86-3.86" says nothing.
+    if s.n < 2 || min == max {
         return format!("{median} {unit}");
     }
-    format!(
-        "{median} {unit}, range {}-{}",
-        number(s.min * factor, decimals),
-        number(s.max * factor, decimals)
-    )
+    format!("{median} {unit}, range {min}-{max}")
 }
 
 /// Fixed decimals without a negative zero.
@@ -142,6 +143,7 @@ mod tests {
             bytes_range(&stat(3.861e9, 3.855e9, 3.87e9, 3)),
             "3.86 GB, range 3.86-3.87"
         );
+        assert_eq!(bytes_range(&stat(2.1e8, 2.09e8, 2.12e8, 3)), "0.21 GB");
         assert_eq!(bytes_range(&stat(2.1e8, 2.0e8, 2.2e8, 1)), "0.21 GB");
         assert_eq!(bytes(-1.0), "0.0 kB");
     }

@@ -8,6 +8,7 @@ use crate::error::{ReportError, Result};
 use crate::stats::Stat;
 use crate::summary::Summary;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Time per phase per tool, seconds.
 pub struct TimeChart;
@@ -118,7 +119,19 @@ fn per_phase(s: &Summary, figure: fn(&crate::summary::PhaseSummary) -> Option<St
 const WIDTH: u32 = 900;
 const ROW_HEIGHT: u32 = 26;
 
+/// Draws one chart. A panic inside plotters becomes an error, so a chart
+/// library bug can never take the whole report down with it.
 fn draw(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec<u8>> {
+    std::panic::catch_unwind(|| draw_unguarded(what, title, unit, rows)).unwrap_or_else(|_| {
+        Err(ReportError::Render {
+            what,
+            message: "the chart library failed (a bug: please report it with raw/records.jsonl)"
+                .into(),
+        })
+    })
+}
+
+fn draw_unguarded(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec<u8>> {
     let render = |e: &dyn std::fmt::Display| ReportError::Render {
         what,
         message: e.to_string(),
@@ -159,7 +172,10 @@ fn draw(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec
                 .margin(12)
                 .x_label_area_size(40)
                 .y_label_area_size(label_width)
-                .build_cartesian_2d(0f64..x_max, (0..n).into_segmented())
+                // plotters' integer ranges include their end: 0..n-1 is n rows.
+                // One row would be an empty range that plotters draws nothing
+                // in, so a lone row gets an empty row above it.
+                .build_cartesian_2d(0f64..x_max, (0..n.max(2) - 1).into_segmented())
                 .map_err(|e| render(&e))?;
             // Row 0 at the top: plotters' y axis grows upward.
             let slot = |i: usize| n - 1 - i;
@@ -171,6 +187,10 @@ fn draw(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec
             chart
                 .configure_mesh()
                 .disable_y_mesh()
+                // Few faint lines; and never 0 on the integer (row) axis:
+                // plotters 0.3.7 overflows computing its key points then.
+                .x_max_light_lines(1)
+                .x_label_formatter(&|v| axis_number(*v))
                 .y_labels(n)
                 .y_label_formatter(&label_of)
                 .x_desc(unit)
@@ -208,12 +228,15 @@ fn draw(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec
                         }),
                 )
                 .map_err(|e| render(&e))?;
+            let value_style = ("sans-serif", 11)
+                .into_text_style(&root)
+                .pos(Pos::new(HPos::Left, VPos::Center));
             chart
                 .draw_series(rows.iter().enumerate().map(|(i, r)| {
                     Text::new(
                         value_label(&r.stat),
                         (r.stat.max + x_max * 0.01, SegmentValue::CenterOf(slot(i))),
-                        ("sans-serif", 11),
+                        value_style.clone(),
                     )
                 }))
                 .map_err(|e| render(&e))?;
@@ -233,9 +256,16 @@ fn value_label(s: &Stat) -> String {
             format!("{x:.0}")
         }
     };
-    if s.n > 1 {
-        format!("{} ({}-{})", v(s.median), v(s.min), v(s.max))
+    let (min, max) = (v(s.min), v(s.max));
+    if s.n > 1 && min != max {
+        format!("{} ({min}-{max})", v(s.median))
     } else {
         v(s.median)
     }
+}
+
+/// Axis numbers without trailing zeros: "100", "2.5".
+fn axis_number(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -65,7 +65,7 @@ pub fn render(s: &Summary) -> String {
         }),
     );
 
-    out.push_str("## Per phase\n");
+    out.push_str("## Per phase\n\n");
     let phases: Vec<_> = {
         let mut all: Vec<_> = s
             .tools
@@ -77,7 +77,7 @@ pub fn render(s: &Summary) -> String {
         all
     };
     for phase in phases {
-        let _ = writeln!(out, "\n### {} (`{phase}`)\n", cells::phase_title(phase));
+        let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(phase));
         table(
             &mut out,
             &[
@@ -102,7 +102,7 @@ pub fn render(s: &Summary) -> String {
         );
     }
 
-    out.push_str("\n## Environment\n\n");
+    out.push_str("## Environment\n\n");
     match &s.environment {
         Some(env) => environment(&mut out, env),
         None => out.push_str("Not recorded (no readable raw/environment.json).\n"),

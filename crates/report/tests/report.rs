@@ -1,0 +1,438 @@
+//! `labrun report` on recorded raw evidence: snapshots of summary.md and
+//! summary.json, plus the figures and warnings each fixture must produce.
+//!
+//! Snapshots live in `tests/snapshots/`; `UPDATE_SNAPSHOTS=1 cargo test -p
+//! labrun-report` rewrites them (review the diff before committing).
+
+use labrun_evidence::Step;
+use labrun_report::{
+    CheckOutcome, ReportError, Summary, WarningKind, make_report, render_terminal, summarize,
+};
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A copy of the fixture's run folder, so writing summaries never touches the
+/// source tree.
+fn run_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join(name);
+    copy_dir(&fixture(name), &run);
+    (tmp, run)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn assert_snapshot(name: &str, file: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.{file}"));
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "no snapshot at {} ({e}); run with UPDATE_SNAPSHOTS=1 to write it",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from the snapshot at line {}:\n  expected: {:?}\n  actual:   {:?}\n\
+             (UPDATE_SNAPSHOTS=1 rewrites it)",
+            path.display(),
+            first + 1,
+            expected.lines().nth(first),
+            actual.lines().nth(first)
+        );
+    }
+}
+
+/// Makes the report of a fixture, checks the snapshots, returns the summary.
+fn report_and_snapshot(name: &str) -> (Summary, PathBuf, tempfile::TempDir) {
+    let (tmp, run) = run_copy(name);
+    let (summary, written) = make_report(&run).unwrap();
+    let names: Vec<String> = written
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "summary.md",
+            "summary.json",
+            "summary.csv",
+            "chart-time.svg",
+            "chart-repo-size.svg",
+            "chart-memory.svg"
+        ]
+    );
+    for p in &written {
+        assert_eq!(p.parent().unwrap(), run, "written beside raw/");
+    }
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    let json = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    assert_snapshot(name, "summary.md", &md);
+    assert_snapshot(name, "summary.json", &json);
+    // The JSON is the summary itself, samples included. (Compared by parts:
+    // serde_json's default float parsing may differ in the last bit.)
+    let back: Summary = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.run_id, summary.run_id);
+    assert_eq!(back.tools.len(), summary.tools.len());
+    assert_eq!(back.warnings, summary.warnings);
+    assert_eq!(back.samples.len(), summary.samples.len());
+    (summary, run, tmp)
+}
+
+fn warning_kinds(s: &Summary) -> Vec<WarningKind> {
+    s.warnings.iter().map(|w| w.kind).collect()
+}
+
+#[test]
+fn two_tools_three_cycles_with_a_failed_restore() {
+    let (s, run, _tmp) = report_and_snapshot("two-tools");
+    assert_eq!(s.run_id, "default-20261129T1851Z-3fa2c1");
+    assert_eq!(s.cycles_planned, Some(3));
+    let names: Vec<&str> = s.tools.iter().map(|t| t.tool.as_str()).collect();
+    assert_eq!(names, ["restic", "borg"], "the plan's order");
+
+    let restic = &s.tools[0];
+    let full = restic.phase(Step::BackupFull).unwrap().wall_secs.unwrap();
+    assert_eq!(
+        (full.median, full.min, full.max, full.n),
+        (95.1, 93.4, 97.8, 3)
+    );
+    let size = restic.repo_size_after_full.unwrap();
+    assert_eq!(size.median, 3861234567.0);
+    assert_eq!(restic.growth_after_incremental.unwrap().median, 211034112.0);
+    assert_eq!(restic.checks_with(CheckOutcome::Pass), 3);
+
+    let borg = &s.tools[1];
+    let restore = borg.phase(Step::Restore).unwrap();
+    assert_eq!((restore.recorded, restore.ok), (3, 2));
+    // The failed cycle is left out; two values left: the mean of both.
+    let wall = restore.wall_secs.unwrap();
+    assert_eq!((wall.n, wall.min, wall.max), (2, 41.2, 43.5));
+    assert!((wall.median - 42.35).abs() < 1e-9, "{}", wall.median);
+    let mem = borg
+        .phase(Step::BackupFull)
+        .unwrap()
+        .peak_memory_mib
+        .unwrap();
+    assert_eq!(mem.median.floor(), 117.0);
+    assert_eq!(borg.checks_with(CheckOutcome::Fail), 1);
+    assert_eq!(borg.restore_checks[1].cycle, 2);
+    assert_eq!(borg.restore_checks[1].outcome, CheckOutcome::Fail);
+
+    assert_eq!(s.failed_steps.len(), 1);
+    assert_eq!(
+        (s.failed_steps[0].tool.as_str(), s.failed_steps[0].cycle),
+        ("borg", 2)
+    );
+    assert_eq!(warning_kinds(&s), [WarningKind::StepsFailed]);
+    assert_eq!(s.binaries.len(), 2);
+    assert_eq!(
+        s.environment.as_ref().unwrap().acceleration.as_deref(),
+        Some("kvm")
+    );
+
+    // One sample per measured figure per record, the failed ones included.
+    let failed_restore: Vec<_> = s
+        .samples
+        .iter()
+        .filter(|x| {
+            x.metadata.tool == "borg" && x.metadata.cycle == 2 && x.metadata.step == Step::Restore
+        })
+        .collect();
+    let metrics: Vec<&str> = failed_restore.iter().map(|x| x.metric.as_str()).collect();
+    assert_eq!(
+        metrics,
+        ["wall_time", "user_cpu", "system_cpu", "peak_memory"]
+    );
+    assert!(
+        failed_restore
+            .iter()
+            .all(|x| !x.metadata.ok && x.metadata.run_id == s.run_id)
+    );
+    let walls = s.samples.iter().filter(|x| x.metric == "wall_time").count();
+    assert_eq!(walls, 33, "one per record");
+
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("| restic 0.19.1 | 95 s, range 93-98 | 7.2 s, range 6.9-7.5 | 14 s, range 14-15 | 3.86 GB | 0.21 GB |"), "{md}");
+    assert!(md.contains("42 s, range 41-44 (2 of 3)"), "{md}");
+    assert!(md.contains("FAIL in cycle 2 (2 of 3 passed)"), "{md}");
+    assert!(md.contains("`labrun report results/default-20261129T1851Z-3fa2c1`"));
+
+    let table = render_terminal(&s);
+    assert!(table.contains("restic 0.19.1"), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    // Header, dashes and one line per tool share column starts.
+    let col = lines[2].find("  -").unwrap() + 2;
+    assert!(lines[3].chars().nth(col - 1) == Some(' ') && lines[3].chars().nth(col) != Some(' '));
+}
+
+#[test]
+fn cut_short_run_keeps_what_it_measured() {
+    let (s, _run, _tmp) = report_and_snapshot("cut-short");
+    let kinds = warning_kinds(&s);
+    for k in [
+        WarningKind::TruncatedRecords,
+        WarningKind::MissingEnvironment,
+        WarningKind::CyclesMissing,
+    ] {
+        assert!(kinds.contains(&k), "{kinds:?}");
+    }
+    assert!(!kinds.contains(&WarningKind::StepsFailed));
+    assert_eq!(s.environment, None);
+    let restic = &s.tools[0];
+    let borg = &s.tools[1];
+    assert_eq!((restic.cycles_complete, borg.cycles_complete), (1, 1));
+    // borg's cycle 2 reached the incremental backup; its restore line was cut.
+    assert_eq!(borg.phase(Step::BackupIncremental).unwrap().recorded, 2);
+    assert_eq!(borg.phase(Step::Restore).unwrap().recorded, 1);
+    assert_eq!(borg.restore_checks.len(), 1);
+    let missing = s
+        .warnings
+        .iter()
+        .find(|w| w.kind == WarningKind::CyclesMissing)
+        .unwrap();
+    assert!(
+        missing.message.contains("restic 1 of 3, borg 1 of 3"),
+        "{}",
+        missing.message
+    );
+    // Small-scale sizes stay readable.
+    let md = std::fs::read_to_string(_run.join("summary.md")).unwrap();
+    assert!(md.contains("38.6 MB"), "{md}");
+}
+
+#[test]
+fn software_emulation_and_warm_cache_are_flagged() {
+    let (s, _run, _tmp) = report_and_snapshot("tcg-no-cache-drop");
+    assert_eq!(
+        warning_kinds(&s),
+        [WarningKind::SoftwareEmulation, WarningKind::CacheNotDropped]
+    );
+    let warm = &s.warnings[1].message;
+    assert!(warm.contains("4 of 16 timed steps"), "{warm}");
+    assert!(warm.contains("kopia cycle 1 init"), "{warm}");
+    // Two cycles: every median is the mean of the two values.
+    let kopia = &s.tools[0];
+    let full = kopia.phase(Step::BackupFull).unwrap().wall_secs.unwrap();
+    assert!((full.median - 7.2).abs() < 1e-9);
+    // The checks come from separate verify records.
+    assert_eq!(kopia.checks_with(CheckOutcome::Pass), 2);
+    assert_eq!(s.tools[1].checks_with(CheckOutcome::Pass), 2);
+}
+
+#[test]
+fn csv_has_a_row_per_tool_and_phase() {
+    let (_tmp, run) = run_copy("two-tools");
+    make_report(&run).unwrap();
+    let mut reader = csv::Reader::from_path(run.join("summary.csv")).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2 * 4);
+    let get = |row: &csv::StringRecord, col: &str| {
+        row[headers.iter().position(|h| h == col).unwrap()].to_string()
+    };
+    let keys: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (get(r, "tool"), get(r, "phase")))
+        .collect();
+    assert_eq!(keys[0], ("restic".into(), "init".into()));
+    assert_eq!(keys[7], ("borg".into(), "restore".into()));
+    let borg_restore = &rows[7];
+    assert_eq!(get(borg_restore, "cycles_ok"), "2");
+    assert_eq!(get(borg_restore, "restore_checks_failed"), "1");
+    assert_eq!(
+        get(borg_restore, "wall_median_s").parse::<f64>().unwrap(),
+        42.35
+    );
+    assert_eq!(
+        get(&rows[1], "repo_size_after_full_median_bytes")
+            .parse::<f64>()
+            .unwrap(),
+        3861234567.0
+    );
+    assert_eq!(get(&rows[0], "repo_size_after_full_median_bytes"), "");
+    assert_eq!(
+        get(&rows[2], "growth_after_incremental_median_bytes")
+            .parse::<f64>()
+            .unwrap(),
+        211034112.0
+    );
+}
+
+#[test]
+fn charts_are_svg_naming_every_tool() {
+    for name in ["two-tools", "cut-short", "tcg-no-cache-drop"] {
+        let (_tmp, run) = run_copy(name);
+        let (s, _) = make_report(&run).unwrap();
+        for chart in ["chart-time.svg", "chart-repo-size.svg", "chart-memory.svg"] {
+            let text = std::fs::read_to_string(run.join(chart)).unwrap();
+            let doc = roxmltree::Document::parse(&text)
+                .unwrap_or_else(|e| panic!("{name}/{chart} is not XML: {e}"));
+            assert_eq!(doc.root_element().tag_name().name(), "svg");
+            let words: String = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text())
+                .collect::<Vec<_>>()
+                .join("\n");
+            for t in &s.tools {
+                assert!(
+                    words.contains(&t.tool),
+                    "{name}/{chart} lacks {}: {words}",
+                    t.tool
+                );
+            }
+            let bars = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+            assert!(bars > s.tools.len(), "{name}/{chart} has {bars} rects");
+        }
+    }
+}
+
+#[test]
+fn re_making_a_report_gives_the_same_bytes() {
+    let (_tmp, run) = run_copy("two-tools");
+    let (_, written) = make_report(&run).unwrap();
+    let first: Vec<Vec<u8>> = written.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    make_report(&run).unwrap();
+    let second: Vec<Vec<u8>> = written.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert_eq!(first, second);
+    let leftovers: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn fixtures_follow_the_shared_schema() {
+    for name in ["two-tools", "cut-short", "tcg-no-cache-drop"] {
+        let plan = std::fs::read_to_string(fixture(name).join("raw/plan.json")).unwrap();
+        serde_json::from_str::<labrun_evidence::Plan>(&plan)
+            .unwrap_or_else(|e| panic!("{name}: plan.json: {e}"));
+    }
+}
+
+fn raw_with_records(records: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(run.join("raw")).unwrap();
+    std::fs::write(run.join("raw/records.jsonl"), records).unwrap();
+    (tmp, run)
+}
+
+#[test]
+fn clear_errors_for_missing_or_damaged_evidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = summarize(tmp.path()).unwrap_err();
+    assert!(matches!(err, ReportError::NoRawDir { .. }), "{err}");
+    assert!(err.to_string().contains("results/<run-id>"), "{err}");
+
+    // Given raw/ itself: point at its parent.
+    let raw = fixture("two-tools").join("raw");
+    let err = summarize(&raw).unwrap_err();
+    assert!(err.to_string().contains("pass its parent"), "{err}");
+
+    let (_t, run) = raw_with_records("");
+    std::fs::remove_file(run.join("raw/records.jsonl")).unwrap();
+    assert!(matches!(
+        summarize(&run).unwrap_err(),
+        ReportError::NoRecords { .. }
+    ));
+
+    let (_t, run) = raw_with_records("\n\n");
+    let err = summarize(&run).unwrap_err();
+    assert!(matches!(err, ReportError::NoRecords { .. }));
+    assert!(err.to_string().contains("nothing to summarize"), "{err}");
+
+    // Only the last line may be cut short; damage elsewhere is an error.
+    let good = std::fs::read_to_string(fixture("two-tools").join("raw/records.jsonl")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    let cut = &lines[3][..40].to_string();
+    lines[3] = cut;
+    let (_t, run) = raw_with_records(&lines.join("\n"));
+    match summarize(&run).unwrap_err() {
+        ReportError::BadRecord { line, .. } => assert_eq!(line, 4),
+        other => panic!("{other}"),
+    }
+
+    // A newer agent's records are refused, not misread.
+    let newer = good
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"schema_version\":1", "\"schema_version\":99");
+    let (_t, run) = raw_with_records(&format!("{newer}\n"));
+    let err = summarize(&run).unwrap_err();
+    assert!(
+        matches!(err, ReportError::NewerSchema { found: 99, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("update labrun"), "{err}");
+}
+
+#[test]
+fn unknown_fields_in_records_are_ignored() {
+    let good = std::fs::read_to_string(fixture("two-tools").join("raw/records.jsonl")).unwrap();
+    let line = good
+        .lines()
+        .nth(1)
+        .unwrap()
+        .replacen('{', "{\"from_a_newer_agent\":[1,2],", 1);
+    let (_t, run) = raw_with_records(&format!("{line}\n"));
+    let s = summarize(&run).unwrap();
+    assert_eq!(s.tools.len(), 1);
+    assert!(warning_kinds(&s).contains(&WarningKind::MissingPlan));
+    assert!(warning_kinds(&s).contains(&WarningKind::MissingEnvironment));
+}
+
+#[test]
+fn a_lone_record_still_makes_every_file() {
+    // One init record: a one-row time chart and an empty size chart, the
+    // edge cases of the chart layout.
+    let good = std::fs::read_to_string(fixture("two-tools").join("raw/records.jsonl")).unwrap();
+    let (_t, run) = raw_with_records(&format!("{}\n", good.lines().nth(1).unwrap()));
+    let (s, written) = make_report(&run).unwrap();
+    assert_eq!(written.len(), 6);
+    for chart in ["chart-time.svg", "chart-repo-size.svg", "chart-memory.svg"] {
+        let text = std::fs::read_to_string(run.join(chart)).unwrap();
+        roxmltree::Document::parse(&text).unwrap();
+    }
+    let size_chart = std::fs::read_to_string(run.join("chart-repo-size.svg")).unwrap();
+    assert!(size_chart.contains("no figures recorded"));
+    let time_chart = std::fs::read_to_string(run.join("chart-time.svg")).unwrap();
+    assert!(time_chart.contains("restic: Init"), "{time_chart}");
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("| restic | - | - | - |"), "{md}");
+    assert!(md.contains("cycles planned unknown"), "{md}");
+    assert_eq!(
+        s.run_id, "default-20261129T1851Z-3fa2c1",
+        "taken from the records"
+    );
+}
