@@ -295,10 +295,17 @@ pub fn read_tool(text: &str, tool: &str) -> Result<ToolView, String> {
                 view.extract_member = Some(unquote(lines[i].value));
             }
             if let Some(apt) = find_key(&lines, s, e, col, "apt")? {
-                let (s2, e2) = children(&lines, apt);
-                if let Some(c2) = block_col(&lines, s2, e2) {
-                    view.apt_package = value(s2, e2, c2, "package")?;
-                    view.apt_version = value(s2, e2, c2, "version")?;
+                if let Some(map) = flow_map(lines[apt].value) {
+                    let get =
+                        |k: &str| map.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+                    view.apt_package = get("package");
+                    view.apt_version = get("version");
+                } else {
+                    let (s2, e2) = children(&lines, apt);
+                    if let Some(c2) = block_col(&lines, s2, e2) {
+                        view.apt_package = value(s2, e2, c2, "package")?;
+                        view.apt_version = value(s2, e2, c2, "version")?;
+                    }
                 }
             }
         }
@@ -332,7 +339,10 @@ pub fn apply_pin(text: &str, edit: &PinEdit) -> Result<String, String> {
      -> Result<(), String> {
         match idx {
             Some(i) => {
-                refuse_odd(lines[i].value, key)?;
+                // A flow `apt:` mapping was parsed (and rebuilt) by the caller.
+                if key != "apt" {
+                    refuse_odd(lines[i].value, key)?;
+                }
                 replace.push((i, Some(line)));
             }
             None => insert_after.push((fallback_after, line)),
@@ -363,13 +373,28 @@ pub fn apply_pin(text: &str, edit: &PinEdit) -> Result<String, String> {
     }
     if let Some(v) = &edit.apt_version {
         let apt = find_key(&lines, s, e, col, "apt")?.ok_or("the artifact has no `apt:` source")?;
-        if !lines[apt].value.is_empty() {
-            return Err("`apt:` must be a block mapping (`package:` and `version:` lines)".into());
+        if let Some(mut map) = flow_map(lines[apt].value) {
+            // `apt: {package: restic, version: 0.14.0-1+b5}` stays on one line.
+            let slot = map
+                .iter_mut()
+                .find(|(k, _)| k == "version")
+                .ok_or("`apt:` has no `version:`")?;
+            slot.1 = v.clone();
+            let inner: Vec<String> = map
+                .iter()
+                .map(|(k, val)| format!("{k}: {}", yaml_scalar(val)))
+                .collect();
+            let line = format!("{}apt: {{{}}}{newline}", " ".repeat(col), inner.join(", "));
+            touch("apt", Some(apt), line, apt)?;
+        } else {
+            if !lines[apt].value.is_empty() {
+                return Err("`apt:` must be a mapping of `package:` and `version:`".into());
+            }
+            let (s2, e2) = children(&lines, apt);
+            let c2 = block_col(&lines, s2, e2).ok_or("`apt:` is empty")?;
+            let idx = find_key(&lines, s2, e2, c2, "version")?.ok_or("`apt:` has no `version:`")?;
+            touch("apt.version", Some(idx), set(c2, "version", v), idx)?;
         }
-        let (s2, e2) = children(&lines, apt);
-        let c2 = block_col(&lines, s2, e2).ok_or("`apt:` is empty")?;
-        let idx = find_key(&lines, s2, e2, c2, "version")?.ok_or("`apt:` has no `version:`")?;
-        touch("apt.version", Some(idx), set(c2, "version", v), idx)?;
     }
     if let Some(m) = &edit.extract_member {
         let idx = extract_member_line(&lines, s, e, col)?.ok_or("`extract:` names no member")?;
@@ -448,4 +473,30 @@ fn extract_member_line(
         [one] if lines[*one].key.is_some() => Ok(Some(*one)),
         _ => Ok(None),
     }
+}
+
+/// `{package: restic, version: "1.0"}` as key/value pairs; `None` for
+/// anything fancier (nesting, commas or braces inside values).
+fn flow_map(value: &str) -> Option<Vec<(String, String)>> {
+    let inner = value.strip_prefix('{')?.strip_suffix('}')?;
+    if inner.contains(['{', '}', '[', ']']) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for part in inner.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once(':')?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return None;
+        }
+        if out.iter().any(|(seen, _): &(String, String)| seen == k) {
+            return None;
+        }
+        out.push((k.to_string(), unquote(v)));
+    }
+    Some(out)
 }

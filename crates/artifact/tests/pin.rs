@@ -270,3 +270,68 @@ fn values_are_quoted_when_yaml_would_misread_them() {
     assert_eq!(yaml_scalar(NEW), NEW);
     assert_eq!(yaml_scalar("https://h/x_1.bz2"), "https://h/x_1.bz2");
 }
+
+#[tokio::test]
+async fn an_apt_tool_is_pinned_from_the_hosts_signed_index() {
+    let policy = std::process::Command::new("apt-cache")
+        .args(["policy", "restic"])
+        .output()
+        .unwrap();
+    let policy = String::from_utf8(policy.stdout).unwrap();
+    let version = policy
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Candidate: "))
+        .unwrap()
+        .to_string();
+    let text = [
+        "tools:",
+        "  - name: restic",
+        "    version: 0.14.0",
+        "    artifact:",
+        "      apt: {package: restic, version: 0.0.1-1}",
+        &format!("      sha256: {OLD}"),
+        "      extract:",
+        "        deb-member: usr/bin/restic",
+        &format!("      binary_sha256: {OLD}"),
+        "",
+    ]
+    .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let out = fetcher(dir.path())
+        .plan_pin(
+            &dir.path().join("lab.yaml"),
+            &text,
+            &request("restic", &version),
+        )
+        .await
+        .unwrap();
+    let show = std::process::Command::new("apt-cache")
+        .args(["show", &format!("restic={version}")])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(show.stdout).unwrap();
+    assert!(
+        listed.contains(&format!("SHA256: {}\n", out.sha256)),
+        "{listed}"
+    );
+    let view = read_tool(&out.new_text, "restic").unwrap();
+    assert_eq!(view.apt_package.as_deref(), Some("restic"));
+    assert_eq!(view.apt_version.as_deref(), Some(version.as_str()));
+    assert_eq!(
+        view.version.as_deref(),
+        Some("0.14.0"),
+        "the upstream version is kept"
+    );
+    assert!(
+        out.new_text.contains(&format!(
+            "      apt: {{package: restic, version: {version}}}\n"
+        )),
+        "{}",
+        out.new_text
+    );
+    assert!(
+        out.new_text
+            .contains("sha256_source: apt-cache show restic=")
+    );
+    assert!(!out.new_text.contains("binary_sha256"));
+}
