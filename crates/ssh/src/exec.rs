@@ -51,6 +51,9 @@ impl Session {
     /// Runs `command` (through the remote user's shell), collecting output.
     /// The command's stdin is at end-of-file from the start. There is no time
     /// limit: wrap the call in `tokio::time::timeout` where one is wanted.
+    /// As with OpenSSH's `ssh`, the command counts as running while anything
+    /// holds its stdout/stderr open: start background processes with their
+    /// output redirected (`nohup x >log 2>&1 &`).
     pub async fn exec(&self, command: &str) -> Result<Output, SshError> {
         self.exec_collecting(command, None).await
     }

@@ -1,6 +1,6 @@
 //! A throw-away OpenSSH server on 127.0.0.1, for tests (feature `test-sshd`).
 //!
-//! ```ignore
+//! ```text
 //! let sshd = labrun_ssh::test_support::Sshd::start()?;   // keys, config, sshd -D
 //! let session = labrun_ssh::connect(&sshd.target(), Duration::from_secs(10)).await?;
 //! ```
