@@ -263,7 +263,14 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
         }
     }
 
-    for name in tool.env.keys() {
+    for (name, value) in &tool.env {
+        // The agent substitutes placeholders in env values too.
+        check_placeholders(
+            value,
+            &format!("{at}.env.{name}"),
+            &mut BTreeSet::new(),
+            out,
+        );
         let valid = name
             .chars()
             .next()
@@ -358,33 +365,32 @@ fn validate_command(cmd: &CommandSpec, at: &str, key: &str, out: &mut Vec<Proble
     }
 }
 
-/// The `{name}` placeholders of one argument. `${NAME}` is left to the
-/// shell of an `sh -c` command; braces around anything but a plain word
-/// (awk, JSON) are not placeholders.
+/// The `{name}` placeholders of one argument, by the agent's rule
+/// (`guest/src/run/placeholders.rs`): braces around a lowercase identifier
+/// (`[a-z_][a-z0-9_]*`). Anything else in braces (`${HOME}`, awk's
+/// `{print $1}`, `find -exec {} +`) is left to the program.
 pub fn placeholders(arg: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let bytes = arg.as_bytes();
-    let mut i = 0;
-    while let Some(off) = arg[i..].find('{') {
-        let start = i + off;
-        i = start + 1;
-        if start > 0 && bytes[start - 1] == b'$' {
-            continue;
+    let mut from = 0;
+    while let Some(open) = arg[from..].find('{').map(|i| from + i) {
+        let tail = &arg[open + 1..];
+        if let Some(close) = tail.find('}') {
+            let name = &tail[..close];
+            if is_placeholder_name(name) {
+                out.push(name);
+                from = open + 1 + close + 1;
+                continue;
+            }
         }
-        let Some(len) = arg[start + 1..].find('}') else {
-            break;
-        };
-        let word = &arg[start + 1..start + 1 + len];
-        if !word.is_empty()
-            && word
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            out.push(word);
-            i = start + 1 + len + 1;
-        }
+        from = open + 1;
     }
     out
+}
+
+fn is_placeholder_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 fn check_placeholders<'a>(
@@ -424,6 +430,8 @@ mod tests {
         assert_eq!(placeholders("{bin}"), vec!["bin"]);
         assert_eq!(placeholders("--path={repo}/x{work}"), vec!["repo", "work"]);
         assert_eq!(placeholders("echo ${HOME} {reop}"), vec!["reop"]);
+        assert_eq!(placeholders("find . -exec ls {} +"), Vec::<&str>::new());
+        assert_eq!(placeholders("{{bin}}"), vec!["bin"]);
         assert_eq!(placeholders("awk '{print $1}'"), Vec::<&str>::new());
         assert_eq!(placeholders("{unclosed"), Vec::<&str>::new());
     }
