@@ -1,8 +1,10 @@
 //! `labrun check`: validate a lab file and say what it will do. The logic
-//! lives in `labrun-lab`; this file only prints.
+//! lives in `labrun-lab`; this file only decides what to print and the exit
+//! status (0 valid, 1 invalid or unreadable, 2 bad `--scale`).
 
 use crate::context::Context;
 use labrun_lab::{Lab, LabError, check_scale};
+use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -13,25 +15,79 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(s) = args.scale
+    let outcome = check(&ctx.lab_path, args.scale);
+    print!("{}", outcome.stdout);
+    eprint!("{}", outcome.stderr);
+    Ok(ExitCode::from(outcome.status))
+}
+
+struct Outcome {
+    stdout: String,
+    stderr: String,
+    status: u8,
+}
+
+fn check(path: &Path, scale: Option<f64>) -> Outcome {
+    let fail = |stderr: String, status| Outcome {
+        stdout: String::new(),
+        stderr,
+        status,
+    };
+    if let Some(s) = scale
         && let Err(msg) = check_scale(s)
     {
-        eprintln!("labrun check: --scale: {msg}");
-        return Ok(ExitCode::from(2));
+        return fail(format!("labrun check: --scale: {msg}\n"), 2);
     }
-    match Lab::load(&ctx.lab_path) {
-        Ok(lab) => {
-            print!("{}", lab.describe(args.scale));
-            println!("ok: {} is valid", ctx.lab_path.display());
-            Ok(ExitCode::SUCCESS)
+    match Lab::load(path) {
+        Ok(lab) => Outcome {
+            stdout: format!("{}ok: {} is valid\n", lab.describe(scale), path.display()),
+            stderr: String::new(),
+            status: 0,
+        },
+        // Already `file:line:column: path: message`, one per problem.
+        Err(e @ (LabError::Parse { .. } | LabError::Invalid { .. })) => fail(format!("{e}\n"), 1),
+        Err(e) => fail(format!("labrun check: {e}\n"), 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn shipped_labs_pass_and_describe_themselves() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for lab in ["lab.yaml", "labs/restic-borg-kopia.yaml"] {
+            let out = check(&root.join(lab), Some(0.01));
+            assert_eq!(out.status, 0, "{lab}: {}", out.stderr);
+            assert!(out.stdout.contains("timed steps") && out.stdout.contains("ok: "));
         }
-        Err(e @ (LabError::Parse { .. } | LabError::Invalid { .. })) => {
-            eprintln!("{e}");
-            Ok(ExitCode::from(1))
-        }
-        Err(e) => {
-            eprintln!("labrun check: {e}");
-            Ok(ExitCode::from(1))
-        }
+    }
+
+    #[test]
+    fn every_problem_is_printed_and_the_status_is_1() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.yaml");
+        std::fs::write(&path, "name: bad\ncycles: 0\ntools: []\n").unwrap();
+        let out = check(&path, None);
+        assert_eq!(out.status, 1);
+        assert!(
+            out.stderr
+                .contains("bad.yaml:2:9: cycles: must be at least 1"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr
+                .contains("bad.yaml:3:8: tools: a lab needs at least one tool"),
+            "{}",
+            out.stderr
+        );
+
+        let out = check(&dir.path().join("missing.yaml"), None);
+        assert_eq!(out.status, 1);
+        assert!(out.stderr.contains("-f FILE"), "{}", out.stderr);
+
+        assert_eq!(check(&path, Some(0.0)).status, 2);
     }
 }

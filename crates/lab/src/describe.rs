@@ -1,8 +1,8 @@
 //! What a lab will do, in words: the text `labrun check` prints.
 
-use crate::artifact_check::describe_extract;
 use crate::schema::{DatasetSpec, ImageSpec, Lab, Machine, ToolSpec};
 use labrun_artifact::ArtifactSpec;
+use labrun_artifact::Extract;
 use labrun_dataset::{DatasetParams, Layout, layout};
 use labrun_evidence::Step;
 use std::fmt::Write;
@@ -129,7 +129,7 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
     let _ = writeln!(
         s,
         "    extract {}, binary sha256 {binary}",
-        describe_extract(&a.extract)
+        short_extract(&a.extract)
     );
     if !t.env.is_empty() {
         let env: Vec<String> = t
@@ -144,6 +144,17 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
             })
             .collect();
         let _ = writeln!(s, "    env     {}", env.join(" "));
+    }
+}
+
+fn short_extract(e: &Extract) -> String {
+    match e {
+        Extract::Raw => "raw (the file is the binary)".into(),
+        Extract::Bz2 => "bz2".into(),
+        Extract::Gz => "gz".into(),
+        Extract::Tar(m) => format!("tar member {m}"),
+        Extract::DebMember(m) => format!(".deb member {m}"),
+        Extract::DebInstall(b) => format!("whole .deb installed with dpkg -i, providing {b}"),
     }
 }
 
