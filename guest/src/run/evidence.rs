@@ -102,15 +102,22 @@ impl Evidence {
         self.write_json(files::DONE, done)
     }
 
+    /// Written whole or not at all (temp file, fsync, rename): `done.json`
+    /// present must mean the run finished, even on a disk that filled up.
     fn write_json(&self, name: &str, value: &impl Serialize) -> Result<(), RunError> {
         let path = self.dir.join(name);
+        let tmp = self.dir.join(format!(".{name}.tmp"));
         let write = || -> io::Result<()> {
-            let mut f = BufWriter::new(File::create(&path)?);
+            let mut f = BufWriter::new(File::create(&tmp)?);
             serde_json::to_writer_pretty(&mut f, value)?;
             f.write_all(b"\n")?;
-            f.into_inner().map_err(|e| e.into_error())?.sync_all()
+            f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            std::fs::rename(&tmp, &path)
         };
-        write().map_err(|e| RunError::io("cannot write evidence file", &path, e))
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            RunError::io("cannot write evidence file", &path, e)
+        })
     }
 
     /// Appends the record (fsync'd before returning), then tells the host.

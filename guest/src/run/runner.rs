@@ -15,7 +15,7 @@
 
 use crate::run::cache::{CacheDrop, drop_page_cache};
 use crate::run::env::{from_process, tool_env};
-use crate::run::error::RunError;
+use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::{Done, Evidence, FailedCycle, blank_record, unix_ms_now};
 use crate::run::interrupt::{InProcess, Interrupt, signal_name};
 use crate::run::measure::{CommandSpec, Measurement, run_measured};
@@ -86,7 +86,11 @@ impl From<RunError> for Halt {
 pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcome, RunError> {
     let plan = load_plan(&opts.plan)?;
     check_binaries(&plan)?;
-    let root = opts.work.join(&plan.run_id);
+    // Absolute: tools run in other directories, and every placeholder must
+    // mean the same place wherever a command runs.
+    let work = std::path::absolute(&opts.work)
+        .map_err(|e| RunError::io("cannot resolve work directory", &opts.work, e))?;
+    let root = work.join(&plan.run_id);
     if root.exists() {
         return Err(RunError::WorkExists { path: root });
     }
@@ -183,10 +187,6 @@ impl<'p> Runner<'p> {
         }
         self.remove_tree(&self.root.clone());
         let ok = self.failed_cycles.is_empty() && self.failed_steps == 0;
-        self.ev.emit(&Event::RunFinished {
-            ok,
-            stopped_because: None,
-        })?;
         self.ev.write_done(&Done {
             schema_version: SCHEMA_VERSION,
             run_id: self.plan.run_id.clone(),
@@ -195,6 +195,11 @@ impl<'p> Runner<'p> {
             failed_steps: self.failed_steps,
             failed_cycles: self.failed_cycles.clone(),
             finished_unix_ms: unix_ms_now(),
+        })?;
+        // After done.json: a host that sees this event finds the run complete.
+        self.ev.emit(&Event::RunFinished {
+            ok,
+            stopped_because: None,
         })?;
         Ok(if ok {
             RunOutcome::Passed
@@ -283,7 +288,7 @@ impl<'p> Runner<'p> {
                 self.append(&rec)
             }
             InProcess::Done(Err(e)) => {
-                let message = format!("{} ({})", e, self.pristine.display());
+                let message = format!("{} ({})", describe_io(&e), self.pristine.display());
                 rec.error = Some(message.clone());
                 self.append(&rec)?;
                 Err(Halt::Fatal(RunError::Dataset {
@@ -636,7 +641,9 @@ impl<'p> Runner<'p> {
                     }
                 }
             }
-            InProcess::Done(Err(e)) => rec.error = Some(format!("{e} ({})", tc.vars.source)),
+            InProcess::Done(Err(e)) => {
+                rec.error = Some(format!("{} ({})", describe_io(&e), tc.vars.source))
+            }
             InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
             InProcess::Died => rec.error = Some(LIBRARY_PANIC.into()),
         }

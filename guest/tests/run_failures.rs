@@ -1,0 +1,383 @@
+//! What bad input and bad luck get: a failing tool, a missing binary, a bad
+//! plan, a timeout, a restore that does not match, a leaking tool, SIGTERM.
+//! The tools here are `sh` scripts, so each case is exact and quick.
+
+mod common;
+
+use common::*;
+use labrun_evidence::{Event, Step};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn no_cache_drop(mut plan: serde_json::Value) -> serde_json::Value {
+    plan["drop_caches"] = json!(false);
+    plan
+}
+
+#[test]
+fn a_failing_tool_fails_its_cycle_and_the_others_still_run() {
+    let lab = Lab::new();
+    let failing = sh_tool(
+        "failing",
+        json!({"backup": {"argv": ["{bin}", "-c", "echo 'repository locked' >&2; exit 3"], "cwd": "{source}"}}),
+    );
+    let plan = no_cache_drop(base_plan(
+        "fail",
+        1,
+        vec![failing, sh_tool("fine", json!({}))],
+    ));
+    let out = lab.run(&plan);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+
+    let records = lab.records();
+    assert_eq!(
+        steps_of(&records, "failing", 1),
+        vec![Step::Generate, Step::Init, Step::BackupFull],
+        "the rest of the failed cycle is skipped"
+    );
+    let failed = records
+        .iter()
+        .find(|r| r.tool == "failing" && r.step == Step::BackupFull)
+        .unwrap();
+    assert!(!failed.ok);
+    assert_eq!(failed.exit.as_ref().unwrap().code, Some(3));
+    assert!(
+        failed
+            .error
+            .as_ref()
+            .unwrap()
+            .contains("exited with code 3"),
+        "{failed:?}"
+    );
+    let err_log =
+        std::fs::read_to_string(lab.evidence().join(failed.stderr_path.as_ref().unwrap())).unwrap();
+    assert_eq!(err_log, "repository locked\n");
+
+    assert_eq!(steps_of(&records, "fine", 1), full_cycle());
+    assert!(records.iter().filter(|r| r.tool == "fine").all(|r| r.ok));
+    let events = lab.events();
+    assert!(events.contains(&Event::CycleFinished {
+        tool: "failing".into(),
+        cycle: 1,
+        ok: false
+    }));
+    assert!(events.contains(&Event::CycleFinished {
+        tool: "fine".into(),
+        cycle: 1,
+        ok: true
+    }));
+    assert!(matches!(
+        events.last(),
+        Some(Event::RunFinished {
+            ok: false,
+            stopped_because: None
+        })
+    ));
+    let done: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.evidence().join("done.json")).unwrap()).unwrap();
+    assert_eq!(done["ok"], false);
+    assert_eq!(
+        done["failed_cycles"],
+        json!([{"tool": "failing", "cycle": 1}])
+    );
+}
+
+#[test]
+fn a_missing_binary_stops_everything_before_it_starts() {
+    let lab = Lab::new();
+    let mut tool = sh_tool("ghost", json!({}));
+    tool["binary"] = json!("/opt/nowhere/restic");
+    let out = lab.run(&base_plan(
+        "missing",
+        1,
+        vec![sh_tool("fine", json!({})), tool],
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("\"ghost\"")
+            && err.contains("/opt/nowhere/restic")
+            && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!lab.evidence().exists(), "nothing ran, nothing written");
+}
+
+#[test]
+fn a_bad_plan_names_the_field() {
+    let lab = Lab::new();
+    let mut plan = base_plan("bad", 1, vec![sh_tool("fine", json!({}))]);
+    plan["cycels"] = json!(3);
+    let out = lab.run(&plan);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cycels"), "{}", stderr(&out));
+
+    let mut plan = base_plan("bad", 1, vec![sh_tool("fine", json!({}))]);
+    plan["tools"][0]["commands"]["init"]["argv"] = json!(["{bin}", "{repository}"]);
+    let out = lab.run(&plan);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("{repository}"), "{}", stderr(&out));
+
+    let mut plan = base_plan("bad", 1, vec![sh_tool("fine", json!({}))]);
+    plan["schema_version"] = json!(99);
+    let out = lab.run(&plan);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("schema_version 99"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!lab.evidence().exists());
+}
+
+#[test]
+fn a_step_over_the_time_limit_is_killed_and_recorded() {
+    let lab = Lab::new();
+    let slow = sh_tool(
+        "slow",
+        json!({"init": {"argv": ["{bin}", "-c", "sleep 60 & sleep 60"]}}),
+    );
+    let mut plan = no_cache_drop(base_plan("timeout", 1, vec![slow]));
+    plan["step_timeout_secs"] = json!(1);
+    let started = Instant::now();
+    let out = lab.run(&plan);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let init = lab
+        .records()
+        .into_iter()
+        .find(|r| r.step == Step::Init)
+        .unwrap();
+    assert!(!init.ok);
+    assert!(
+        init.error.as_ref().unwrap().contains("timed out after 1 s"),
+        "{init:?}"
+    );
+    assert_eq!(init.exit.as_ref().unwrap().signal, Some(libc::SIGKILL));
+    assert!(init.wall_secs >= 1.0 && init.wall_secs < 10.0, "{init:?}");
+}
+
+#[test]
+fn a_restore_that_does_not_match_is_a_failed_verify_with_the_differences() {
+    let lab = Lab::new();
+    // Restores everything, then loses one file and damages another.
+    let script = "cp -a {repo}/snapshots/{snapshot}/. {target} && cd {target} \
+                  && f=$(find . -type f | sort | head -n 1) && rm \"$f\" \
+                  && g=$(find . -type f | sort | head -n 1) && printf x >> \"$g\"";
+    let lossy = sh_tool(
+        "lossy",
+        json!({"restore": {"argv": ["{bin}", "-c", script]}}),
+    );
+    let out = lab.run(&no_cache_drop(base_plan("mismatch", 1, vec![lossy])));
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let records = lab.records();
+    let restore = records.iter().find(|r| r.step == Step::Restore).unwrap();
+    assert!(restore.ok, "the tool itself succeeded: {restore:?}");
+    let verify = records.iter().find(|r| r.step == Step::Verify).unwrap();
+    assert!(!verify.ok);
+    let outcome = verify.verify.as_ref().unwrap();
+    assert!(!outcome.passed);
+    assert_eq!(
+        (outcome.missing, outcome.changed, outcome.extra),
+        (1, 1, 0),
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.first_differences.len(), 2, "{outcome:?}");
+    let error = verify.error.as_ref().unwrap();
+    assert!(
+        error.contains("1 missing") && error.contains("1 changed"),
+        "{error}"
+    );
+}
+
+#[test]
+fn secrets_never_reach_evidence_even_when_a_tool_prints_them() {
+    let lab = Lab::new();
+    let leaky = sh_tool(
+        "leaky",
+        json!({
+            "init": {"argv": ["{bin}", "-c", "mkdir -p {repo}/snapshots; echo \"password is $TOOL_PASSWORD\"; echo \"$TOOL_PASSWORD\" >&2"]},
+            "snapshot_id": {"argv": ["{bin}", "-c", "echo \"$TOOL_PASSWORD\" >&2; echo {snapshot}"]}
+        }),
+    );
+    let out = lab.run(&no_cache_drop(base_plan("secret", 1, vec![leaky])));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(PASSWORD));
+    assert!(!stderr(&out).contains(PASSWORD));
+    for (path, bytes) in lab.evidence_files() {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(PASSWORD),
+            "password in {}",
+            path.display()
+        );
+    }
+    let init_log = std::fs::read_to_string(lab.evidence().join("logs/leaky/c1-init.out")).unwrap();
+    assert_eq!(init_log, "password is <redacted>\n");
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.evidence().join("plan.json")).unwrap()).unwrap();
+    assert_eq!(plan["tools"][0]["env"]["TOOL_PASSWORD"], "<redacted>");
+}
+
+#[test]
+fn snapshot_ids_and_repo_size_commands_are_used() {
+    let lab = Lab::new();
+    // Snapshots are stored under an id the tool chooses; restore must use it.
+    let tool = sh_tool(
+        "ids",
+        json!({
+            "backup": {"argv": ["{bin}", "-c", "cp -a . {repo}/snapshots/id-{snapshot} && echo id-{snapshot} > {repo}/latest"], "cwd": "{source}"},
+            "restore": {"argv": ["{bin}", "-c", "test {snapshot} = id-s2 && cp -a {repo}/snapshots/{snapshot}/. {target}"]},
+            "snapshot_id": {"argv": ["{bin}", "-c", "echo listing; cat {repo}/latest; echo"]},
+            "repo_size": {"argv": ["du", "-sB1", "{repo}"]}
+        }),
+    );
+    let out = lab.run(&no_cache_drop(base_plan("ids", 1, vec![tool])));
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let records = lab.records();
+    let snap = |step| {
+        records
+            .iter()
+            .find(|r| r.step == step && r.tool == "ids")
+            .unwrap()
+    };
+    assert_eq!(snap(Step::BackupFull).snapshot.as_deref(), Some("id-s1"));
+    assert_eq!(
+        snap(Step::BackupIncremental).snapshot.as_deref(),
+        Some("id-s2")
+    );
+    assert_eq!(snap(Step::Restore).snapshot.as_deref(), Some("id-s2"));
+    let full = snap(Step::BackupFull).repo_size_bytes.unwrap();
+    let incr = snap(Step::BackupIncremental).repo_size_bytes.unwrap();
+    assert!(full > 1_000_000 && incr > full, "{full} {incr}");
+    assert!(
+        lab.evidence()
+            .join("logs/ids/c1-backup_full.snapshot_id.out")
+            .is_file()
+    );
+}
+
+#[test]
+fn sigterm_mid_run_keeps_the_evidence_and_stops_the_tool() {
+    let lab = Lab::new();
+    let marker = lab.path("backup-started");
+    let pid_file = lab.path("tool-pid");
+    let script = format!(
+        "echo $$ > {}; touch {}; sleep 60; cp -a . {{repo}}/snapshots/{{snapshot}}",
+        pid_file.display(),
+        marker.display()
+    );
+    let stuck = sh_tool(
+        "stuck",
+        json!({"backup": {"argv": ["{bin}", "-c", script], "cwd": "{source}"}}),
+    );
+    lab.write_plan(&no_cache_drop(base_plan("sigterm", 1, vec![stuck])));
+    let mut child = lab
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "the backup never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stopped_at = Instant::now();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(stopped_at.elapsed() < Duration::from_secs(10));
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+
+    let records = lab.records();
+    assert_eq!(
+        steps_of(&records, "stuck", 1),
+        vec![Step::Generate, Step::Init, Step::BackupFull]
+    );
+    let last = records.last().unwrap();
+    assert!(!last.ok);
+    assert_eq!(last.error.as_deref(), Some("interrupted by SIGTERM"));
+    assert_eq!(last.exit.as_ref().unwrap().signal, Some(libc::SIGKILL));
+    let events = lab.events();
+    assert_eq!(
+        events.last(),
+        Some(&Event::RunFinished {
+            ok: false,
+            stopped_because: Some("interrupted by SIGTERM".into())
+        })
+    );
+    assert!(!lab.evidence().join("done.json").exists());
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", pid.trim())).exists()
+            || std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+                .unwrap_or_default()
+                .contains(") Z"),
+        "the tool survived the agent"
+    );
+}
+
+/// A small tmpfs, unmounted when dropped (the test runs as root, as CI does).
+struct TinyDisk(std::path::PathBuf);
+
+impl TinyDisk {
+    fn mount(at: std::path::PathBuf, size: &str) -> TinyDisk {
+        std::fs::create_dir_all(&at).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&at)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mounting a tmpfs needs root, as in CI");
+        TinyDisk(at)
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_a_clear_error_and_keeps_the_evidence_so_far() {
+    let lab = Lab::new();
+    let _disk = TinyDisk::mount(lab.evidence(), "256k");
+    // The tool's output fills the evidence file system; one of the agent's
+    // next writes (a record, an event, done.json) then fails.
+    let noisy = sh_tool(
+        "noisy",
+        json!({"init": {"argv": ["{bin}", "-c", "head -c 1000000 /dev/zero"]}}),
+    );
+    let out = lab.run(&no_cache_drop(base_plan("full", 1, vec![noisy])));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("disk is full"), "{err}");
+    assert!(err.contains("cannot write evidence file"), "{err}");
+    assert!(
+        err.contains(&lab.evidence().display().to_string()),
+        "the path is named: {err}"
+    );
+    assert!(
+        !lab.evidence().join("done.json").exists(),
+        "done.json means finished"
+    );
+    // What was measured before is still there, whole.
+    let records = lab.records();
+    assert!(!records.is_empty() && records[0].step == Step::Generate && records[0].ok);
+    let last_stdout = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    match serde_json::from_str::<Event>(&last_stdout).unwrap() {
+        Event::RunFinished {
+            ok: false,
+            stopped_because: Some(why),
+        } => assert!(why.contains("disk is full"), "{why}"),
+        e => panic!("last event {e:?}"),
+    }
+}
