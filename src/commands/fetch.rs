@@ -1,9 +1,149 @@
+//! `labrun fetch`: every tool's artifact into the cache, verified, and its
+//! binary extracted. The work is in `labrun-artifact`; this file picks the
+//! tools, draws the progress bar and prints the table.
+
 use crate::context::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use labrun_artifact::{
+    FetchOptions, FetchedArtifact, Fetcher, InstallKind, Installable, Progress, Source, extract,
+};
+use labrun_lab::{Lab, ToolSpec};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Only these tools (comma-separated names from the lab file).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub tools: Vec<String>,
+}
 
-pub async fn run(_ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`labrun fetch` is not built yet (issue #3)")
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let lab = match Lab::load(&ctx.lab_path) {
+        Ok(lab) => lab,
+        Err(e) => {
+            eprintln!("labrun fetch: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let tools = match select(&lab.tools, &args.tools) {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("labrun fetch: {msg}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let fetcher = Fetcher::new(FetchOptions::new(ctx.cache_dir.clone(), ctx.mirror.clone()))?;
+
+    // Every file is verified before any is extracted: a mismatch stops the
+    // whole command with nothing done for any tool.
+    let mut fetched = Vec::new();
+    for tool in &tools {
+        let mut bar = Bar::default();
+        match fetcher.fetch(&tool.name, &tool.artifact, &mut bar).await {
+            Ok(f) => fetched.push(f),
+            Err(e) => {
+                eprintln!("labrun fetch: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    for (tool, f) in tools.iter().zip(fetched) {
+        let spec = tool.artifact.clone();
+        let for_extract = f.clone();
+        let installable = tokio::task::spawn_blocking(move || extract(&for_extract, &spec)).await?;
+        match installable {
+            Ok(i) => print_row(tool, &f, &i),
+            Err(e) => {
+                eprintln!("labrun fetch: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    println!(
+        "ok: {} artifact(s) verified in {}",
+        tools.len(),
+        fetcher.cache().root().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn select<'a>(all: &'a [ToolSpec], wanted: &[String]) -> Result<Vec<&'a ToolSpec>, String> {
+    if wanted.is_empty() {
+        return Ok(all.iter().collect());
+    }
+    wanted
+        .iter()
+        .map(|w| {
+            all.iter().find(|t| &t.name == w).ok_or_else(|| {
+                let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
+                format!(
+                    "--tools: no tool named `{w}` in the lab; it has: {}",
+                    names.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+fn print_row(tool: &ToolSpec, f: &FetchedArtifact, i: &Installable) {
+    // "cache", "mirror PATH", "apt PKG=VERSION", "file PATH" or the URL.
+    println!("{} {}: from {}", tool.name, tool.version, f.from);
+    println!("  file     {}", f.path.display());
+    println!("  sha256   {} ok", f.sha256);
+    let pinned = match &tool.artifact.binary_sha256 {
+        Some(_) => "matches binary_sha256",
+        None => "recorded (binary_sha256 not pinned)",
+    };
+    match &i.kind {
+        InstallKind::Binary => println!("  binary   {}", i.path.display()),
+        InstallKind::Deb { binary_path } => {
+            println!("  binary   {binary_path} (installed in the guest with dpkg -i)")
+        }
+    }
+    println!("  binary sha256 {} {pinned}", i.binary_sha256);
+}
+
+/// An indicatif bar on stderr (indicatif draws nothing when stderr is not a
+/// terminal, so logs and pipes stay clean).
+#[derive(Default)]
+struct Bar {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress for Bar {
+    fn start(&mut self, name: &str, source: &Source, total: Option<u64>) {
+        let bar = match total {
+            Some(n) => ProgressBar::new(n),
+            None => ProgressBar::new_spinner(),
+        };
+        let template = if total.is_some() {
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}"
+        } else {
+            "{msg} {spinner} {bytes} {bytes_per_sec}"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(format!("{name} from {}", source.kind()));
+        self.bar = Some(bar);
+    }
+
+    fn advance(&mut self, bytes: u64) {
+        if let Some(b) = &self.bar {
+            b.inc(bytes);
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+
+    fn notice(&mut self, message: &str) {
+        match &self.bar {
+            Some(b) => b.suspend(|| eprintln!("labrun fetch: {message}")),
+            None => eprintln!("labrun fetch: {message}"),
+        }
+    }
 }

@@ -1,9 +1,101 @@
+//! `labrun pin TOOL --version V`: take the digest from the upstream's own
+//! checksum list (or apt's signed index) and write it into the lab file,
+//! comments kept. The work is in `labrun-artifact`; this file checks that the
+//! edited lab still loads, writes it and says what changed.
+
 use crate::context::Context;
+use labrun_artifact::{FetchOptions, Fetcher, ManualPin, PinRequest, write_lab};
+use labrun_lab::Lab;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct Args {}
+// `--version` here is the version to pin, not labrun's own version flag.
+#[command(disable_version_flag = true)]
+pub struct Args {
+    /// The tool's name in the lab file.
+    pub tool: String,
+    /// The version to pin (for an apt source, the Debian version, e.g. 0.14.0-1+b5).
+    #[arg(long)]
+    pub version: String,
+    /// The artifact URL with `{version}` in it. Default: the current URL with
+    /// the tool's current version replaced.
+    #[arg(long, value_name = "URL")]
+    pub url_template: Option<String>,
+    /// The checksum list (`{version}` allowed). Default: SHA256SUMS,
+    /// checksums.txt or <asset>.sha256 beside the artifact.
+    #[arg(long, value_name = "URL", conflicts_with = "sha256")]
+    pub checksums: Option<String>,
+    /// For projects that publish no list: a digest checked by other means.
+    #[arg(long, value_name = "HEX", requires = "sha256_source")]
+    pub sha256: Option<String>,
+    /// Where --sha256 was checked; written as `sha256_source`.
+    #[arg(long, value_name = "TEXT", requires = "sha256")]
+    pub sha256_source: Option<String>,
+    /// Say what would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
 
-pub async fn run(_ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`labrun pin` is not built yet (issue #3)")
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let path = &ctx.lab_path;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!(
+                "labrun pin: cannot read {}: {e}; give the lab file with -f",
+                path.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let request = PinRequest {
+        tool: args.tool.clone(),
+        version: args.version.clone(),
+        url_template: args.url_template,
+        checksums: args.checksums,
+        manual: args
+            .sha256
+            .zip(args.sha256_source)
+            .map(|(sha256, source)| ManualPin {
+                sha256: sha256.to_ascii_lowercase(),
+                source,
+            }),
+    };
+    let fetcher = Fetcher::new(FetchOptions::new(ctx.cache_dir.clone(), ctx.mirror.clone()))?;
+    let outcome = match fetcher.plan_pin(path, &text, &request).await {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("labrun pin: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    // The edit must leave a lab that loads; otherwise the file is left alone.
+    if let Err(e) = Lab::from_text(&outcome.new_text, &path.display().to_string()) {
+        eprintln!(
+            "labrun pin: the pinned lab would not load, so {} was left unchanged:\n{e}",
+            path.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let old = outcome.old_sha256.as_deref().unwrap_or("(none)");
+    println!("{} {}:", args.tool, args.version);
+    if let Some(url) = &outcome.url {
+        println!("  url            {url}");
+    }
+    println!("  sha256         {old} -> {}", outcome.sha256);
+    println!("  sha256_source  {}", outcome.sha256_source);
+    if args.dry_run {
+        println!("dry run: {} not written", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Err(e) = write_lab(path, &outcome.new_text) {
+        eprintln!("labrun pin: {e}");
+        return Ok(ExitCode::from(1));
+    }
+    println!(
+        "ok: wrote {}; run `labrun fetch --tools {}` to verify the file",
+        path.display(),
+        args.tool
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -113,5 +113,11 @@ pub async fn index_sha256(apt: &AptPackage) -> Result<String, ArtifactError> {
         .first()
         .filter(|d| crate::digest::is_sha256_hex(d))
         .map(|d| d.to_string())
-        .ok_or_else(|| fail("lists no SHA256 for it; run `apt-get update`?".into()))
+        .ok_or_else(|| {
+            fail(format!(
+                "apt's index has no such package version; `apt-cache policy {}` lists the \
+                 versions offered (run `apt-get update` if the lists are old)",
+                apt.package
+            ))
+        })
 }

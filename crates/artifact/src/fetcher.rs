@@ -99,13 +99,12 @@ impl Fetcher {
             ));
         }
 
-        if let Some(mirror) = &self.opts.mirror {
-            if let Some((path, from)) = self
+        if let Some(mirror) = &self.opts.mirror
+            && let Some((path, from)) = self
                 .look_in_mirror(name, spec, mirror, &file_name, progress)
                 .await?
-            {
-                return Ok(done(path, from));
-            }
+        {
+            return Ok(done(path, from));
         }
 
         match spec.source()? {

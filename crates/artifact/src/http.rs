@@ -162,10 +162,10 @@ impl Http {
             }
         }
         progress.finish();
-        if let Some(expected) = total {
-            if partial.bytes() != expected {
-                return Err(Failure::Retry(truncated(partial.bytes())));
-            }
+        if let Some(expected) = total
+            && partial.bytes() != expected
+        {
+            return Err(Failure::Retry(truncated(partial.bytes())));
         }
         let (temp, sha, _) = partial.finish().await.map_err(cache_io)?;
         Ok((temp, sha))

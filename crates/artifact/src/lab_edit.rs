@@ -261,11 +261,11 @@ fn locate(lines: &[Line], tool: &str) -> Result<Located, String> {
         }
     };
     let artifact = find_key(lines, item_start, item_end, key_col, "artifact")?;
-    if let Some(a) = artifact {
-        if !lines[a].value.is_empty() {
-            refuse_odd(lines[a].value, "artifact")?;
-            return Err("`artifact:` must be a block mapping (one key per line)".into());
-        }
+    if let Some(a) = artifact
+        && !lines[a].value.is_empty()
+    {
+        refuse_odd(lines[a].value, "artifact")?;
+        return Err("`artifact:` must be a block mapping (one key per line)".into());
     }
     Ok(Located {
         item_start,
@@ -339,9 +339,15 @@ pub fn apply_pin(text: &str, edit: &PinEdit) -> Result<String, String> {
      -> Result<(), String> {
         match idx {
             Some(i) => {
-                // A flow `apt:` mapping was parsed (and rebuilt) by the caller.
-                if key != "apt" {
-                    refuse_odd(lines[i].value, key)?;
+                let v = lines[i].value;
+                if v.starts_with(['|', '>']) {
+                    // A block scalar (`>-` and indented text): its lines go
+                    // with it.
+                    let (s, e) = children(&lines, i);
+                    replace.extend((s..e).map(|j| (j, None)));
+                } else if key != "apt" {
+                    // (A flow `apt:` mapping was parsed and rebuilt by the caller.)
+                    refuse_odd(v, key)?;
                 }
                 replace.push((i, Some(line)));
             }
@@ -407,10 +413,10 @@ pub fn apply_pin(text: &str, edit: &PinEdit) -> Result<String, String> {
             .unwrap_or(at.item_start);
         touch("version", idx, set(at.key_col, "version", v), first_key)?;
     }
-    if old_sha.as_deref() != Some(edit.sha256.as_str()) {
-        if let Some(i) = find_key(&lines, s, e, col, "binary_sha256")? {
-            replace.push((i, None));
-        }
+    if old_sha.as_deref() != Some(edit.sha256.as_str())
+        && let Some(i) = find_key(&lines, s, e, col, "binary_sha256")?
+    {
+        replace.push((i, None));
     }
 
     let mut out = String::with_capacity(text.len() + 200);

@@ -110,10 +110,11 @@ impl Fetcher {
             }
             edit.url = Some(url);
             // `kopia-0.22.0-linux-x64/kopia` follows the version too.
-            if let (Some(old), Some(member)) = (&view.version, &view.extract_member) {
-                if !old.is_empty() && member.contains(old.as_str()) {
-                    edit.extract_member = Some(member.replace(old.as_str(), &req.version));
-                }
+            if let (Some(old), Some(member)) = (&view.version, &view.extract_member)
+                && !old.is_empty()
+                && member.contains(old.as_str())
+            {
+                edit.extract_member = Some(member.replace(old.as_str(), &req.version));
             }
         }
         if !is_sha256_hex(&edit.sha256) {

@@ -92,13 +92,13 @@ impl ArtifactSpec {
                 ),
             ));
         }
-        if let Some(b) = &self.binary_sha256 {
-            if !is_sha256_hex(b) {
-                return Err(spec_err(
-                    "binary_sha256",
-                    format!("must be 64 lowercase hex digits, got {b:?}"),
-                ));
-            }
+        if let Some(b) = &self.binary_sha256
+            && !is_sha256_hex(b)
+        {
+            return Err(spec_err(
+                "binary_sha256",
+                format!("must be 64 lowercase hex digits, got {b:?}"),
+            ));
         }
         let source = self.source()?;
         match &source {

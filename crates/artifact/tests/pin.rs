@@ -335,3 +335,81 @@ async fn an_apt_tool_is_pinned_from_the_hosts_signed_index() {
     );
     assert!(!out.new_text.contains("binary_sha256"));
 }
+
+/// The labs the repository ships must be pinnable as they are written: each
+/// tool found, the pin read back, every other tool untouched.
+#[test]
+fn every_shipped_lab_can_be_pinned_in_place() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("lab.yaml")];
+    if let Ok(dir) = std::fs::read_dir(root.join("labs")) {
+        files.extend(
+            dir.map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml")),
+        );
+    }
+    let mut pinned = 0;
+    for file in files.iter().filter(|f| f.exists()) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let names: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- name: ").map(str::to_string))
+            .collect();
+        for name in &names {
+            let before = read_tool(&text, name)
+                .unwrap_or_else(|e| panic!("{}: {name}: {e}", file.display()));
+            let edit = PinEdit {
+                tool: name.clone(),
+                version: None,
+                url: before.url.clone(),
+                apt_version: before.apt_version.clone(),
+                extract_member: None,
+                sha256: NEW.into(),
+                sha256_source: "a test: the list at http://127.0.0.1/x".into(),
+            };
+            let out = apply_pin(&text, &edit)
+                .unwrap_or_else(|e| panic!("{}: {name}: {e}", file.display()));
+            let after = read_tool(&out, name).unwrap();
+            assert_eq!(after.sha256.as_deref(), Some(NEW));
+            assert_eq!(after.url, before.url);
+            assert_eq!(after.apt_version, before.apt_version);
+            assert!(
+                out.contains("      sha256_source: \"a test: the list at http://127.0.0.1/x\"\n")
+            );
+            for other in names.iter().filter(|n| *n != name) {
+                assert_eq!(
+                    read_tool(&out, other).unwrap(),
+                    read_tool(&text, other).unwrap()
+                );
+            }
+            pinned += 1;
+        }
+    }
+    assert!(pinned >= 3, "the shipped labs name at least three tools");
+}
+
+#[test]
+fn a_folded_sha256_source_is_replaced_with_all_its_lines() {
+    let text = lab("http://127.0.0.1:9").replace(
+        "      sha256_source: \"restic SHA256SUMS, v0.18.0\"\n",
+        "      sha256_source: >-\n        several packaging files agree;\n\n        see the notes\n",
+    );
+    let edit = PinEdit {
+        tool: "restic".into(),
+        version: None,
+        url: None,
+        apt_version: None,
+        extract_member: None,
+        sha256: NEW.into(),
+        sha256_source: "upstream SHA256SUMS".into(),
+    };
+    let out = apply_pin(&text, &edit).unwrap();
+    assert!(
+        !out.contains("several packaging") && !out.contains("see the notes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("      sha256_source: upstream SHA256SUMS\n      extract: bz2\n"),
+        "{out}"
+    );
+}
