@@ -52,14 +52,14 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
         let short: Vec<String> = summary
             .tools
             .iter()
-            .filter(|t| t.cycles_complete < planned)
-            .map(|t| format!("{} {} of {planned}", t.tool, t.cycles_complete))
+            .filter(|t| t.cycles_finished < planned)
+            .map(|t| format!("{} {} of {planned}", t.tool, t.cycles_finished))
             .collect();
         if !short.is_empty() {
             out.push(Warning::new(
                 WarningKind::CyclesMissing,
                 format!(
-                    "Cycles missing, the run was cut short: complete cycles {}. The figures cover only what was recorded.",
+                    "Cycles missing, the run stopped early: cycles finished {}. The figures cover only what was recorded.",
                     short.join(", ")
                 ),
             ));

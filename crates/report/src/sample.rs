@@ -42,11 +42,13 @@ fn from_record(r: &StepRecord) -> Vec<Sample> {
         ok: r.ok,
         timed: r.timed,
     };
-    let mut figures = vec![
-        ("wall_time", r.wall_secs, "s"),
-        ("user_cpu", r.user_secs, "s"),
-        ("system_cpu", r.sys_secs, "s"),
-    ];
+    let mut figures = vec![("wall_time", r.wall_secs, "s")];
+    // CPU times come from measuring a process (`exit` is set); steps the
+    // agent does in-process (change, verify) have none, not zero.
+    if r.exit.is_some() {
+        figures.push(("user_cpu", r.user_secs, "s"));
+        figures.push(("system_cpu", r.sys_secs, "s"));
+    }
     // 0 KiB means "not measured" (the field defaults to it), not a figure.
     if r.max_rss_kib > 0 {
         figures.push(("peak_memory", r.max_rss_kib as f64 / 1024.0, "MiB"));

@@ -37,8 +37,10 @@ pub struct ToolSummary {
     pub tool: String,
     /// The version the plan pinned.
     pub version: Option<String>,
-    /// Cycles in which every timed step left a record (failed or not).
-    pub cycles_complete: u32,
+    /// Cycles that ran to their end: every timed step recorded, or stopped
+    /// by a failed step (the agent ends a tool's cycle at its first failure).
+    /// Fewer than planned means the run itself stopped early.
+    pub cycles_finished: u32,
     /// The timed phases, in protocol order.
     pub phases: Vec<PhaseSummary>,
     /// Repository size after the full backup, bytes.
@@ -189,13 +191,14 @@ fn summarize_tool(
         .map(|step| summarize_phase(step, of_step(step)))
         .collect();
 
-    let cycles: BTreeSet<u32> = mine.iter().map(|r| r.cycle).collect();
-    let cycles_complete = cycles
+    // Cycle 0 holds run-wide steps (the pristine dataset), not a cycle.
+    let cycles: BTreeSet<u32> = mine.iter().map(|r| r.cycle).filter(|&c| c > 0).collect();
+    let cycles_finished = cycles
         .iter()
         .filter(|&&c| {
-            timed_steps
-                .iter()
-                .all(|&s| mine.iter().any(|r| r.cycle == c && r.step == s))
+            let of_cycle = || mine.iter().filter(move |r| r.cycle == c);
+            let all_timed = timed_steps.iter().all(|&s| of_cycle().any(|r| r.step == s));
+            all_timed || of_cycle().any(|r| !r.ok)
         })
         .count() as u32;
 
@@ -228,7 +231,7 @@ fn summarize_tool(
     ToolSummary {
         tool: tool.to_string(),
         version,
-        cycles_complete,
+        cycles_finished,
         phases,
         repo_size_after_full,
         growth_after_incremental,
@@ -290,5 +293,87 @@ fn restore_check(cycle: u32, restore: &StepRecord, verify: Option<&StepRecord>) 
             },
             first_differences: Vec::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use labrun_evidence::VerifyOutcome;
+
+    fn record(step: Step, ok: bool, verify: Option<bool>) -> StepRecord {
+        StepRecord {
+            schema_version: 1,
+            run_id: "r".into(),
+            tool: "restic".into(),
+            cycle: 1,
+            step,
+            order: 0,
+            argv: vec![],
+            started_unix_ms: 0,
+            wall_secs: 1.0,
+            user_secs: 0.0,
+            sys_secs: 0.0,
+            max_rss_kib: 0,
+            exit: None,
+            ok,
+            timed: step != Step::Verify,
+            cache_dropped: true,
+            stdout_path: None,
+            stderr_path: None,
+            repo_size_bytes: None,
+            snapshot: None,
+            verify: verify.map(|passed| VerifyOutcome {
+                passed,
+                first_differences: if passed {
+                    vec![]
+                } else {
+                    vec!["missing: a".into()]
+                },
+                ..VerifyOutcome::default()
+            }),
+            bytes: None,
+            files: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn restore_check_reads_either_place() {
+        // The agent's layout: a separate verify record.
+        let restore = record(Step::Restore, true, None);
+        let failed = record(Step::Verify, false, Some(false));
+        let c = restore_check(1, &restore, Some(&failed));
+        assert_eq!(c.outcome, CheckOutcome::Fail);
+        assert_eq!(c.first_differences, ["missing: a"]);
+        let passed = record(Step::Verify, true, Some(true));
+        assert_eq!(
+            restore_check(1, &restore, Some(&passed)).outcome,
+            CheckOutcome::Pass
+        );
+        // The outcome inside the restore record itself wins.
+        let embedded = record(Step::Restore, false, Some(false));
+        assert_eq!(
+            restore_check(1, &embedded, Some(&passed)).outcome,
+            CheckOutcome::Fail
+        );
+        // A verify record without an outcome: its ok decides.
+        let bare = record(Step::Verify, false, None);
+        assert_eq!(
+            restore_check(1, &restore, Some(&bare)).outcome,
+            CheckOutcome::Fail
+        );
+    }
+
+    #[test]
+    fn restore_without_check() {
+        let restore = record(Step::Restore, true, None);
+        assert_eq!(
+            restore_check(1, &restore, None).outcome,
+            CheckOutcome::NotChecked
+        );
+        // A restore that failed restored nothing to check: a failure.
+        let failed = record(Step::Restore, false, None);
+        assert_eq!(restore_check(1, &failed, None).outcome, CheckOutcome::Fail);
     }
 }

@@ -123,18 +123,19 @@ fn two_tools_three_cycles_with_a_failed_restore() {
         (full.median, full.min, full.max, full.n),
         (95.1, 93.4, 97.8, 3)
     );
-    let size = restic.repo_size_after_full.unwrap();
-    assert_eq!(size.median, 3861234567.0);
+    assert_eq!(restic.repo_size_after_full.unwrap().median, 3861234567.0);
     assert_eq!(restic.growth_after_incremental.unwrap().median, 211034112.0);
     assert_eq!(restic.checks_with(CheckOutcome::Pass), 3);
 
     let borg = &s.tools[1];
+    // The restore ran fine in every cycle; its verification failed once.
     let restore = borg.phase(Step::Restore).unwrap();
-    assert_eq!((restore.recorded, restore.ok), (3, 2));
-    // The failed cycle is left out; two values left: the mean of both.
+    assert_eq!((restore.recorded, restore.ok), (3, 3));
     let wall = restore.wall_secs.unwrap();
-    assert_eq!((wall.n, wall.min, wall.max), (2, 41.2, 43.5));
-    assert!((wall.median - 42.35).abs() < 1e-9, "{}", wall.median);
+    assert_eq!(
+        (wall.median, wall.min, wall.max, wall.n),
+        (41.2, 39.8, 43.5, 3)
+    );
     let mem = borg
         .phase(Step::BackupFull)
         .unwrap()
@@ -144,11 +145,13 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     assert_eq!(borg.checks_with(CheckOutcome::Fail), 1);
     assert_eq!(borg.restore_checks[1].cycle, 2);
     assert_eq!(borg.restore_checks[1].outcome, CheckOutcome::Fail);
+    assert_eq!((restic.cycles_finished, borg.cycles_finished), (3, 3));
 
     assert_eq!(s.failed_steps.len(), 1);
+    let f = &s.failed_steps[0];
     assert_eq!(
-        (s.failed_steps[0].tool.as_str(), s.failed_steps[0].cycle),
-        ("borg", 2)
+        (f.tool.as_str(), f.cycle, f.step),
+        ("borg", 2, Step::Verify)
     );
     assert_eq!(warning_kinds(&s), [WarningKind::StepsFailed]);
     assert_eq!(s.binaries.len(), 2);
@@ -158,30 +161,38 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     );
 
     // One sample per measured figure per record, the failed ones included.
-    let failed_restore: Vec<_> = s
-        .samples
-        .iter()
-        .filter(|x| {
-            x.metadata.tool == "borg" && x.metadata.cycle == 2 && x.metadata.step == Step::Restore
-        })
-        .collect();
-    let metrics: Vec<&str> = failed_restore.iter().map(|x| x.metric.as_str()).collect();
+    let of = |step: Step| -> Vec<&labrun_report::Sample> {
+        s.samples
+            .iter()
+            .filter(|x| {
+                x.metadata.tool == "borg" && x.metadata.cycle == 2 && x.metadata.step == step
+            })
+            .collect()
+    };
+    let metrics =
+        |v: &[&labrun_report::Sample]| v.iter().map(|x| x.metric.clone()).collect::<Vec<_>>();
+    let restore = of(Step::Restore);
     assert_eq!(
-        metrics,
+        metrics(&restore),
         ["wall_time", "user_cpu", "system_cpu", "peak_memory"]
     );
+    assert_eq!(restore[3].unit, "MiB");
+    // The agent verifies in-process: no CPU or memory figures to report.
+    let verify = of(Step::Verify);
+    assert_eq!(metrics(&verify), ["wall_time", "bytes", "files"]);
     assert!(
-        failed_restore
+        verify
             .iter()
             .all(|x| !x.metadata.ok && x.metadata.run_id == s.run_id)
     );
     let walls = s.samples.iter().filter(|x| x.metric == "wall_time").count();
-    assert_eq!(walls, 33, "one per record");
+    assert_eq!(walls, 43, "one per record");
 
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("| restic 0.19.1 | 95 s, range 93-98 | 7.2 s, range 6.9-7.5 | 14 s, range 14-15 | 3.86 GB | 0.21 GB |"), "{md}");
-    assert!(md.contains("42 s, range 41-44 (2 of 3)"), "{md}");
+    assert!(md.contains("| 41 s, range 40-44 |"), "{md}");
     assert!(md.contains("FAIL in cycle 2 (2 of 3 passed)"), "{md}");
+    assert!(md.contains("changed: small/0013/f-00417.bin"), "{md}");
     assert!(md.contains("`labrun report results/default-20261129T1851Z-3fa2c1`"));
 
     let table = render_terminal(&s);
@@ -207,7 +218,7 @@ fn cut_short_run_keeps_what_it_measured() {
     assert_eq!(s.environment, None);
     let restic = &s.tools[0];
     let borg = &s.tools[1];
-    assert_eq!((restic.cycles_complete, borg.cycles_complete), (1, 1));
+    assert_eq!((restic.cycles_finished, borg.cycles_finished), (1, 1));
     // borg's cycle 2 reached the incremental backup; its restore line was cut.
     assert_eq!(borg.phase(Step::BackupIncremental).unwrap().recorded, 2);
     assert_eq!(borg.phase(Step::Restore).unwrap().recorded, 1);
@@ -254,9 +265,11 @@ fn csv_has_a_row_per_tool_and_phase() {
     let headers = reader.headers().unwrap().clone();
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(rows.len(), 2 * 4);
+    assert!(rows.iter().all(|r| r.len() == headers.len()));
     let get = |row: &csv::StringRecord, col: &str| {
         row[headers.iter().position(|h| h == col).unwrap()].to_string()
     };
+    let num = |row: &csv::StringRecord, col: &str| get(row, col).parse::<f64>().unwrap();
     let keys: Vec<(String, String)> = rows
         .iter()
         .map(|r| (get(r, "tool"), get(r, "phase")))
@@ -264,25 +277,20 @@ fn csv_has_a_row_per_tool_and_phase() {
     assert_eq!(keys[0], ("restic".into(), "init".into()));
     assert_eq!(keys[7], ("borg".into(), "restore".into()));
     let borg_restore = &rows[7];
-    assert_eq!(get(borg_restore, "cycles_ok"), "2");
+    assert_eq!(get(borg_restore, "cycles_ok"), "3");
+    assert_eq!(get(borg_restore, "restore_checks_passed"), "2");
     assert_eq!(get(borg_restore, "restore_checks_failed"), "1");
+    assert_eq!(num(borg_restore, "wall_median_s"), 41.2);
     assert_eq!(
-        get(borg_restore, "wall_median_s").parse::<f64>().unwrap(),
-        42.35
-    );
-    assert_eq!(
-        get(&rows[1], "repo_size_after_full_median_bytes")
-            .parse::<f64>()
-            .unwrap(),
+        num(&rows[1], "repo_size_after_full_median_bytes"),
         3861234567.0
     );
     assert_eq!(get(&rows[0], "repo_size_after_full_median_bytes"), "");
     assert_eq!(
-        get(&rows[2], "growth_after_incremental_median_bytes")
-            .parse::<f64>()
-            .unwrap(),
+        num(&rows[2], "growth_after_incremental_median_bytes"),
         211034112.0
     );
+    assert_eq!(get(&rows[2], "restore_checks_passed"), "");
 }
 
 #[test]
@@ -417,7 +425,11 @@ fn a_lone_record_still_makes_every_file() {
     // One init record: a one-row time chart and an empty size chart, the
     // edge cases of the chart layout.
     let good = std::fs::read_to_string(fixture("two-tools").join("raw/records.jsonl")).unwrap();
-    let (_t, run) = raw_with_records(&format!("{}\n", good.lines().nth(1).unwrap()));
+    let init = good
+        .lines()
+        .find(|l| l.contains(r#""step":"init""#))
+        .unwrap();
+    let (_t, run) = raw_with_records(&format!("{init}\n"));
     let (s, written) = make_report(&run).unwrap();
     assert_eq!(written.len(), 6);
     for chart in ["chart-time.svg", "chart-repo-size.svg", "chart-memory.svg"] {
@@ -434,5 +446,45 @@ fn a_lone_record_still_makes_every_file() {
     assert_eq!(
         s.run_id, "default-20261129T1851Z-3fa2c1",
         "taken from the records"
+    );
+}
+
+#[test]
+fn a_failed_step_ends_its_cycle_without_counting_as_missing() {
+    // As the agent does: borg's init fails in cycle 3 and nothing more of
+    // that tool cycle is recorded.
+    let (_tmp, run) = run_copy("two-tools");
+    let path = run.join("raw/records.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut kept = Vec::new();
+    for line in text.lines() {
+        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let borg_c3 = r["tool"] == "borg" && r["cycle"] == 3;
+        match r["step"].as_str().unwrap() {
+            "init" if borg_c3 => {
+                r["ok"] = false.into();
+                r["exit"] = serde_json::json!({"code": 2, "signal": null});
+                r["error"] = "exited with code 2".into();
+            }
+            "generate" => {}
+            _ if borg_c3 => continue,
+            _ => {}
+        }
+        kept.push(r.to_string());
+    }
+    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+    let s = summarize(&run).unwrap();
+    assert_eq!(s.tools[1].cycles_finished, 3);
+    assert_eq!(warning_kinds(&s), [WarningKind::StepsFailed]);
+    let full = s.tools[1].phase(Step::BackupFull).unwrap();
+    assert_eq!((full.recorded, full.ok), (2, 2));
+    let init = s.tools[1].phase(Step::Init).unwrap();
+    assert_eq!((init.recorded, init.ok), (3, 2));
+    let md = labrun_report::export::markdown::render(&s);
+    // Cycles 1 and 2 only: 162.4 and 171.0.
+    assert!(md.contains("167 s, range 162-171 (2 of 3)"), "{md}");
+    assert!(
+        md.contains("- borg, cycle 3, `init`: exited with code 2 (exit 2)"),
+        "{md}"
     );
 }
