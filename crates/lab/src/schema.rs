@@ -159,6 +159,15 @@ pub struct TargetSpec {
     /// The server's public host key as one `known_hosts`-style line without
     /// the host name: `ssh-ed25519 AAAA...`.
     pub host_key: String,
+    /// Absolute folder on the machine where labrun keeps its agent, the
+    /// dataset, repositories and evidence of each run. It needs room for the
+    /// dataset, every repository and a restore.
+    #[serde(default = "default_target_workdir")]
+    pub workdir: String,
+}
+
+fn default_target_workdir() -> String {
+    "/var/tmp/labrun".into()
 }
 
 fn default_ssh_port() -> u16 {

@@ -164,6 +164,15 @@ fn validate_target(t: &TargetSpec, out: &mut Vec<Problem>) {
             "expected the path of the private key file",
         ));
     }
+    if !t.workdir.starts_with('/') || t.workdir.contains(char::is_whitespace) {
+        out.push(Problem::new(
+            "target.workdir",
+            format!(
+                "`{}` is not an absolute folder without spaces: expected e.g. /var/tmp/labrun",
+                t.workdir
+            ),
+        ));
+    }
     check_host_key(&t.host_key, out);
 }
 
