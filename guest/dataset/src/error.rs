@@ -47,12 +47,13 @@ pub enum DatasetError {
     )]
     DiskFull { path: PathBuf },
 
-    #[error("{action} {}: {source}", .path.display())]
+    /// The cause is part of the message (and deliberately not a `source`,
+    /// so error chains do not print it twice).
+    #[error("{action} {}: {cause}", .path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: io::Error,
+        cause: io::Error,
     },
 
     #[error(
@@ -100,7 +101,7 @@ impl DatasetError {
         DatasetError::Io {
             action,
             path: path.to_path_buf(),
-            source,
+            cause: source,
         }
     }
 
@@ -113,7 +114,7 @@ impl DatasetError {
             DatasetError::NotEnoughSpace { .. } | DatasetError::DiskFull { .. } => {
                 io::ErrorKind::StorageFull
             }
-            DatasetError::Io { source, .. } => source.kind(),
+            DatasetError::Io { cause, .. } => cause.kind(),
             DatasetError::TreeMismatch { .. } | DatasetError::BaseManifestMismatch { .. } => {
                 io::ErrorKind::InvalidData
             }

@@ -173,6 +173,6 @@ pub fn aborted() -> DatasetError {
     DatasetError::Io {
         action: "stopping",
         path: "".into(),
-        source: std::io::Error::other("another job failed"),
+        cause: std::io::Error::other("another job failed"),
     }
 }

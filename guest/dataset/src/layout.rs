@@ -128,6 +128,8 @@ pub fn small_sizes(n: u64) -> Vec<u64> {
     (0..n).map(|r| small_size_with(&chain, r, n)).collect()
 }
 
+// `is_multiple_of` is newer than the workspace's rust-version (1.85).
+#[allow(clippy::manual_is_multiple_of)]
 pub fn is_duplicated_small_rank(rank: u64) -> bool {
     rank % DUPLICATE_SMALL_EVERY == 0
 }

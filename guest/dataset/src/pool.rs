@@ -120,7 +120,7 @@ where
         return Err(DatasetError::Io {
             action: "running",
             path: "a worker thread".into(),
-            source: std::io::Error::other("a worker stopped unexpectedly (this is a bug)"),
+            cause: std::io::Error::other("a worker stopped unexpectedly (this is a bug)"),
         });
     }
     progress(done.load(Ordering::Relaxed).min(total_bytes), total_bytes);

@@ -88,19 +88,23 @@ pub fn fill(rng: &mut ChaCha20Rng, content: Content, out: &mut [u8]) {
     }
 }
 
+/// Random bytes drawn per block when expanding to low-entropy symbols: a
+/// multiple of 4, so block cuts never change the stream.
+const LOW_ENTROPY_BLOCK: usize = 4096;
+
 fn fill_low_entropy(rng: &mut ChaCha20Rng, out: &mut [u8]) {
-    let len = out.len();
-    let random_len = len.div_ceil(2);
-    // Draw the random half into the top of `out`, then expand it forwards in
-    // place: writing bytes 2i and 2i+1 never overtakes reading byte
-    // (len - random_len) + i, since 2i + 1 <= len - random_len + i for i < random_len.
-    let start = len - random_len;
-    rng.fill_bytes(&mut out[start..]);
-    for i in 0..random_len {
-        let r = out[start + i];
-        out[2 * i] = LOW_ENTROPY_ALPHABET[(r & 15) as usize];
-        if 2 * i + 1 < len {
-            out[2 * i + 1] = LOW_ENTROPY_ALPHABET[(r >> 4) as usize];
+    // Each random byte becomes two symbols: low nibble first, then high.
+    let mut random = [0u8; LOW_ENTROPY_BLOCK];
+    for block in out.chunks_mut(2 * LOW_ENTROPY_BLOCK) {
+        let r = &mut random[..block.len().div_ceil(2)];
+        rng.fill_bytes(r);
+        let mut pairs = block.chunks_exact_mut(2);
+        for (pair, &b) in pairs.by_ref().zip(r.iter()) {
+            pair[0] = LOW_ENTROPY_ALPHABET[(b & 15) as usize];
+            pair[1] = LOW_ENTROPY_ALPHABET[(b >> 4) as usize];
+        }
+        if let ([last], Some(&b)) = (pairs.into_remainder(), r.last()) {
+            *last = LOW_ENTROPY_ALPHABET[(b & 15) as usize];
         }
     }
 }

@@ -1,8 +1,85 @@
+//! `labrun-agent change`: applies the deterministic 5% change to a tree made
+//! by `gen`, and writes the tree's new manifest.
+
+use super::generate::{ProgressLine, gb};
+use anyhow::Context;
+use labrun_dataset::DatasetParams;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The tree to change, as `gen` made it.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The seed the tree was generated with.
+    #[arg(long, default_value_t = DatasetParams::DEFAULT_SEED)]
+    pub seed: u64,
+    /// The scale the tree was generated with.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Seed of the change: which files and regions, and their new bytes
+    /// [default: seed + 1, as in a plan that names none].
+    #[arg(long)]
+    pub change_seed: Option<u64>,
+    /// Where to write the changed tree's manifest [default:
+    /// DIR.manifest.jsonl, beside DIR, replacing the generated one since it
+    /// no longer describes the tree].
+    #[arg(long, value_name = "PATH")]
+    pub manifest: Option<PathBuf>,
+    /// The tree's manifest before the change (e.g. the one `gen` wrote):
+    /// only the changed files are then re-hashed. Without it the whole tree
+    /// is rescanned.
+    #[arg(long, value_name = "PATH")]
+    pub base_manifest: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`labrun-agent change` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let params = DatasetParams {
+        seed: args.seed,
+        scale: args.scale,
+    };
+    params.validate()?;
+    let change_seed = args.change_seed.unwrap_or(args.seed.wrapping_add(1));
+    let manifest_path = match args.manifest {
+        Some(p) => p,
+        None => labrun_dataset::default_manifest_path(&args.dir)?,
+    };
+    labrun_dataset::check_outside(&manifest_path, &args.dir)?;
+    let base = match &args.base_manifest {
+        Some(p) => Some(labrun_dataset::read_manifest(p)?),
+        None => None,
+    };
+
+    let plan = labrun_dataset::change_plan(&params, change_seed);
+    let region_bytes: u64 = plan.regions.iter().map(|r| r.len).sum();
+    println!(
+        "change: seed {}, scale {}, change seed {change_seed}: rewriting {} small files, \
+         overwriting {} regions ({}) in {}",
+        params.seed,
+        params.scale,
+        plan.small_files.len(),
+        plan.regions.len(),
+        gb(region_bytes),
+        args.dir.display()
+    );
+
+    let started = Instant::now();
+    let mut report = ProgressLine::new("change");
+    let mut progress = |d, t| report.update(d, t);
+    let manifest = match &base {
+        Some(base) => {
+            labrun_dataset::apply_change_from(&args.dir, &params, change_seed, base, &mut progress)
+        }
+        None => labrun_dataset::apply_change(&args.dir, &params, change_seed, &mut progress),
+    }
+    .context("applying the change")?;
+    labrun_dataset::write_manifest(&manifest_path, &manifest)?;
+    println!(
+        "changed in {:.1} s; manifest: {}",
+        started.elapsed().as_secs_f64(),
+        manifest_path.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }

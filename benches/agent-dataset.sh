@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Dataset throughput of the agent, each against a reference measured side by
+# side in the same run on the same machine (issue 2, "Benchmarks"):
+#   1. `labrun-agent gen` against `dd` writing the same number of bytes; both
+#      include getting the data to disk (gen + sync, dd conv=fdatasync),
+#      both start after sync + drop_caches. Target: gen >= 0.8x dd.
+#   2. `labrun-agent verify` against
+#      `find DIR -type f -print0 | xargs -0 -P$(nproc) sha256sum` on the same
+#      tree, cold page cache before each. Target: verify >= 1.0x.
+# Ratios are throughput ratios (reference time / agent time), median of RUNS.
+#
+# usage: benches/agent-dataset.sh [SCALE]   (default 0.05, about 305 MB)
+# env:   RUNS (default 3), AGENT (default: the static agent of `make agent`),
+#        SCRATCH_PARENT (default /var/tmp)
+set -euo pipefail
+
+scale=${1:-0.05}
+runs=${RUNS:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+agent=${AGENT:-$root/target/x86_64-unknown-linux-gnu/release/labrun-agent}
+
+if [ "$(id -u)" != 0 ]; then
+  echo "agent-dataset: needs root to drop the page cache (cold-cache timings)" >&2
+  exit 2
+fi
+if [ ! -x "$agent" ]; then
+  echo "agent-dataset: building the static agent (make agent)" >&2
+  make -C "$root" agent >&2
+fi
+
+scratch=$(mktemp -d "${SCRATCH_PARENT:-/var/tmp}/labrun-bench-dataset.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
+cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v ref="$1" -v mine="$2" 'BEGIN { printf "%.2f", ref / mine }'; }
+
+echo "agent-dataset: scale $scale, $runs runs, $(nproc) cores, scratch $scratch"
+echo "agent: $agent"
+grep -m1 'model name' /proc/cpuinfo | sed 's/^model name\s*: /cpu: /'
+grep -qw sha_ni /proc/cpuinfo && echo "cpu has SHA-NI" || echo "cpu lacks SHA-NI"
+
+gen_t=(); dd_t=(); ver_t=(); sum_t=()
+for i in $(seq "$runs"); do
+  tree=$scratch/src
+  rm -rf "$tree" "$tree.manifest.jsonl" "$scratch/dd.bin"
+
+  cold; t0=$(now)
+  "$agent" gen --out "$tree" --scale "$scale" > "$scratch/gen.out" 2>/dev/null
+  sync; t1=$(now)
+  gen_t+=("$(elapsed "$t0" "$t1")")
+  bytes=$(sed -n 's/^  total .*(\([0-9]*\) bytes)$/\1/p' "$scratch/gen.out")
+
+  cold; t0=$(now)
+  dd if=/dev/zero of="$scratch/dd.bin" bs=1M count="$bytes" iflag=count_bytes \
+    conv=fdatasync status=none
+  t1=$(now)
+  dd_t+=("$(elapsed "$t0" "$t1")")
+  rm -f "$scratch/dd.bin"
+
+  cold; t0=$(now)
+  "$agent" verify --manifest "$tree.manifest.jsonl" --dir "$tree" > "$scratch/verify.out"
+  t1=$(now)
+  ver_t+=("$(elapsed "$t0" "$t1")")
+
+  cold; t0=$(now)
+  find "$tree" -type f -print0 | xargs -0 -P"$(nproc)" sha256sum > "$scratch/sums.out"
+  t1=$(now)
+  sum_t+=("$(elapsed "$t0" "$t1")")
+  files=$(wc -l < "$scratch/sums.out")
+
+  printf 'run %d: %d bytes, %d files: gen %ss dd %ss | verify %ss find|xargs sha256sum %ss\n' \
+    "$i" "$bytes" "$files" "${gen_t[-1]}" "${dd_t[-1]}" "${ver_t[-1]}" "${sum_t[-1]}"
+done
+
+gen=$(median "${gen_t[@]}"); dd=$(median "${dd_t[@]}")
+ver=$(median "${ver_t[@]}"); sum=$(median "${sum_t[@]}")
+gen_ratio=$(ratio "$dd" "$gen"); ver_ratio=$(ratio "$sum" "$ver")
+mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN { printf "%.0f", b / 1e6 / s }'; }
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t ? "target met" : "BELOW TARGET") }'; }
+
+echo
+echo "median of $runs runs, $bytes bytes:"
+printf '  gen    %7ss (%s MB/s)   dd                  %7ss (%s MB/s)   ratio %sx (target >= 0.8: %s)\n' \
+  "$gen" "$(mbps "$gen")" "$dd" "$(mbps "$dd")" "$gen_ratio" "$(verdict "$gen_ratio" 0.8)"
+printf '  verify %7ss (%s MB/s)   find|xargs sha256sum %6ss (%s MB/s)   ratio %sx (target >= 1.0: %s)\n' \
+  "$ver" "$(mbps "$ver")" "$sum" "$(mbps "$sum")" "$ver_ratio" "$(verdict "$ver_ratio" 1.0)"
+echo "gen_vs_dd=$gen_ratio verify_vs_sha256sum=$ver_ratio"
