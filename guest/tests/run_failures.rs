@@ -128,6 +128,32 @@ fn a_bad_plan_names_the_field() {
         stderr(&out)
     );
     assert!(!lab.evidence().exists());
+
+    // Evidence inside the work tree would be deleted with it.
+    let plan = base_plan("bad", 1, vec![sh_tool("fine", json!({}))]);
+    lab.write_plan(&plan);
+    let out = std::process::Command::new(AGENT)
+        .arg("run")
+        .arg("--plan")
+        .arg(lab.plan_path())
+        .arg("--work")
+        .arg(lab.work())
+        .arg("--evidence")
+        .arg(lab.work().join("bad/evidence"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("overlap"), "{}", stderr(&out));
+    let mut plan = base_plan("bad", 1, vec![sh_tool("fine", json!({}))]);
+    plan["schema_version"] = json!(99);
+    let out = lab.run(&plan);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("schema_version 99"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!lab.evidence().exists());
 }
 
 #[test]

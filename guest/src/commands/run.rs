@@ -1,6 +1,7 @@
 //! `labrun-agent run --plan PLAN.json --work DIR --evidence DIR`.
 
-use crate::run::{Interrupt, RunError, RunOptions, execute};
+use crate::run::interrupt::signal_name;
+use crate::run::{Interrupt, RunError, RunOptions, RunOutcome, execute};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,5 +30,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         echo_events: true,
     };
     let outcome = execute(&opts, interrupt)?;
+    // Events on stdout are for the host; a person at a terminal gets a line.
+    let records = opts.evidence.join(labrun_evidence::files::RECORDS);
+    match outcome {
+        RunOutcome::Passed => {}
+        RunOutcome::SomeFailed => eprintln!(
+            "labrun-agent: the run finished and some steps failed: see {}",
+            records.display()
+        ),
+        RunOutcome::Interrupted(signal) => eprintln!(
+            "labrun-agent: stopped by {}; what was measured is in {}",
+            signal_name(signal),
+            records.display()
+        ),
+    }
     Ok(ExitCode::from(outcome.exit_code()))
 }

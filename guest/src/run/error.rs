@@ -109,6 +109,10 @@ pub enum RunError {
         path: PathBuf,
         source: io::Error,
     },
+    #[error(
+        "the evidence directory {evidence} and the work tree {work} overlap: the work tree is deleted at the end, and evidence must stay small; give two separate directories"
+    )]
+    Overlap { work: PathBuf, evidence: PathBuf },
     #[error("cannot install the SIGTERM/SIGINT handler: {0}")]
     Signals(io::Error),
     #[error("dataset {phase} failed: {message}")]

@@ -17,4 +17,4 @@ pub mod scrub;
 
 pub use error::RunError;
 pub use interrupt::Interrupt;
-pub use runner::{RunOptions, execute};
+pub use runner::{RunOptions, RunOutcome, execute};

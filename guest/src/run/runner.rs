@@ -94,6 +94,16 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
     if root.exists() {
         return Err(RunError::WorkExists { path: root });
     }
+    let evidence_dir = std::path::absolute(&opts.evidence)
+        .map_err(|e| RunError::io("cannot resolve evidence directory", &opts.evidence, e))?;
+    // The work tree is removed at the end and holds gigabytes: evidence
+    // inside it would be lost, and it inside evidence would be pulled back.
+    if evidence_dir.starts_with(&root) || root.starts_with(&evidence_dir) {
+        return Err(RunError::Overlap {
+            work: root,
+            evidence: evidence_dir,
+        });
+    }
     let evidence = Evidence::create(&opts.evidence, opts.echo_events)?;
     std::fs::create_dir_all(&root)
         .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
