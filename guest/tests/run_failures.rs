@@ -407,3 +407,46 @@ fn a_full_disk_is_a_clear_error_and_keeps_the_evidence_so_far() {
         e => panic!("last event {e:?}"),
     }
 }
+
+#[test]
+fn without_root_the_cache_is_not_dropped_and_the_records_say_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let lab = Lab::new();
+    std::fs::set_permissions(lab.dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    lab.write_plan(&base_plan("nonroot", 1, vec![sh_tool("fine", json!({}))]));
+    // A copy `nobody` can reach wherever the checkout lives (CI's may be
+    // under a 0700 home).
+    let agent = lab.path("labrun-agent");
+    std::fs::copy(AGENT, &agent).unwrap();
+    // `nobody`, through util-linux's setpriv (part of every Debian system).
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            AGENT,
+            "run",
+            "--plan",
+        ])
+        .arg(lab.plan_path())
+        .arg("--work")
+        .arg(lab.work())
+        .arg("--evidence")
+        .arg(lab.evidence())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let records = lab.records();
+    assert!(records.iter().any(|r| r.timed));
+    assert!(records.iter().all(|r| !r.cache_dropped), "{records:#?}");
+    let warnings: Vec<String> = lab
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Warning { message } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("not root"), "{warnings:?}");
+}
