@@ -8,6 +8,10 @@
 #      `find DIR -type f -print0 | xargs -0 -P$(nproc) sha256sum` on the same
 #      tree, cold page cache before each. Target: verify >= 1.0x.
 # Ratios are throughput ratios (reference time / agent time), median of RUNS.
+# Also shown, for reading the first ratio: `dd` copying the same number of
+# random bytes from a cached file (some virtual disks store zeros almost for
+# free, which flatters dd if=/dev/zero), gen's CPU seconds, and the load
+# average (other work on the machine slows the CPU-bound gen more than dd).
 #
 # usage: benches/agent-dataset.sh [SCALE]   (default 0.05, about 305 MB)
 # env:   RUNS (default 3), AGENT (default: the static agent of `make agent`),
@@ -42,22 +46,35 @@ echo "agent: $agent"
 grep -m1 'model name' /proc/cpuinfo | sed 's/^model name\s*: /cpu: /'
 grep -qw sha_ni /proc/cpuinfo && echo "cpu has SHA-NI" || echo "cpu lacks SHA-NI"
 
-gen_t=(); dd_t=(); ver_t=(); sum_t=()
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+gen_t=(); gen_cpu=(); dd_t=(); ddr_t=(); ver_t=(); sum_t=()
 for i in $(seq "$runs"); do
   tree=$scratch/src
   rm -rf "$tree" "$tree.manifest.jsonl" "$scratch/dd.bin"
 
   cold; t0=$(now)
-  "$agent" gen --out "$tree" --scale "$scale" > "$scratch/gen.out" 2>/dev/null
+  /usr/bin/time -f '%U %S' -o "$scratch/gen.cpu" \
+    "$agent" gen --out "$tree" --scale "$scale" > "$scratch/gen.out" 2>/dev/null
   sync; t1=$(now)
   gen_t+=("$(elapsed "$t0" "$t1")")
+  gen_cpu+=("$(awk '{ printf "%.2f", $1 + $2 }' "$scratch/gen.cpu")")
   bytes=$(sed -n 's/^  total .*(\([0-9]*\) bytes)$/\1/p' "$scratch/gen.out")
+  if [ ! -f "$scratch/random.src" ]; then
+    head -c "$bytes" /dev/urandom > "$scratch/random.src"
+  fi
 
   cold; t0=$(now)
   dd if=/dev/zero of="$scratch/dd.bin" bs=1M count="$bytes" iflag=count_bytes \
     conv=fdatasync status=none
   t1=$(now)
   dd_t+=("$(elapsed "$t0" "$t1")")
+  rm -f "$scratch/dd.bin"
+
+  cold; cat "$scratch/random.src" > /dev/null; t0=$(now)
+  dd if="$scratch/random.src" of="$scratch/dd.bin" bs=1M conv=fdatasync status=none
+  t1=$(now)
+  ddr_t+=("$(elapsed "$t0" "$t1")")
   rm -f "$scratch/dd.bin"
 
   cold; t0=$(now)
@@ -71,13 +88,14 @@ for i in $(seq "$runs"); do
   sum_t+=("$(elapsed "$t0" "$t1")")
   files=$(wc -l < "$scratch/sums.out")
 
-  printf 'run %d: %d bytes, %d files: gen %ss dd %ss | verify %ss find|xargs sha256sum %ss\n' \
-    "$i" "$bytes" "$files" "${gen_t[-1]}" "${dd_t[-1]}" "${ver_t[-1]}" "${sum_t[-1]}"
+  printf 'run %d: %d bytes, %d files: gen %ss (cpu %ss) dd %ss dd-random %ss | verify %ss find|xargs sha256sum %ss\n' \
+    "$i" "$bytes" "$files" "${gen_t[-1]}" "${gen_cpu[-1]}" "${dd_t[-1]}" "${ddr_t[-1]}" "${ver_t[-1]}" "${sum_t[-1]}"
 done
 
-gen=$(median "${gen_t[@]}"); dd=$(median "${dd_t[@]}")
+gen=$(median "${gen_t[@]}"); dd=$(median "${dd_t[@]}"); ddr=$(median "${ddr_t[@]}")
+cpu=$(median "${gen_cpu[@]}")
 ver=$(median "${ver_t[@]}"); sum=$(median "${sum_t[@]}")
-gen_ratio=$(ratio "$dd" "$gen"); ver_ratio=$(ratio "$sum" "$ver")
+gen_ratio=$(ratio "$dd" "$gen"); ddr_ratio=$(ratio "$ddr" "$gen"); ver_ratio=$(ratio "$sum" "$ver")
 mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN { printf "%.0f", b / 1e6 / s }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t ? "target met" : "BELOW TARGET") }'; }
 
@@ -85,6 +103,9 @@ echo
 echo "median of $runs runs, $bytes bytes:"
 printf '  gen    %7ss (%s MB/s)   dd                  %7ss (%s MB/s)   ratio %sx (target >= 0.8: %s)\n' \
   "$gen" "$(mbps "$gen")" "$dd" "$(mbps "$dd")" "$gen_ratio" "$(verdict "$gen_ratio" 0.8)"
+printf '         gen used %s CPU-seconds; against dd of random bytes %ss (%s MB/s): ratio %sx\n' \
+  "$cpu" "$ddr" "$(mbps "$ddr")" "$ddr_ratio"
 printf '  verify %7ss (%s MB/s)   find|xargs sha256sum %6ss (%s MB/s)   ratio %sx (target >= 1.0: %s)\n' \
   "$ver" "$(mbps "$ver")" "$sum" "$(mbps "$sum")" "$ver_ratio" "$(verdict "$ver_ratio" 1.0)"
-echo "gen_vs_dd=$gen_ratio verify_vs_sha256sum=$ver_ratio"
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "gen_vs_dd=$gen_ratio gen_vs_dd_random=$ddr_ratio verify_vs_sha256sum=$ver_ratio"
