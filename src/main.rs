@@ -3,6 +3,7 @@
 //! This file reads like a table of contents: parse the command line, turn it
 //! into typed options, hand them to the command that does the work.
 
+mod bench;
 mod cli;
 mod commands;
 mod context;

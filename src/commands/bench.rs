@@ -1,9 +1,387 @@
+//! `labrun bench`: the main job. Everything but argument handling lives in
+//! `crate::bench`.
+
+use crate::bench::environment;
+use crate::bench::estimate;
+use crate::bench::layout::{HostRun, RemoteRun};
+use crate::bench::machine::{self, Access};
+use crate::bench::progress::{Display, Mode};
+use crate::bench::pull::{FollowEnd, Follower};
+use crate::bench::remote::{self, AgentState};
+use crate::bench::session_file::SessionFile;
+use crate::bench::timestamp::utc_stamp;
 use crate::context::Context;
+use anyhow::{Context as _, bail};
+use labrun_evidence::{Event, Plan};
+use labrun_lab::{Lab, PlanOverrides};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Shrink the dataset (1.0 = 6.10 GB), e.g. 0.01 for a quick look.
+    #[arg(long)]
+    pub scale: Option<f64>,
+    /// Cycles per tool (the lab's default is 3).
+    #[arg(long)]
+    pub cycles: Option<u32>,
+    /// Run only these tools, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Bring the VM up first (`labrun up`).
+    #[arg(long)]
+    pub up: bool,
+    /// Take the VM down afterwards, whatever happened (`labrun down`).
+    #[arg(long)]
+    pub down: bool,
+    /// Reconnect to a run in progress (the newest one, or RUN_ID) and finish it.
+    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "")]
+    pub attach: Option<String>,
+    /// Where run folders are written.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// The static guest agent to push (default: beside `labrun`, else the
+    /// `make agent` output).
+    #[arg(long, env = "LABRUN_AGENT")]
+    pub agent: Option<PathBuf>,
+    /// Print only warnings and the summary.
+    #[arg(long, conflicts_with = "plain")]
+    pub quiet: bool,
+    /// One line per event, no live display (the default when not a terminal).
+    #[arg(long)]
+    pub plain: bool,
+}
 
-pub async fn run(_ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`labrun bench` is not built yet (issue #5)")
+/// Exit codes: 0 all passed; 1 a step failed or the run was stopped; 3 the
+/// connection was lost while the run goes on in the guest.
+const EXIT_CONNECTION_LOST: u8 = 3;
+
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let mut display = Mode::choose(args.quiet, args.plain).display();
+    if args.up {
+        anyhow::bail!("--up is not wired yet");
+    }
+    let result = match &args.attach {
+        Some(id) => attach(ctx, &args, id, display.as_mut()).await,
+        None => start(ctx, &args, display.as_mut()).await,
+    };
+    if args.down
+        && let Err(e) = take_down_stub(ctx).await
+    {
+        eprintln!("labrun: warning: `--down` failed: {e:#}; run `labrun down`");
+    }
+    result
+}
+
+async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow::Result<ExitCode> {
+    let lab = Lab::load(&ctx.lab_path)?;
+    let access = machine::resolve(ctx, &lab)?;
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let run_id = lab.run_id(&utc_stamp(started));
+    let plan = lab.to_plan(
+        &run_id,
+        &PlanOverrides {
+            scale: args.scale,
+            cycles: args.cycles,
+            tools: args.tools.clone(),
+        },
+    )?;
+    let agent = locate_agent(args.agent.as_deref())?;
+    let agent_sha = labrun_artifact::digest::sha256_file(&agent)
+        .with_context(|| format!("reading the agent {}", agent.display()))?;
+
+    let host = HostRun::new(&args.results, &run_id);
+    std::fs::create_dir_all(host.raw())
+        .with_context(|| format!("cannot create {}", host.raw().display()))?;
+    std::fs::write(host.raw().join("lab.yaml"), redact_secrets(&lab))?;
+    display.note(&format!("run {run_id}: results in {}", host.dir.display()));
+
+    let session = connect(&access).await?;
+    let remote = RemoteRun {
+        base: access.remote_base.clone(),
+        run_id: run_id.clone(),
+    };
+    record_binary_digests(&session, &plan, &host.raw()).await?;
+    say_estimate(&session, &lab, &plan, &access, &remote, display).await;
+
+    display.note("pushing the agent and the plan");
+    remote::push_agent(&session, &remote, &agent, &agent_sha).await?;
+    remote::write_plan(&session, &remote, &plan, &host.dir).await?;
+    let env = environment_of(&session, &plan, &access).await;
+    std::fs::write(
+        host.raw().join(labrun_report::ENVIRONMENT_FILE),
+        serde_json::to_vec_pretty(&env)?,
+    )?;
+    let pid = remote::start_agent(&session, &remote).await?;
+    SessionFile {
+        run_id: run_id.clone(),
+        lab_path: absolute(&ctx.lab_path).display().to_string(),
+        remote: remote.clone(),
+        agent_pid: pid,
+        started_unix: started,
+    }
+    .write(&host.session_file())?;
+    follow_to_end(&session, &remote, pid, &host, display).await
+}
+
+async fn attach(
+    ctx: &Context,
+    args: &Args,
+    id: &str,
+    display: &mut dyn Display,
+) -> anyhow::Result<ExitCode> {
+    let dir = if id.is_empty() {
+        newest_run(&args.results)?
+    } else {
+        args.results.join(id)
+    };
+    let host = HostRun { dir };
+    let s = SessionFile::read(&host.session_file())?;
+    let lab = Lab::load(Path::new(&s.lab_path))?;
+    let access = machine::resolve(ctx, &lab)?;
+    display.note(&format!("attaching to run {}", s.run_id));
+    let session = connect(&access).await?;
+    follow_to_end(&session, &s.remote, s.agent_pid, &host, display).await
+}
+
+async fn follow_to_end(
+    session: &labrun_ssh::Session,
+    remote: &RemoteRun,
+    pid: u32,
+    host: &HostRun,
+    display: &mut dyn Display,
+) -> anyhow::Result<ExitCode> {
+    let follower = Follower {
+        session,
+        remote,
+        raw: host.raw(),
+        agent_pid: pid,
+    };
+    let mut on_event = |e: &Event| display.event(e);
+    let end = tokio::select! {
+        end = follower.follow(&mut on_event) => end?,
+        _ = tokio::signal::ctrl_c() => {
+            // Ctrl-C stops the run, not just the display: the agent kills the
+            // running tool, records the interruption and flushes; the partial
+            // evidence is pulled and summarized below.
+            eprintln!("\nlabrun: interrupted: stopping the run in the guest and keeping its evidence");
+            remote::stop_agent(session, pid).await?;
+            wait_for_exit(session, remote, pid).await;
+            FollowEnd::AgentEnded
+        }
+    };
+    display.finish();
+    if let FollowEnd::ConnectionLost(why) = end {
+        eprintln!(
+            "labrun: the connection was lost ({why}); the run goes on in the guest.\n  evidence so far: {}\n  reconnect with: labrun bench --attach {}",
+            host.raw().display(),
+            remote.run_id
+        );
+        return Ok(ExitCode::from(EXIT_CONNECTION_LOST));
+    }
+    follower.pull_all().await.context("pulling the evidence")?;
+    let state = remote::agent_state(session, remote, pid).await?;
+    let code = summarize(host)?;
+    let exit = match state {
+        AgentState::Exited(0) => code,
+        AgentState::Exited(n) => {
+            eprintln!(
+                "labrun: the agent exited with status {n}: some steps failed (see the summary and raw/logs)"
+            );
+            ExitCode::from(1)
+        }
+        AgentState::Running => ExitCode::from(1),
+        AgentState::Vanished => {
+            eprintln!(
+                "labrun: the agent was killed before it finished; the evidence it wrote is kept"
+            );
+            ExitCode::from(1)
+        }
+    };
+    Ok(exit)
+}
+
+async fn wait_for_exit(session: &labrun_ssh::Session, remote: &RemoteRun, pid: u32) {
+    for _ in 0..120 {
+        match remote::agent_state(session, remote, pid).await {
+            Ok(AgentState::Running) => tokio::time::sleep(Duration::from_millis(500)).await,
+            _ => return,
+        }
+    }
+}
+
+/// Writes the summary files and prints the table.
+fn summarize(host: &HostRun) -> anyhow::Result<ExitCode> {
+    let (summary, written) = labrun_report::make_report(&host.dir)?;
+    print!("{}", labrun_report::render_terminal(&summary));
+    for p in written {
+        println!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn connect(access: &Access) -> anyhow::Result<labrun_ssh::Session> {
+    labrun_ssh::connect(&access.target, Duration::from_secs(30))
+        .await
+        .with_context(|| {
+            format!(
+                "connecting to {}@{}:{}",
+                access.target.user, access.target.host, access.target.port
+            )
+        })
+}
+
+/// `sha256sum` of every tool binary in the guest, as evidence.
+async fn record_binary_digests(
+    session: &labrun_ssh::Session,
+    plan: &Plan,
+    raw: &Path,
+) -> anyhow::Result<()> {
+    let paths: Vec<String> = plan
+        .tools
+        .iter()
+        .map(|t| crate::bench::layout::sh_quote(&t.binary))
+        .collect();
+    let out = session
+        .exec(&format!("sha256sum {}", paths.join(" ")))
+        .await?;
+    std::fs::write(raw.join(labrun_report::BINARY_DIGESTS_FILE), &out.stdout)?;
+    if out.exit_code != Some(0) {
+        bail!(
+            "a tool binary is missing in the guest: {}\n  install the lab's tools with `labrun up` (VM) or on the target machine",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    for t in &plan.tools {
+        let Some(want) = &t.binary_sha256 else {
+            continue;
+        };
+        let got = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.ends_with(&format!(" {}", t.binary)))
+            .and_then(|l| l.split_whitespace().next().map(str::to_string))
+            .unwrap_or_default();
+        if &got != want {
+            bail!(
+                "{} in the guest has SHA-256 {got}, but the lab pins {want}: reinstall with `labrun down && labrun up`",
+                t.binary
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn say_estimate(
+    session: &labrun_ssh::Session,
+    lab: &Lab,
+    plan: &Plan,
+    access: &Access,
+    remote: &RemoteRun,
+    display: &mut dyn Display,
+) {
+    let scale = match plan.dataset {
+        labrun_evidence::DatasetPlan::Synthetic { scale, .. } => scale,
+    };
+    let bytes = lab.dataset_layout(Some(scale)).total_bytes();
+    let probe = format!(
+        "mkdir -p {base} && cd {base} && {}",
+        estimate::PROBE_WRITE_RATE,
+        base = crate::bench::layout::sh_quote(&remote.base)
+    );
+    let rate = match session.exec(&probe).await {
+        Ok(o) => String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<f64>()
+            .ok(),
+        Err(_) => None,
+    };
+    let emulated = access.acceleration.as_deref() == Some("tcg");
+    match rate {
+        Some(rate) => {
+            let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, rate);
+            display.note(&estimate::describe(&e, scale, emulated));
+        }
+        None => display.note("could not measure the machine's write rate: no duration estimate"),
+    }
+}
+
+async fn environment_of(
+    session: &labrun_ssh::Session,
+    plan: &Plan,
+    access: &Access,
+) -> labrun_report::Environment {
+    let mut env = environment::capture(session, &plan.tools).await;
+    env.acceleration = access.acceleration.clone();
+    env.disk_cache = access.disk_cache.clone();
+    env.libvirt_version = access.libvirt_version.clone();
+    env.qemu_version = access.qemu_version.clone();
+    env
+}
+
+/// `--agent`, else `labrun-agent` beside this executable, else the `make
+/// agent` output under the current folder.
+fn locate_agent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = given {
+        if p.is_file() {
+            return Ok(p.to_path_buf());
+        }
+        bail!(
+            "the agent {} does not exist: build it with `make agent`",
+            p.display()
+        );
+    }
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        candidates.push(dir.join("labrun-agent"));
+    }
+    candidates.push(PathBuf::from(
+        "target/x86_64-unknown-linux-gnu/release/labrun-agent",
+    ));
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no static guest agent found: build it with `make agent`, or name it with --agent / LABRUN_AGENT"
+            )
+        })
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn newest_run(results: &Path) -> anyhow::Result<PathBuf> {
+    let entries =
+        std::fs::read_dir(results).with_context(|| format!("no runs in {}", results.display()))?;
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("session.json").is_file())
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .map(|e| e.path())
+        .ok_or_else(|| anyhow::anyhow!("no run to attach to in {}", results.display()))
+}
+
+async fn take_down_stub(_ctx: &Context) -> anyhow::Result<()> {
+    anyhow::bail!("--down is not wired yet")
+}
+
+/// The lab file as run, with every secret value (repository passwords)
+/// replaced: evidence is meant to be published.
+fn redact_secrets(lab: &Lab) -> String {
+    let mut text = lab.source.text.clone();
+    for tool in &lab.tools {
+        for name in &tool.secret_env {
+            if let Some(value) = tool.env.get(name).filter(|v| !v.is_empty()) {
+                text = text.replace(value.as_str(), "<redacted>");
+            }
+        }
+    }
+    text
 }

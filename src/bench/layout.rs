@@ -1,0 +1,88 @@
+//! Where things live, on the host (`results/<run-id>/`) and in the guest
+//! (`<remote base>/runs/<run-id>/`). One place, so `bench` and `--attach`
+//! agree.
+
+use std::path::{Path, PathBuf};
+
+/// Host side.
+#[derive(Debug, Clone)]
+pub struct HostRun {
+    pub dir: PathBuf,
+}
+
+impl HostRun {
+    pub fn new(results_root: &Path, run_id: &str) -> HostRun {
+        HostRun {
+            dir: results_root.join(run_id),
+        }
+    }
+    /// Everything the agent wrote, plus the host's own raw evidence.
+    pub fn raw(&self) -> PathBuf {
+        self.dir.join("raw")
+    }
+    /// What `--attach` needs to reconnect (not evidence).
+    pub fn session_file(&self) -> PathBuf {
+        self.dir.join("session.json")
+    }
+}
+
+/// Guest side. Paths are strings: they are used in remote shell commands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RemoteRun {
+    pub base: String,
+    pub run_id: String,
+}
+
+impl RemoteRun {
+    pub fn agent(&self) -> String {
+        format!("{}/bin/labrun-agent", self.base)
+    }
+    pub fn dir(&self) -> String {
+        format!("{}/runs/{}", self.base, self.run_id)
+    }
+    pub fn plan(&self) -> String {
+        format!("{}/plan.json", self.dir())
+    }
+    pub fn work(&self) -> String {
+        format!("{}/work", self.dir())
+    }
+    pub fn evidence(&self) -> String {
+        format!("{}/evidence", self.dir())
+    }
+    pub fn pid_file(&self) -> String {
+        format!("{}/agent.pid", self.dir())
+    }
+    pub fn agent_stdout(&self) -> String {
+        format!("{}/agent.out", self.dir())
+    }
+    pub fn agent_stderr(&self) -> String {
+        format!("{}/agent.err", self.dir())
+    }
+    pub fn exit_file(&self) -> String {
+        format!("{}/agent.exit", self.dir())
+    }
+}
+
+/// Quotes a string for a POSIX shell: paths come from lab files and run ids.
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@,".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh_quote("/srv/labrun"), "/srv/labrun");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), r"'it'\''s'");
+        assert_eq!(sh_quote(""), "''");
+    }
+}

@@ -1,0 +1,278 @@
+//! Rendering the agent's events. Three displays share one trait: a live one
+//! for terminals (indicatif), a line-per-event one for logs and CI, and a
+//! quiet one that prints only warnings.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use labrun_evidence::{Event, Step, StepRecord};
+use std::io::IsTerminal;
+use std::time::Duration;
+
+pub trait Display {
+    fn event(&mut self, event: &Event);
+    /// A message from the host side (pushing the agent, pulling...).
+    fn note(&mut self, message: &str);
+    fn finish(&mut self);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Live,
+    Plain,
+    Quiet,
+}
+
+impl Mode {
+    /// Live on a terminal, plain otherwise (CI, pipes), quiet on request.
+    pub fn choose(quiet: bool, plain: bool) -> Mode {
+        if quiet {
+            Mode::Quiet
+        } else if plain || !std::io::stderr().is_terminal() {
+            Mode::Plain
+        } else {
+            Mode::Live
+        }
+    }
+
+    pub fn display(self) -> Box<dyn Display + Send> {
+        match self {
+            Mode::Live => Box::new(Live::new()),
+            Mode::Plain => Box::new(Plain),
+            Mode::Quiet => Box::new(Quiet),
+        }
+    }
+}
+
+/// One line per finished step, the figures a reader wants at a glance.
+pub fn step_line(r: &StepRecord) -> String {
+    let who = if r.tool.is_empty() {
+        "dataset"
+    } else {
+        &r.tool
+    };
+    let mut line = format!(
+        "{who:<10} cycle {:<2} {:<19} {:>8.1} s",
+        r.cycle,
+        r.step.as_str(),
+        r.wall_secs
+    );
+    if r.timed {
+        line.push_str(&format!(
+            "  user {:.1} s  sys {:.1} s  peak {} MiB",
+            r.user_secs,
+            r.sys_secs,
+            r.max_rss_kib / 1024
+        ));
+    }
+    if let Some(size) = r.repo_size_bytes {
+        line.push_str(&format!("  repo {:.3} GB", size as f64 / 1e9));
+    }
+    if let Some(v) = &r.verify {
+        line.push_str(if v.passed {
+            "  restore verified"
+        } else {
+            "  RESTORE MISMATCH"
+        });
+    }
+    if !r.ok {
+        line.push_str(&format!(
+            "  FAILED: {}",
+            r.error.as_deref().unwrap_or("see the step's stderr log")
+        ));
+    }
+    line
+}
+
+fn plain_line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::RunStarted {
+            run_id,
+            tools,
+            cycles,
+        } => format!(
+            "run {run_id}: {} x {cycles} cycles ({})",
+            tools.len(),
+            tools.join(", ")
+        ),
+        Event::DatasetProgress { .. } => return None,
+        Event::StepStarted { tool, cycle, step } => {
+            format!("{:<10} cycle {cycle:<2} {step} ...", tool_or_dataset(tool))
+        }
+        Event::StepFinished { record } => step_line(record),
+        Event::CycleFinished { tool, cycle, ok } => format!(
+            "{tool:<10} cycle {cycle:<2} {}",
+            if *ok { "done" } else { "FAILED" }
+        ),
+        Event::Warning { message } => format!("warning: {message}"),
+        Event::RunFinished {
+            ok,
+            stopped_because,
+        } => match stopped_because {
+            Some(why) => format!("run stopped early: {why}"),
+            None if *ok => "run finished: every step passed".to_string(),
+            None => "run finished with failed steps".to_string(),
+        },
+    })
+}
+
+fn tool_or_dataset(tool: &str) -> &str {
+    if tool.is_empty() { "dataset" } else { tool }
+}
+
+pub struct Plain;
+
+impl Display for Plain {
+    fn event(&mut self, event: &Event) {
+        if let Some(line) = plain_line(event) {
+            eprintln!("{line}");
+        }
+    }
+    fn note(&mut self, message: &str) {
+        eprintln!("{message}");
+    }
+    fn finish(&mut self) {}
+}
+
+pub struct Quiet;
+
+impl Display for Quiet {
+    fn event(&mut self, event: &Event) {
+        if let Event::Warning { message } = event {
+            eprintln!("warning: {message}");
+        }
+    }
+    fn note(&mut self, _: &str) {}
+    fn finish(&mut self) {}
+}
+
+/// A status line (tool, cycle, step) with a spinner and elapsed time, and a
+/// byte bar while the dataset is written; finished steps scroll above.
+pub struct Live {
+    multi: MultiProgress,
+    spinner: Option<ProgressBar>,
+    bytes: Option<ProgressBar>,
+}
+
+impl Live {
+    fn new() -> Live {
+        Live {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            spinner: None,
+            bytes: None,
+        }
+    }
+
+    fn clear(&mut self) {
+        for bar in [self.spinner.take(), self.bytes.take()]
+            .into_iter()
+            .flatten()
+        {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Display for Live {
+    fn event(&mut self, event: &Event) {
+        match event {
+            Event::StepStarted { tool, cycle, step } => {
+                self.clear();
+                let bar = self.multi.add(ProgressBar::new_spinner());
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                bar.set_message(format!("{} cycle {cycle}: {step}", tool_or_dataset(tool)));
+                bar.enable_steady_tick(Duration::from_millis(200));
+                self.spinner = Some(bar);
+            }
+            Event::DatasetProgress {
+                phase,
+                bytes_done,
+                bytes_total,
+            } => {
+                let bar = self.bytes.get_or_insert_with(|| {
+                    let b = self.multi.add(ProgressBar::new(*bytes_total));
+                    b.set_style(
+                        ProgressStyle::with_template(
+                            "  {msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    );
+                    b.set_message(if *phase == Step::Change {
+                        "changing"
+                    } else {
+                        "writing"
+                    });
+                    b
+                });
+                bar.set_length(*bytes_total);
+                bar.set_position(*bytes_done);
+            }
+            other => {
+                if matches!(
+                    other,
+                    Event::StepFinished { .. } | Event::RunFinished { .. }
+                ) {
+                    self.clear();
+                }
+                if let Some(line) = plain_line(other) {
+                    let _ = self.multi.println(line);
+                }
+            }
+        }
+    }
+
+    fn note(&mut self, message: &str) {
+        let _ = self.multi.println(message);
+    }
+
+    fn finish(&mut self) {
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use labrun_evidence::{SCHEMA_VERSION, VerifyOutcome};
+
+    #[test]
+    fn step_line_shows_figures_and_failures() {
+        let mut r = StepRecord {
+            schema_version: SCHEMA_VERSION,
+            run_id: "r".into(),
+            tool: "restic".into(),
+            cycle: 2,
+            step: Step::Restore,
+            order: 0,
+            argv: vec![],
+            started_unix_ms: 0,
+            wall_secs: 14.04,
+            user_secs: 20.0,
+            sys_secs: 3.0,
+            max_rss_kib: 195 * 1024,
+            exit: None,
+            ok: true,
+            timed: true,
+            cache_dropped: true,
+            stdout_path: None,
+            stderr_path: None,
+            repo_size_bytes: None,
+            snapshot: None,
+            verify: Some(VerifyOutcome {
+                passed: true,
+                ..VerifyOutcome::default()
+            }),
+            bytes: None,
+            files: None,
+            error: None,
+        };
+        let line = step_line(&r);
+        assert!(line.contains("14.0 s"), "{line}");
+        assert!(line.contains("peak 195 MiB"), "{line}");
+        assert!(line.contains("restore verified"), "{line}");
+        r.ok = false;
+        r.error = Some("exit 1".into());
+        assert!(step_line(&r).contains("FAILED: exit 1"));
+    }
+}
