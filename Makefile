@@ -4,7 +4,7 @@ CARGO ?= cargo
 AGENT_TARGET := x86_64-unknown-linux-gnu
 AGENT := target/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test setup lint agent build bench bench-agent
+.PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead
 
 ## test: install what is missing, build, lint, run every test (CI runs this)
 test: setup lint agent
@@ -27,6 +27,9 @@ agent:
 build: agent
 	$(CARGO) build --release -p labrun
 
-## bench-agent: the agent's throughput and accuracy, as ratios against references
+## bench-agent: the agent's throughput and accuracy, as ratios against
+## references measured side by side (dataset: gen vs dd, verify vs sha256sum;
+## memory: the agent's peak RSS vs /usr/bin/time -v)
 bench-agent: setup agent
-	bash benches/agent.sh
+	bash benches/agent-dataset.sh
+	bash benches/agent-memory.sh
