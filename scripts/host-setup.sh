@@ -44,6 +44,9 @@ fi
 if [ "$(id -u)" = 0 ]; then
   # No systemd on these hosts: start the daemons ourselves when none runs.
   [ -S /run/libvirt/virtlogd-sock ] || virtlogd -d
+  # libvirt caches its QEMU probe only while libvirt-qemu can open /dev/kvm;
+  # a root-only node (no udev here) makes every domain start re-probe (~45 s).
+  if [ -c /dev/kvm ] && getent group kvm >/dev/null; then chgrp kvm /dev/kvm && chmod 0660 /dev/kvm; fi
   if ! virsh -c qemu:///system version >/dev/null 2>&1; then
     libvirtd -d
     for _ in $(seq 50); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.2; done

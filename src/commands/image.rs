@@ -1,9 +1,70 @@
+//! `labrun image build [--force]` and `labrun image list`.
+
 use crate::context::Context;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
 
-pub async fn run(_ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`labrun image` is not built yet (issue #4)")
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Build the lab's base image (skipped when cached).
+    Build {
+        /// Rebuild even when a cached image exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show the cached images.
+    List,
+}
+
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = super::up::vm_config(ctx)?;
+    let paths = super::up::paths(ctx);
+    match args.action {
+        Action::Build { force } => {
+            if !force && let Some(img) = labrun_vm::image::cached(&paths.cache_dir, &cfg.image)? {
+                println!("image {} is cached at {}", img.digest, img.dir.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            labrun_vm::preflight::preflight(&cfg, &paths.cache_dir, &paths.state_root, true)?;
+            let spinner = super::up::Spinner::new();
+            let started = std::time::Instant::now();
+            let mut on_line = |l: &str| labrun_vm::UpProgress::image_line(&spinner, l);
+            let built = tokio::select! {
+                r = labrun_vm::image::build(&paths.cache_dir, &cfg.image, &paths.apt_dir, force, &mut on_line) => r,
+                _ = super::up::wait_for_interrupt() => {
+                    spinner.finish();
+                    eprintln!("labrun: interrupted: the partial build was removed");
+                    return Ok(ExitCode::from(130));
+                }
+            };
+            spinner.finish();
+            let img = built?;
+            println!(
+                "image {} built in {:.0} s at {}",
+                img.digest,
+                started.elapsed().as_secs_f64(),
+                img.dir.display()
+            );
+        }
+        Action::List => {
+            let dir = labrun_vm::image::images_dir(&paths.cache_dir);
+            let mut found = false;
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let m = e.path().join("image.json");
+                if let Ok(text) = std::fs::read_to_string(&m) {
+                    found = true;
+                    println!("{}  {}", e.path().display(), text.replace('\n', " "));
+                }
+            }
+            if !found {
+                println!("no cached image under {}", dir.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,47 @@
+//! `labrun status [--json]`: every lab labrun has state for, with its
+//! domain's state, port and resources.
+
 use crate::context::Context;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// One JSON array on stdout instead of a table.
+    #[arg(long)]
+    json: bool,
+}
 
-pub async fn run(_ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`labrun status` is not built yet (issue #4)")
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let root = ctx.state_root.clone();
+    let labs = tokio::task::spawn_blocking(move || labrun_vm::status(&root)).await??;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&labs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if labs.is_empty() {
+        println!("nothing is up");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<22} {:<8} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} IMAGE",
+        "DOMAIN", "STATE", "PHASE", "SINCE", "PORT", "VCPU", "MEM MiB", "ACCEL"
+    );
+    for l in labs {
+        let phase = serde_json::to_value(l.phase)?;
+        println!(
+            "{:<22} {:<8} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} {}",
+            l.domain_name,
+            l.state,
+            phase.as_str().unwrap_or(""),
+            l.since,
+            l.ssh_port
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "-".into()),
+            l.vcpus,
+            l.memory_mib,
+            l.acceleration.as_str(),
+            &l.image_digest[..l.image_digest.len().min(12)],
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

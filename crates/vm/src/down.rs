@@ -38,15 +38,15 @@ pub fn down(
     } else {
         None
     };
-    if let Some(d) = hv.find(&name)? {
-        if let Some(m) = d.metadata.as_ref().filter(|m| m.lab_path != lab_path) {
-            report.left.push(format!(
-                "domain {name}: it belongs to the lab at {}",
-                m.lab_path.display()
-            ));
-            report.removed.extend(remove_files(&dir, false)?);
-            return Ok(report);
-        }
+    if let Some(d) = hv.find(&name)?
+        && let Some(m) = d.metadata.as_ref().filter(|m| m.lab_path != lab_path)
+    {
+        report.left.push(format!(
+            "domain {name}: it belongs to the lab at {}",
+            m.lab_path.display()
+        ));
+        report.removed.extend(remove_files(&dir, false)?);
+        return Ok(report);
     }
     report.removed = teardown(&hv, &dir, &name, false)?;
     Ok(report)
@@ -83,16 +83,14 @@ pub fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let _lock = LabLock::acquire(&dir.lock_file(), &lab, "labrun down --all")?;
-        if let Some(s) = dir.read_state().ok().flatten() {
-            if s.uri != uri {
-                if let Ok(other) = Hypervisor::open(&s.uri) {
-                    if let Some(gone) = other.remove(&s.domain_name)? {
-                        report
-                            .removed
-                            .push(format!("domain {} ({})", gone.name, gone.state));
-                    }
-                }
-            }
+        if let Some(s) = dir.read_state().ok().flatten()
+            && s.uri != uri
+            && let Ok(other) = Hypervisor::open(&s.uri)
+            && let Some(gone) = other.remove(&s.domain_name)?
+        {
+            report
+                .removed
+                .push(format!("domain {} ({})", gone.name, gone.state));
         }
         report.removed.extend(remove_files(&dir, false)?);
     }

@@ -38,6 +38,9 @@ pub enum StartError {
 
 impl Hypervisor {
     pub fn open(uri: &str) -> Result<Hypervisor, VmError> {
+        // libvirt prints every error to stderr by default; labrun reports
+        // the ones that matter itself ("domain not found" is routine here).
+        virt::error::clear_error_callback();
         let conn = Connect::open(Some(uri)).map_err(|e| VmError::Libvirtd {
             uri: uri.to_string(),
             reason: e.message().to_string(),
@@ -84,20 +87,20 @@ impl Hypervisor {
             Err(e) => return Err(e.into()),
         };
         let before = info(&d)?;
-        if before.active {
-            if let Err(e) = d.destroy() {
-                // It may have stopped (or been removed) on its own meanwhile.
-                if !is(&e, ErrorNumber::OperationInvalid) && !is(&e, ErrorNumber::NoDomain) {
-                    return Err(e.into());
-                }
-            }
+        // Either may fail because the domain stopped (or vanished) on its
+        // own meanwhile: that is the wanted end state too.
+        if before.active
+            && let Err(e) = d.destroy()
+            && !is(&e, ErrorNumber::OperationInvalid)
+            && !is(&e, ErrorNumber::NoDomain)
+        {
+            return Err(e.into());
         }
-        if before.persistent {
-            if let Err(e) = d.undefine() {
-                if !is(&e, ErrorNumber::NoDomain) {
-                    return Err(e.into());
-                }
-            }
+        if before.persistent
+            && let Err(e) = d.undefine()
+            && !is(&e, ErrorNumber::NoDomain)
+        {
+            return Err(e.into());
         }
         Ok(Some(before))
     }

@@ -77,10 +77,8 @@ pub async fn build(
     on_line: &mut (dyn FnMut(&str) + Send),
 ) -> Result<BaseImage, VmError> {
     spec.validate()?;
-    if !force {
-        if let Some(img) = cached(cache_dir, spec)? {
-            return Ok(img);
-        }
+    if !force && let Some(img) = cached(cache_dir, spec)? {
+        return Ok(img);
     }
     let digest = digest_of(spec)?;
     let files = recipe::recipe(&spec.recipe).unwrap_or_default();
@@ -92,6 +90,7 @@ pub async fn build(
     let images = images_dir(cache_dir);
     make_dir_0755(cache_dir)?;
     make_dir_0755(&images)?;
+    remove_abandoned_builds(&images);
     let tmp = images.join(format!(".build-{}-{}", &digest[..16], std::process::id()));
     let guard = TempDir(tmp.clone());
     let recipe_dir = tmp.join("recipe");
@@ -220,6 +219,27 @@ impl Drop for TempDir {
     }
 }
 
+/// `.build-*-<pid>` folders whose labrun died (`kill -9`) without cleaning
+/// up; skipped while their process lives or anything is mounted inside.
+fn remove_abandoned_builds(images: &Path) {
+    let Ok(entries) = std::fs::read_dir(images) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with(".build-") || name.starts_with(".old-")) {
+            continue;
+        }
+        let pid = name.rsplit('-').next().and_then(|p| p.parse::<i32>().ok());
+        let alive = pid
+            .and_then(rustix::process::Pid::from_raw)
+            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+        if !alive {
+            drop(TempDir(e.path()));
+        }
+    }
+}
+
 fn has_mounts_under(dir: &Path) -> bool {
     let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return true;
@@ -267,6 +287,22 @@ mod tests {
         std::fs::write(dir.join(MANIFEST), "{}").unwrap();
         let img = cached(tmp.path(), &spec).unwrap().unwrap();
         assert_eq!(img.disk(), dir.join("disk.qcow2"));
+    }
+
+    #[test]
+    fn abandoned_builds_of_dead_processes_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dead = tmp.path().join(".build-abc-999999999");
+        let live = tmp
+            .path()
+            .join(format!(".build-abc-{}", std::process::id()));
+        let image = tmp.path().join("0123");
+        for d in [&dead, &live, &image] {
+            std::fs::create_dir_all(d.join("x")).unwrap();
+        }
+        remove_abandoned_builds(tmp.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && image.exists());
     }
 
     #[test]

@@ -69,12 +69,44 @@ pub fn preflight(
             state_dir.display()
         ));
     }
+    if is_local_uri(&cfg.uri)
+        && let Some(w) = kvm_node_warning(Path::new("/dev/kvm"), &kvm_gid())
+    {
+        warnings.push(w);
+    }
     let (acceleration, warning) = accel::choose(cfg.accel, &AccelProbe::read_host())?;
     warnings.extend(warning);
     Ok(HostReport {
         acceleration,
         warnings,
     })
+}
+
+/// libvirt probes QEMU with KVM and caches the result only while the QEMU
+/// user can open `/dev/kvm`; a root-only node (0600) makes it re-probe on
+/// every domain start, which costs ~45 s on a busy 2-core host.
+fn kvm_node_warning(node: &Path, kvm_gid: &Option<u32>) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(node).ok()?;
+    let mode = meta.mode();
+    let group_ok = kvm_gid.is_some_and(|g| g == meta.gid()) && mode & 0o060 == 0o060;
+    if group_ok || mode & 0o006 == 0o006 {
+        return None;
+    }
+    Some(format!(
+        "{} (mode {:o}) cannot be opened by the QEMU user, so libvirt re-probes QEMU on every start (tens of seconds); fix as root: `chgrp kvm {0} && chmod 0660 {0}` (what Debian's udev rule does)",
+        node.display(),
+        mode & 0o777
+    ))
+}
+
+fn kvm_gid() -> Option<u32> {
+    let groups = std::fs::read_to_string("/etc/group").ok()?;
+    groups
+        .lines()
+        .find(|l| l.starts_with("kvm:"))
+        .and_then(|l| l.split(':').nth(2))
+        .and_then(|g| g.parse().ok())
 }
 
 /// A URI whose QEMU runs on this host (files, sockets and free ports are
@@ -156,6 +188,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("the overlay"), "{err}");
+    }
+
+    #[test]
+    fn root_only_kvm_node_is_warned_about() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let node = tmp.path().join("kvm");
+        std::fs::write(&node, "").unwrap();
+        let gid = Some(std::fs::metadata(&node).unwrap().gid());
+        std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let w = kvm_node_warning(&node, &gid).unwrap();
+        assert!(w.contains("chmod 0660"), "{w}");
+        std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o660)).unwrap();
+        assert!(kvm_node_warning(&node, &gid).is_none());
+        assert!(kvm_node_warning(&node, &None).is_some());
+        assert!(kvm_node_warning(&tmp.path().join("none"), &gid).is_none());
     }
 
     #[test]

@@ -75,15 +75,14 @@ pub async fn up(
     if let Some(state) = already_up(&dir, &hv, &name).await {
         return Ok(UpOutcome::AlreadyUp { state });
     }
-    if let Some(d) = hv.find(&name)? {
-        if let Some(m) = &d.metadata {
-            if m.lab_path != cfg.lab_path {
-                return Err(VmError::NameTaken {
-                    name,
-                    owner: format!("the lab at {}", m.lab_path.display()),
-                });
-            }
-        }
+    if let Some(d) = hv.find(&name)?
+        && let Some(m) = &d.metadata
+        && m.lab_path != cfg.lab_path
+    {
+        return Err(VmError::NameTaken {
+            name,
+            owner: format!("the lab at {}", m.lab_path.display()),
+        });
     }
     // Leftovers of an earlier `up` of this lab (killed, or its VM died).
     let stale = teardown(&hv, &dir, &name, true)?;

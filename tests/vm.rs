@@ -1,0 +1,311 @@
+//! The VM end to end, through the real `labrun` binary: `up`, `ssh`,
+//! `status`, `down`, and `down` after `labrun up` was killed at several
+//! points. Needs root, libvirtd and QEMU (`make test` runs
+//! `scripts/host-setup.sh` first); the base image is built on first use and
+//! cached under /var/tmp/labrun-test-cache between runs on one machine.
+//!
+//! Boots are serialized (one lock for the whole file): two TCG guests on a
+//! 2-core host would each take twice as long.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const CACHE: &str = "/var/tmp/labrun-test-cache";
+
+/// A scratch lab: its own lab file and state root, removed at the end.
+struct Lab {
+    root: PathBuf,
+    lab_file: PathBuf,
+    name: String,
+}
+
+impl Lab {
+    fn new(name: &str) -> Lab {
+        let root = PathBuf::from(format!(
+            "/var/tmp/labrun-test-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let lab_file = root.join(format!("{name}.yaml"));
+        std::fs::write(&lab_file, lab_yaml(name)).unwrap();
+        Lab {
+            root,
+            lab_file,
+            name: name.to_string(),
+        }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
+    fn domain(&self) -> String {
+        format!("labrun-{}", self.name)
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_labrun"));
+        c.arg("--file")
+            .arg(&self.lab_file)
+            .arg("--state")
+            .arg(self.state())
+            .arg("--cache")
+            .arg(CACHE)
+            .args(args)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let out = self.cmd(args).output().unwrap();
+        eprintln!(
+            "$ labrun {}\n-> {:?}\n{}{}",
+            args.join(" "),
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn run_ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "labrun {} failed", args.join(" "));
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Nothing of this lab is left: no domain, no state folder content.
+    fn assert_nothing_left(&self) {
+        assert!(
+            !domain_exists(&self.domain()),
+            "domain {} still exists",
+            self.domain()
+        );
+        let left: Vec<_> = std::fs::read_dir(self.state())
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "state left behind: {left:?}");
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // Whatever the test did, leave the host clean.
+        let _ = self.cmd(&["down"]).output();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The smallest lab the lab schema accepts; the VM section is the default
+/// machine (4 vCPU, 3 GiB).
+fn lab_yaml(name: &str) -> String {
+    format!("name: {name}\ntools: []\n")
+}
+
+fn virsh(args: &[&str]) -> Output {
+    Command::new("virsh")
+        .args(["-c", "qemu:///system"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn domain_exists(name: &str) -> bool {
+    let out = virsh(&["list", "--all", "--name"]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l.trim() == name)
+}
+
+fn domain_running(name: &str) -> bool {
+    let out = virsh(&["domstate", name]);
+    String::from_utf8_lossy(&out.stdout).trim() == "running"
+}
+
+/// Why this host cannot run the VM tests, or None.
+fn unavailable() -> Option<String> {
+    if !rustix_is_root() {
+        return Some("not root".into());
+    }
+    for tool in ["virsh", "qemu-system-x86_64", "qemu-img", "mmdebstrap"] {
+        if Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .map(|o| !o.status.success())
+            .unwrap_or(true)
+        {
+            return Some(format!("{tool} is not installed"));
+        }
+    }
+    if !virsh(&["version"]).status.success() {
+        return Some(
+            "libvirtd is not reachable at qemu:///system (run scripts/host-setup.sh)".into(),
+        );
+    }
+    None
+}
+
+fn rustix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn skip_loudly(why: &str) {
+    eprintln!("\n!!!!!!!!!!\n!!! VM TESTS SKIPPED: {why}\n!!!!!!!!!!\n");
+}
+
+fn ensure_image(lab: &Lab) {
+    let t = Instant::now();
+    lab.run_ok(&["image", "build"]);
+    eprintln!("image ready after {:.0} s", t.elapsed().as_secs_f64());
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(t.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn up_ssh_status_down_leaves_nothing() {
+    if let Some(why) = unavailable() {
+        return skip_loudly(&why);
+    }
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new("vmtest-main");
+    ensure_image(&lab);
+
+    let t = Instant::now();
+    let up = lab.run_ok(&["up"]);
+    eprintln!("up took {:.1} s", t.elapsed().as_secs_f64());
+    assert!(up.contains("is up"), "{up}");
+    assert!(domain_running(&lab.domain()));
+
+    // Idempotent: a second `up` sees it running and answering.
+    let again = lab.run_ok(&["up"]);
+    assert!(again.contains("already up"), "{again}");
+
+    assert_eq!(lab.run_ok(&["ssh", "--", "nproc"]).trim(), "4");
+    let free = lab.run_ok(&["ssh", "--", "free", "-m"]);
+    let total: u64 = free
+        .lines()
+        .find(|l| l.starts_with("Mem:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no Mem: line in {free}"));
+    assert!(
+        (2700..=3072).contains(&total),
+        "guest memory {total} MiB, expected about 3 GiB"
+    );
+    // The guest's exit status comes back as ours.
+    let out = lab.run(&["ssh", "--", "exit", "7"]);
+    assert_eq!(out.status.code(), Some(7));
+
+    let status: serde_json::Value =
+        serde_json::from_str(&lab.run_ok(&["status", "--json"])).unwrap();
+    let me = &status.as_array().unwrap()[0];
+    assert_eq!(me["domain_name"], lab.domain());
+    assert_eq!(me["state"], "running");
+    assert_eq!(me["phase"], "ready");
+    assert_eq!(me["vcpus"], 4);
+    assert_eq!(me["memory_mib"], 3072);
+    assert!(me["ssh_port"].as_u64().unwrap() > 0);
+    assert!(["tcg", "kvm"].contains(&me["acceleration"].as_str().unwrap()));
+
+    let t = Instant::now();
+    let down = lab.run_ok(&["down"]);
+    eprintln!("down took {:.1} s", t.elapsed().as_secs_f64());
+    assert!(down.contains("removed: domain"), "{down}");
+    lab.assert_nothing_left();
+    assert!(lab.run_ok(&["down"]).contains("nothing to remove"));
+    assert!(lab.run_ok(&["status", "--json"]).trim() == "[]");
+}
+
+/// `kill -9` of `labrun up` while it makes files, right after the domain
+/// starts, and while it waits for SSH; then `labrun down` must leave nothing.
+/// Also Ctrl-C (SIGINT) during the SSH wait: `up` itself cleans up.
+#[test]
+fn down_after_killed_up_leaves_nothing() {
+    if let Some(why) = unavailable() {
+        return skip_loudly(&why);
+    }
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::new("vmtest-kill");
+    ensure_image(&lab);
+    let state_root = lab.state();
+    let state_file = move || {
+        std::fs::read_dir(&state_root)
+            .ok()
+            .and_then(|mut d| d.find_map(|e| e.ok()))
+            .map(|e| e.path().join("state.json"))
+    };
+    let console_has_output = |p: &Path| std::fs::metadata(p).map(|m| m.len() > 0).unwrap_or(false);
+
+    type Point = (&'static str, Box<dyn Fn() -> bool>);
+    let points: Vec<Point> = vec![
+        (
+            "making files (state written, no domain yet)",
+            Box::new(move || state_file().is_some_and(|p| p.exists())),
+        ),
+        ("right after the domain started", {
+            let d = lab.domain();
+            Box::new(move || domain_running(&d))
+        }),
+        ("waiting for SSH (console shows the boot)", {
+            let dir = lab.state();
+            Box::new(move || {
+                std::fs::read_dir(&dir)
+                    .ok()
+                    .and_then(|mut d| d.find_map(|e| e.ok()))
+                    .is_some_and(|e| console_has_output(&e.path().join("console.log")))
+            })
+        }),
+    ];
+    for (when, reached) in points {
+        eprintln!("--- kill -9 of `labrun up` {when}");
+        let mut child = lab
+            .cmd(&["up"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(when, Duration::from_secs(120), &reached);
+        child.kill().unwrap();
+        let _ = child.wait();
+        let down = lab.run_ok(&["down"]);
+        assert!(down.contains("removed"), "{down}");
+        lab.assert_nothing_left();
+    }
+
+    eprintln!("--- SIGINT to `labrun up` while it waits for SSH");
+    let child = lab
+        .cmd(&["up"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let d = lab.domain();
+    wait_until("domain start", Duration::from_secs(120), || {
+        domain_running(&d)
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130));
+    lab.assert_nothing_left();
+}
