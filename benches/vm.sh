@@ -40,23 +40,12 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[
 echo "bench-vm: image (built once, then cached)"
 L image build
 
-up_t=() down_t=() splits=()
-for i in $(seq "$RUNS"); do
-  t=$(now); L up >/dev/null 2>"$work/up.err" || { cat "$work/up.err"; exit 1; }; up_t+=("$(since "$t")")
-  # The boot split, once boot has finished (SSH answers before it does).
-  L ssh -- 'systemctl is-system-running --wait >/dev/null; systemd-analyze | head -1' >"$work/split" || true
-  splits+=("$(cat "$work/split")")
-  [ -f "$work/ref.xml" ] || cp "$work"/state/*/domain.xml "$work/ref.xml"
-  t=$(now); L down >/dev/null; down_t+=("$(since "$t")")
-  echo "  labrun run $i: up ${up_t[-1]} s, down ${down_t[-1]} s; ${splits[-1]}"
-done
-
 # The same steps by hand: keys, overlay, tar seed, the same XML on another
 # name/port/paths, `virsh create`, poll with the system ssh client.
-base=$(sed -n "s|.*<source file='\(.*\)/disk.qcow2'/>.*||p; s|.*<kernel>\(.*\)/vmlinuz</kernel>.*|\1|p" "$work/ref.xml")
 h=$work/hand
-hand_up=() hand_down=()
-for i in $(seq "$RUNS"); do
+by_hand() {
+  local base t port
+  base=$(sed -n "s|.*<kernel>\(.*\)/vmlinuz</kernel>.*|\1|p" "$work/ref.xml")
   rm -rf "$h"; mkdir -p "$h/s/root/.ssh" "$h/s/etc/ssh"; chmod 755 "$h"
   port=$(free_port)
   t=$(now)
@@ -81,7 +70,19 @@ for i in $(seq "$RUNS"); do
       -p "$port" root@127.0.0.1 true 2>/dev/null; do sleep 0.2; done
   hand_up+=("$(since "$t")")
   t=$(now); virsh -q -c "$URI" destroy "$hand" >/dev/null; rm -rf "$h"; hand_down+=("$(since "$t")")
-  echo "  by hand run $i: up ${hand_up[-1]} s, down ${hand_down[-1]} s"
+}
+
+# labrun and by-hand runs alternate, so a change in host load hits both.
+up_t=() down_t=() splits=() hand_up=() hand_down=()
+for i in $(seq "$RUNS"); do
+  t=$(now); L up >/dev/null 2>"$work/up.err" || { cat "$work/up.err"; exit 1; }; up_t+=("$(since "$t")")
+  # The boot split, once boot has finished (SSH answers before it does).
+  L ssh -- 'systemctl is-system-running --wait >/dev/null; systemd-analyze | head -1' >"$work/split" || true
+  splits+=("$(cat "$work/split")")
+  [ -f "$work/ref.xml" ] || cp "$work"/state/*/domain.xml "$work/ref.xml"
+  t=$(now); L down >/dev/null; down_t+=("$(since "$t")")
+  by_hand
+  echo "  run $i: labrun up ${up_t[-1]} s, down ${down_t[-1]} s | by hand up ${hand_up[-1]} s, down ${hand_down[-1]} s | ${splits[-1]}"
 done
 
 mu=$(median "${up_t[@]}") md=$(median "${down_t[@]}")

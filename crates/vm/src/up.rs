@@ -218,8 +218,7 @@ async fn make_and_boot(
     };
     progress.step("waiting for SSH");
     let timeout = cfg.ssh_timeout();
-    let mut on_attempt = |n: u32| progress.ssh_attempt(n);
-    let session = match labrun_ssh::wait_until_ready(&target, timeout, &mut on_attempt).await {
+    let session = match wait_for_ssh(&target, timeout, progress).await {
         Ok(s) => s,
         Err(labrun_ssh::SshError::Timeout(_)) => {
             return Err(VmError::SshTimeout {
@@ -233,6 +232,45 @@ async fn make_and_boot(
     state.phase = Phase::Ready;
     dir.write_state(state)?;
     Ok((session, boot))
+}
+
+/// Polls sshd through the forwarded port. Through slirp the TCP connect
+/// succeeds before sshd listens and the attempt then hangs until its
+/// timeout, so the first minute and a half uses short attempts (3 s, 0.2 s
+/// apart: SSH is seen within ~3 s of sshd listening); after that, attempts
+/// get 10 s, for a guest so starved that its handshake is slow.
+async fn wait_for_ssh(
+    target: &labrun_ssh::Target,
+    timeout: Duration,
+    progress: &dyn UpProgress,
+) -> Result<labrun_ssh::Session, labrun_ssh::SshError> {
+    let started = Instant::now();
+    let quick = labrun_ssh::ConnectOptions {
+        attempt_timeout: Duration::from_secs(3),
+        retry_pause: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let patient = labrun_ssh::ConnectOptions {
+        attempt_timeout: Duration::from_secs(10),
+        ..Default::default()
+    };
+    let mut attempts = 0;
+    let mut on_attempt = |n: u32| {
+        attempts = n;
+        progress.ssh_attempt(n)
+    };
+    let first = timeout.min(Duration::from_secs(90));
+    match labrun_ssh::wait_until_ready_with(target, first, &quick, &mut on_attempt).await {
+        Err(labrun_ssh::SshError::Timeout(_)) if first < timeout => {}
+        other => return other,
+    }
+    let offset = attempts;
+    let rest = timeout.saturating_sub(started.elapsed());
+    let mut on_attempt = |n: u32| progress.ssh_attempt(offset + n);
+    match labrun_ssh::wait_until_ready_with(target, rest, &patient, &mut on_attempt).await {
+        Err(labrun_ssh::SshError::Timeout(_)) => Err(labrun_ssh::SshError::Timeout(timeout)),
+        other => other,
+    }
 }
 
 /// Picks a port and starts the domain, retrying with another port when the
