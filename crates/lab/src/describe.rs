@@ -53,6 +53,9 @@ impl Lab {
                     vm.disk_cache.as_str(),
                     vm.ssh_timeout
                 );
+                if !vm.packages.is_empty() {
+                    let _ = writeln!(s, "image packages: {}", vm.packages.join(" "));
+                }
             }
             Machine::Target(t) => {
                 let key = t.host_key.split_whitespace().take(2).collect::<Vec<_>>();

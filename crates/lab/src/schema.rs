@@ -73,6 +73,10 @@ pub struct VmSpec {
     pub disk_cache: DiskCache,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout: Duration,
+    /// Extra Debian packages the base image must hold, e.g. the dependencies
+    /// of a tool installed from its `.deb` (`deb-install`). Part of the
+    /// image's cache key.
+    pub packages: Vec<String>,
 }
 
 impl Default for VmSpec {
@@ -86,6 +90,7 @@ impl Default for VmSpec {
             accel: Accel::Auto,
             disk_cache: DiskCache::NoCache,
             ssh_timeout: Duration::secs(300),
+            packages: Vec::new(),
         }
     }
 }

@@ -127,6 +127,14 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
             "must be longer than 0s, e.g. `300s`",
         ));
     }
+    for (i, p) in vm.packages.iter().enumerate() {
+        if !is_debian_package(p) {
+            out.push(Problem::new(
+                format!("vm.packages[{i}]"),
+                format!("`{p}` is not a Debian package name (lowercase letters, digits, `+-.`, optionally `=version`)"),
+            ));
+        }
+    }
     if let ImageSpec::Cloud(a) = &vm.image {
         out.extend(validate_artifact(
             a,
@@ -444,4 +452,17 @@ mod tests {
         assert_eq!(placeholders("awk '{print $1}'"), Vec::<&str>::new());
         assert_eq!(placeholders("{unclosed"), Vec::<&str>::new());
     }
+}
+
+/// Debian policy: a package name is lowercase alphanumerics and `+-.`, at
+/// least two characters, starting with an alphanumeric; `=version` may pin it.
+fn is_debian_package(p: &str) -> bool {
+    let name = p
+        .split_once('=')
+        .map_or(p, |(n, v)| if v.is_empty() { "" } else { n });
+    name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
 }

@@ -58,6 +58,10 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 fn apply(text: &str, m: &Mutation) -> String {
     let mut lines: Vec<&str> = text.lines().collect();
     let mut chars: Vec<char> = text.chars().collect();
+    // An earlier mutation of the chain may have left too little to mutate.
+    if lines.is_empty() || chars.len() < 2 {
+        return text.to_string();
+    }
     match *m {
         Mutation::DeleteLine(i) => {
             lines.remove(i % lines.len());
