@@ -266,6 +266,7 @@ mod tests {
             bytes: None,
             files: None,
             error: None,
+            history: None,
         };
         let line = step_line(&r);
         assert!(line.contains("14.0 s"), "{line}");

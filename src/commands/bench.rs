@@ -283,9 +283,11 @@ async fn say_estimate(
     display: &mut dyn Display,
 ) {
     let scale = match plan.dataset {
-        labrun_evidence::DatasetPlan::Synthetic { scale, .. } => scale,
+        labrun_evidence::DatasetPlan::Synthetic { scale, .. } => Some(scale),
+        // A git history has no scale: the lab estimates its size.
+        labrun_evidence::DatasetPlan::GitHistory { .. } => None,
     };
-    let bytes = lab.dataset_layout(Some(scale)).total_bytes();
+    let bytes = lab.dataset_layout(scale).total_bytes();
     let probe = format!(
         "mkdir -p {base} && cd {base} && {}",
         estimate::PROBE_WRITE_RATE,
@@ -302,7 +304,7 @@ async fn say_estimate(
     match rate {
         Some(rate) => {
             let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, rate);
-            display.note(&estimate::describe(&e, scale, emulated));
+            display.note(&estimate::describe(&e, scale.unwrap_or(1.0), emulated));
         }
         None => display.note("could not measure the machine's write rate: no duration estimate"),
     }

@@ -335,6 +335,7 @@ mod tests {
             bytes: None,
             files: None,
             error: None,
+            history: None,
         }
     }
 

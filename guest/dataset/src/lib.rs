@@ -8,6 +8,7 @@
 //! - [`apply_change`] / [`apply_change_from`]: the deterministic 5% change;
 //!   [`change_plan`] says which files and regions it touches.
 //! - [`scan`] / [`verify`]: hash a tree on every core; compare with a manifest.
+//! - [`history`]: the synthetic git history of the second study (SPEC 6).
 //!
 //! Same [`DatasetParams`]: byte-identical tree and identical manifest on any
 //! machine (ChaCha20 streams per file, integer layout; see `stream.rs`).
@@ -18,6 +19,7 @@
 mod change;
 mod error;
 mod generate;
+pub mod history;
 pub mod layout;
 mod manifest_file;
 mod pool;

@@ -16,8 +16,11 @@ pub mod record;
 
 pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry};
-pub use plan::{CommandTemplate, DatasetPlan, Plan, Step, ToolCommands, ToolPlan};
-pub use record::{ExitStatus, StepRecord, VerifyOutcome};
+pub use plan::{
+    CommandTemplate, CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Step,
+    ToolCommands, ToolPlan,
+};
+pub use record::{ExitStatus, HistoryPoint, StepRecord, VerifyOutcome};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -46,6 +46,66 @@ pub enum DatasetPlan {
         #[serde(default)]
         change_seed: Option<u64>,
     },
+    /// The second study (SPEC 6): one code base at successive commits, a
+    /// backup after each move of the work tree, then a restore of every
+    /// snapshot. See [`HistorySource`].
+    GitHistory { source: HistorySource },
+}
+
+/// Where the commits of a git-history dataset come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub enum HistorySource {
+    /// A synthetic history the agent computes from a seed and writes into
+    /// the work tree itself, exactly as `git checkout` of each commit would
+    /// (no git needed on the machine under test).
+    Generate(HistoryGenerator),
+    /// A git repository or bundle already on the machine under test, read
+    /// with its `git`; the work tree is moved with `git checkout`.
+    Repository {
+        /// Absolute path of the repository or `.bundle` file.
+        path: String,
+        commits: CommitSelection,
+    },
+}
+
+/// The parameters of a synthetic history: same values, same commits, same
+/// bytes, on any machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryGenerator {
+    pub seed: u64,
+    /// Commits (= snapshots), the first one included.
+    pub commits: u32,
+    /// Files in the first commit.
+    pub files: u32,
+    /// Mean size of a source file, in bytes.
+    #[serde(default = "HistoryGenerator::default_mean_file_bytes")]
+    pub mean_file_bytes: u32,
+    /// Share of the files touched by each commit (edited, renamed, removed,
+    /// plus as many added), e.g. 0.02.
+    #[serde(default = "HistoryGenerator::default_churn")]
+    pub churn: f64,
+}
+
+impl HistoryGenerator {
+    pub fn default_mean_file_bytes() -> u32 {
+        12_000
+    }
+    pub fn default_churn() -> f64 {
+        0.02
+    }
+}
+
+/// Which commits of a repository become snapshots, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub enum CommitSelection {
+    /// These commits (anything `git rev-parse` takes), in this order.
+    List(Vec<String>),
+    /// `from`, then every `n`th first-parent commit after it up to `to`
+    /// (`to` itself always included).
+    Every { n: u32, from: String, to: String },
 }
 
 /// One tool under test, as the agent needs it: no download details, those

@@ -58,6 +58,19 @@ pub struct StepRecord {
     /// A human-readable reason when `ok` is false.
     #[serde(default)]
     pub error: Option<String>,
+    /// Git-history runs only: which snapshot of the series this step made,
+    /// moved the tree to, restored or verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryPoint>,
+}
+
+/// A point of a git-history series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryPoint {
+    /// 1-based position in the series: snapshot `index` holds commit `index`.
+    pub index: u32,
+    /// The commit id (or the synthetic history's label, e.g. `gen-3`).
+    pub commit: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -68,6 +68,8 @@ pub enum PlanError {
     BadScale(f64),
     #[error("`step_timeout_secs` is 0: leave it out for no timeout, or give a number of seconds")]
     ZeroTimeout,
+    #[error("git-history dataset: {0}")]
+    BadHistory(String),
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,10 @@
 
 use crate::run::error::{PlanError, RunError};
 use crate::run::placeholders::unknown_placeholders;
-use labrun_evidence::{CommandTemplate, DatasetPlan, Plan, SCHEMA_VERSION, Step, ToolPlan};
+use labrun_evidence::{
+    CommandTemplate, CommitSelection, DatasetPlan, HistorySource, Plan, SCHEMA_VERSION, Step,
+    ToolPlan,
+};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
@@ -67,9 +70,13 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     if plan.tools.is_empty() {
         return Err(PlanError::NoTools);
     }
-    let DatasetPlan::Synthetic { scale, .. } = plan.dataset;
-    if !(scale.is_finite() && scale > 0.0) {
-        return Err(PlanError::BadScale(scale));
+    match &plan.dataset {
+        DatasetPlan::Synthetic { scale, .. } => {
+            if !(scale.is_finite() && *scale > 0.0) {
+                return Err(PlanError::BadScale(*scale));
+            }
+        }
+        DatasetPlan::GitHistory { source } => check_history(source)?,
     }
     if plan.step_timeout_secs == Some(0) {
         return Err(PlanError::ZeroTimeout);
@@ -92,6 +99,29 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         check_tool(tool)?;
     }
     Ok(())
+}
+
+fn check_history(source: &HistorySource) -> Result<(), PlanError> {
+    match source {
+        HistorySource::Generate(params) => labrun_dataset::history::validate(params)
+            .map_err(|e| PlanError::BadHistory(e.to_string())),
+        HistorySource::Repository { path, commits } => {
+            if !Path::new(path).is_absolute() {
+                return Err(PlanError::BadHistory(format!(
+                    "the repository {path:?} must be an absolute path on the machine under test"
+                )));
+            }
+            match commits {
+                CommitSelection::List(ids) if ids.is_empty() => Err(PlanError::BadHistory(
+                    "the commit list is empty: name at least one commit".into(),
+                )),
+                CommitSelection::Every { n: 0, .. } => Err(PlanError::BadHistory(
+                    "`every.n` is 0: take every 1st, 2nd... commit".into(),
+                )),
+                _ => Ok(()),
+            }
+        }
+    }
 }
 
 fn check_name(what: &'static str, name: &str) -> Result<(), PlanError> {

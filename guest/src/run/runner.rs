@@ -34,6 +34,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The git-history study (SPEC 6): a child module, so it runs this file's
+// steps as they are.
+#[path = "history.rs"]
+mod history;
+
 const GENERATED: &str = "generated";
 const CHANGED: &str = "changed";
 
@@ -107,11 +112,15 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
     let evidence = Evidence::create(&opts.evidence, opts.echo_events)?;
     std::fs::create_dir_all(&root)
         .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
-    let DatasetPlan::Synthetic {
-        seed,
-        scale,
-        change_seed,
-    } = plan.dataset;
+    let (seed, scale, change_seed) = match plan.dataset {
+        DatasetPlan::Synthetic {
+            seed,
+            scale,
+            change_seed,
+        } => (seed, scale, change_seed),
+        // A git history (history.rs) uses none of the synthetic parameters.
+        DatasetPlan::GitHistory { .. } => (0, 0.0, None),
+    };
     let mut runner = Runner {
         pristine: root.join("pristine"),
         root,
@@ -163,6 +172,9 @@ struct ToolCycle<'p> {
     order: u32,
     base: PathBuf,
     vars: Vars,
+    /// Set by history.rs: the point of a git-history series its steps
+    /// belong to (in records and log names).
+    history: Option<labrun_evidence::HistoryPoint>,
 }
 
 impl<'p> Runner<'p> {
@@ -275,6 +287,9 @@ impl<'p> Runner<'p> {
 
     /// The dataset, once per run. Without it nothing can run: failure is fatal.
     fn generate_pristine(&mut self) -> Result<(), Halt> {
+        if let DatasetPlan::GitHistory { source } = &self.plan.dataset {
+            return self.prepare_history(source);
+        }
         self.check_stop()?;
         self.ev.emit(&Event::StepStarted {
             tool: String::new(),
@@ -348,6 +363,7 @@ impl<'p> Runner<'p> {
             order,
             base,
             vars,
+            history: None,
         };
         let ok = self.tool_cycle_steps(&tc)?;
         self.remove_tree(&tc.base);
@@ -355,6 +371,9 @@ impl<'p> Runner<'p> {
     }
 
     fn tool_cycle_steps(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
+        if let DatasetPlan::GitHistory { source } = &self.plan.dataset {
+            return self.history_steps(tc, source);
+        }
         let commands = &tc.tool.commands;
         if !self.prepare_source(tc)? {
             return Ok(false);
@@ -486,8 +505,9 @@ impl<'p> Runner<'p> {
         let cache_dropped = timed && self.plan.drop_caches && self.drop_cache()?;
         let logs = self
             .ev
-            .log_paths(&tc.tool.name, &format!("c{}-{step}", tc.cycle))?;
+            .log_paths(&tc.tool.name, &format!("{}-{step}", log_prefix(tc)))?;
         let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, step);
+        rec.history = tc.history.clone();
         rec.order = tc.order;
         rec.timed = timed;
         rec.cache_dropped = cache_dropped;
@@ -569,7 +589,7 @@ impl<'p> Runner<'p> {
         );
         let logs = self
             .ev
-            .log_paths(&tc.tool.name, &format!("c{}-{step}.{name}", tc.cycle))
+            .log_paths(&tc.tool.name, &format!("{}-{step}.{name}", log_prefix(tc)))
             .map_err(AuxHalt::Fatal)?;
         let spec = CommandSpec {
             argv: &argv,
@@ -825,6 +845,14 @@ fn parse_size(line: &str) -> Result<u64, String> {
         .next()
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| format!("repo_size printed {line:?}, not a number of bytes"))
+}
+
+/// `c<cycle>`, or `c<cycle>-s<index>` for a step of a git-history series.
+fn log_prefix(tc: &ToolCycle) -> String {
+    match &tc.history {
+        Some(p) => format!("c{}-s{}", tc.cycle, p.index),
+        None => format!("c{}", tc.cycle),
+    }
 }
 
 fn file_count(m: &Manifest) -> u64 {
