@@ -7,6 +7,7 @@ mod bench;
 mod cli;
 mod commands;
 mod context;
+mod lab_vm;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -103,8 +103,13 @@ impl Drop for Lab {
 
 /// The smallest lab the lab schema accepts; the VM section is the default
 /// machine (4 vCPU, 3 GiB).
+/// The shipped default lab under another name: the tests boot the image the
+/// default lab uses (one cached build) and install its real tools.
 fn lab_yaml(name: &str) -> String {
-    format!("name: {name}\ntools: []\n")
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lab.yaml"))
+        .expect("lab.yaml");
+    assert!(shipped.contains("\nname: default\n"));
+    shipped.replace("\nname: default\n", &format!("\nname: {name}\n"))
 }
 
 fn virsh(args: &[&str]) -> Output {
@@ -210,6 +215,63 @@ fn up_ssh_status_down_leaves_nothing() {
     // The guest's exit status comes back as ours.
     let out = lab.run(&["ssh", "--", "exit", "7"]);
     assert_eq!(out.status.code(), Some(7));
+
+    // The tools `up` installed are the pinned ones, checked in the guest.
+    let digests = lab.run_ok(&["ssh", "--", "sha256sum", "/usr/local/bin/restic"]);
+    assert!(
+        digests.starts_with("35544a6a4af659c2d8e0834b8cf2a937e69bf4b1590d92a16695690eeb8314c8"),
+        "{digests}"
+    );
+
+    // The main job at a tiny scale: every tool of the default lab, every
+    // restore verified, evidence and summary on the host.
+    let results = lab.root.join("results");
+    let bench = lab.run(&[
+        "bench",
+        "--scale",
+        "0.002",
+        "--cycles",
+        "1",
+        "--plain",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(bench.status.success(), "labrun bench failed");
+    let run = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .expect("a run folder")
+        .unwrap()
+        .path();
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for tool in ["restic", "borg", "duplicity"] {
+        let verify = records
+            .iter()
+            .find(|r| r["tool"] == tool && r["step"] == "verify")
+            .unwrap_or_else(|| panic!("no verify record for {tool}"));
+        assert_eq!(verify["verify"]["passed"], true, "{tool}: {verify}");
+        for step in ["init", "backup_full", "backup_incremental", "restore"] {
+            let r = records
+                .iter()
+                .find(|r| r["tool"] == tool && r["step"] == step)
+                .unwrap_or_else(|| panic!("no {step} record for {tool}"));
+            assert_eq!(r["ok"], true, "{tool} {step}: {r}");
+            assert_eq!(r["cache_dropped"], true, "{tool} {step}: {r}");
+        }
+    }
+    let env: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("raw/environment.json")).unwrap())
+            .unwrap();
+    assert!(["tcg", "kvm"].contains(&env["acceleration"].as_str().unwrap()));
+    assert_eq!(env["guest"]["cpus"], 4);
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    for tool in ["restic", "borg", "duplicity"] {
+        assert!(summary.contains(tool), "summary lacks {tool}:\n{summary}");
+    }
 
     let status: serde_json::Value =
         serde_json::from_str(&lab.run_ok(&["status", "--json"])).unwrap();

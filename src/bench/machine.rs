@@ -47,10 +47,46 @@ pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Acces
     }
 }
 
-/// The VM `labrun up` brought up. (Wired to the VM state once it lands.)
-fn vm_access(_ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access> {
-    anyhow::bail!(
-        "lab `{}` runs in a VM, and `labrun bench` cannot reach VMs yet",
-        lab.name
-    )
+/// Where labrun works inside its own VMs: the image's root file system.
+const VM_WORKDIR: &str = "/srv/labrun";
+
+/// The VM `labrun up` brought up: its forwarded port and pinned host key
+/// come from the state `up` recorded.
+fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access> {
+    let (_, cfg) = crate::lab_vm::load(ctx)?;
+    let dir = labrun_vm::LabDir::for_lab(&ctx.state_root, &cfg.lab_name, &cfg.lab_path);
+    let state = dir
+        .read_state()?
+        .filter(|s| s.phase == labrun_vm::Phase::Ready);
+    let Some(target) = state.as_ref().and_then(|s| s.ssh_target()) else {
+        anyhow::bail!(
+            "lab `{}` is not up: run `labrun up` first (or `labrun bench --up`)",
+            lab.name
+        );
+    };
+    let acceleration = state.map(|s| match s.acceleration {
+        labrun_vm::Acceleration::Kvm => "kvm".to_string(),
+        labrun_vm::Acceleration::Tcg => "tcg".to_string(),
+    });
+    Ok(Access {
+        target,
+        remote_base: VM_WORKDIR.to_string(),
+        acceleration,
+        disk_cache: Some(cfg.disk_cache.as_str().to_string()),
+        libvirt_version: first_line_of("libvirtd", &["--version"]),
+        qemu_version: first_line_of("qemu-system-x86_64", &["--version"]),
+    })
+}
+
+/// First line of a local command's output, if it runs.
+fn first_line_of(program: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
 }

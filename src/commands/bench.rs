@@ -60,14 +60,17 @@ const EXIT_CONNECTION_LOST: u8 = 3;
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let mut display = Mode::choose(args.quiet, args.plain).display();
     if args.up {
-        anyhow::bail!("--up is not wired yet");
+        let code = crate::commands::up::bring_up(ctx).await?;
+        if code != ExitCode::SUCCESS {
+            return Ok(code);
+        }
     }
     let result = match &args.attach {
         Some(id) => attach(ctx, &args, id, display.as_mut()).await,
         None => start(ctx, &args, display.as_mut()).await,
     };
     if args.down
-        && let Err(e) = take_down_stub(ctx).await
+        && let Err(e) = crate::commands::down::take_down(ctx).await
     {
         eprintln!("labrun: warning: `--down` failed: {e:#}; run `labrun down`");
     }
@@ -368,10 +371,6 @@ fn newest_run(results: &Path) -> anyhow::Result<PathBuf> {
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .map(|e| e.path())
         .ok_or_else(|| anyhow::anyhow!("no run to attach to in {}", results.display()))
-}
-
-async fn take_down_stub(_ctx: &Context) -> anyhow::Result<()> {
-    anyhow::bail!("--down is not wired yet")
 }
 
 /// The lab file as run, with every secret value (repository passwords)

@@ -13,16 +13,16 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = super::up::vm_config(ctx)?;
-    let state_root = ctx.state_root.clone();
-    let report = tokio::task::spawn_blocking(move || {
-        if args.all {
-            labrun_vm::down_all(&cfg.uri, &state_root)
-        } else {
-            labrun_vm::down(&cfg.uri, &state_root, &cfg.lab_name, &cfg.lab_path)
-        }
-    })
-    .await??;
+    let report = if args.all {
+        // Orphan clean-up needs no lab file: the lab's URI when it loads,
+        // else the default system hypervisor.
+        let uri = crate::lab_vm::config_for_teardown(ctx)
+            .map_or_else(|_| "qemu:///system".to_string(), |c| c.uri);
+        let state_root = ctx.state_root.clone();
+        tokio::task::spawn_blocking(move || labrun_vm::down_all(&uri, &state_root)).await??
+    } else {
+        take_down(ctx).await?
+    };
     for l in &report.left {
         println!("left: {l}");
     }
@@ -34,4 +34,15 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Removes this lab's VM and state, whatever state they are in (also used by
+/// `labrun bench --down`).
+pub async fn take_down(ctx: &Context) -> anyhow::Result<labrun_vm::DownReport> {
+    let cfg = crate::lab_vm::config_for_teardown(ctx)?;
+    let state_root = ctx.state_root.clone();
+    Ok(tokio::task::spawn_blocking(move || {
+        labrun_vm::down(&cfg.uri, &state_root, &cfg.lab_name, &cfg.lab_path)
+    })
+    .await??)
 }

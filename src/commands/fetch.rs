@@ -25,64 +25,60 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let tools = match select(&lab.tools, &args.tools) {
+    let wanted = (!args.tools.is_empty()).then_some(args.tools.as_slice());
+    let tools = match lab.selected_tools(wanted) {
         Ok(t) => t,
-        Err(msg) => {
-            eprintln!("labrun fetch: {msg}");
+        Err(e) => {
+            eprintln!("labrun fetch: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    let fetcher = Fetcher::new(FetchOptions::new(ctx.cache_dir.clone(), ctx.mirror.clone()))?;
-
-    // Every file is verified before any is extracted: a mismatch stops the
-    // whole command with nothing done for any tool.
-    let mut fetched = Vec::new();
-    for tool in &tools {
-        let mut bar = Bar::default();
-        match fetcher.fetch(&tool.name, &tool.artifact, &mut bar).await {
-            Ok(f) => fetched.push(f),
-            Err(e) => {
-                eprintln!("labrun fetch: {e}");
-                return Ok(ExitCode::from(1));
-            }
+    let ready = match fetch_and_extract(ctx, &tools).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("labrun fetch: {e:#}");
+            return Ok(ExitCode::from(1));
         }
-    }
-    for (tool, f) in tools.iter().zip(fetched) {
-        let spec = tool.artifact.clone();
-        let for_extract = f.clone();
-        let installable = tokio::task::spawn_blocking(move || extract(&for_extract, &spec)).await?;
-        match installable {
-            Ok(i) => print_row(tool, &f, &i),
-            Err(e) => {
-                eprintln!("labrun fetch: {e}");
-                return Ok(ExitCode::from(1));
-            }
-        }
+    };
+    for (tool, r) in tools.iter().zip(&ready) {
+        print_row(tool, &r.fetched, &r.installable);
     }
     println!(
         "ok: {} artifact(s) verified in {}",
         tools.len(),
-        fetcher.cache().root().display()
+        labrun_artifact::Cache::new(&ctx.cache_dir).root().display()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn select<'a>(all: &'a [ToolSpec], wanted: &[String]) -> Result<Vec<&'a ToolSpec>, String> {
-    if wanted.is_empty() {
-        return Ok(all.iter().collect());
+/// A tool's artifact, verified, and what to install from it.
+pub struct Ready {
+    pub fetched: FetchedArtifact,
+    pub installable: Installable,
+}
+
+/// Fetches every tool's artifact and checks its SHA-256, then extracts the
+/// binaries. Every file is verified before any is extracted: a mismatch stops
+/// everything with nothing done for any tool.
+pub async fn fetch_and_extract(ctx: &Context, tools: &[&ToolSpec]) -> anyhow::Result<Vec<Ready>> {
+    let fetcher = Fetcher::new(FetchOptions::new(ctx.cache_dir.clone(), ctx.mirror.clone()))?;
+    let mut fetched = Vec::new();
+    for tool in tools {
+        let mut bar = Bar::default();
+        fetched.push(fetcher.fetch(&tool.name, &tool.artifact, &mut bar).await?);
     }
-    wanted
-        .iter()
-        .map(|w| {
-            all.iter().find(|t| &t.name == w).ok_or_else(|| {
-                let names: Vec<&str> = all.iter().map(|t| t.name.as_str()).collect();
-                format!(
-                    "--tools: no tool named `{w}` in the lab; it has: {}",
-                    names.join(", ")
-                )
-            })
-        })
-        .collect()
+    let mut ready = Vec::new();
+    for (tool, f) in tools.iter().zip(fetched) {
+        let spec = tool.artifact.clone();
+        let for_extract = f.clone();
+        let installable =
+            tokio::task::spawn_blocking(move || extract(&for_extract, &spec)).await??;
+        ready.push(Ready {
+            fetched: f,
+            installable,
+        });
+    }
+    Ok(ready)
 }
 
 fn print_row(tool: &ToolSpec, f: &FetchedArtifact, i: &Installable) {

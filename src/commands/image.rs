@@ -22,7 +22,7 @@ enum Action {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = super::up::vm_config(ctx)?;
+    let (_, cfg) = crate::lab_vm::load(ctx)?;
     let paths = super::up::paths(ctx);
     match args.action {
         Action::Build { force } => {

@@ -16,7 +16,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = super::up::vm_config(ctx)?;
+    let cfg = crate::lab_vm::config_for_teardown(ctx)?;
     let dir = labrun_vm::LabDir::for_lab(&ctx.state_root, &cfg.lab_name, &cfg.lab_path);
     let Some(state) = dir.read_state()? else {
         bail!("{} is not up: run `labrun up` first", cfg.domain_name());

@@ -1,10 +1,14 @@
 //! `labrun up`: bring up the lab's VM (building the image when missing),
-//! wait for SSH, install the lab's tools. Ctrl-C leaves nothing behind.
+//! wait for SSH, install the lab's tools. Every artifact is fetched and its
+//! SHA-256 checked before the VM starts; Ctrl-C leaves nothing behind.
 
+use crate::commands::fetch::{Ready, fetch_and_extract};
 use crate::context::Context;
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use labrun_vm::{Paths, UpOutcome, UpProgress, VmConfig, VmError};
+use labrun_artifact::InstallKind;
+use labrun_lab::Lab;
+use labrun_vm::{Paths, UpOutcome, UpProgress, VmError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -13,7 +17,18 @@ use std::time::{Duration, Instant};
 pub struct Args {}
 
 pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = vm_config(ctx)?;
+    bring_up(ctx).await
+}
+
+/// `labrun up`, also called by `labrun bench --up`.
+pub async fn bring_up(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let (lab, cfg) = crate::lab_vm::load(ctx)?;
+    // A wrong digest stops everything before anything is booted or installed.
+    let tools: Vec<&labrun_lab::ToolSpec> = lab.tools.iter().collect();
+    let ready = fetch_and_extract(ctx, &tools)
+        .await
+        .context("fetching the lab's tools (nothing was started)")?;
+    let installs = tool_installs(&lab, &ready);
     let paths = paths(ctx);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let signals = tokio::spawn(async move {
@@ -41,12 +56,10 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
             boot,
             image_built,
         }) => {
-            // Tools come from the lab's pinned artifacts once the lab file
-            // names them; the digests the guest computes are the evidence.
-            let tools: Vec<labrun_vm::ToolInstall> = Vec::new();
+            eprintln!("up: installing {} tool(s)", installs.len());
             let installed = tokio::select! {
-                r = labrun_vm::install_tools(&session, &tools) => r,
-                _ = wait_for_interrupt() => Err(VmError::Cancelled),
+                r = install_checked(&session, &installs, &ready) => r,
+                _ = wait_for_interrupt() => Err(VmError::Cancelled.into()),
             };
             let installed = match installed {
                 Ok(i) => i,
@@ -59,9 +72,9 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
                         "labrun: removed {} after the failure",
                         removed.removed.join(", ")
                     );
-                    return match e {
-                        VmError::Cancelled => Ok(ExitCode::from(130)),
-                        e => Err(e.into()),
+                    return match e.downcast_ref::<VmError>() {
+                        Some(VmError::Cancelled) => Ok(ExitCode::from(130)),
+                        _ => Err(e),
                     };
                 }
             };
@@ -70,6 +83,12 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
                     .binary_digests();
             std::fs::write(&digests, labrun_vm::tools::digest_lines(&installed))
                 .with_context(|| format!("writing {}", digests.display()))?;
+            for t in &installed {
+                println!(
+                    "installed {} at {} (sha256 {} checked in the guest)",
+                    t.name, t.guest_path, t.binary_sha256
+                );
+            }
             let _ = session.close().await;
             drop(lock);
             println!(
@@ -96,6 +115,51 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What to push for each tool: the extracted binary, or the whole `.deb`.
+fn tool_installs(lab: &Lab, ready: &[Ready]) -> Vec<labrun_vm::ToolInstall> {
+    lab.tools
+        .iter()
+        .zip(ready)
+        .map(|(tool, r)| {
+            let deb = matches!(r.installable.kind, InstallKind::Deb { .. });
+            labrun_vm::ToolInstall {
+                name: tool.name.clone(),
+                local_path: r.installable.path.clone(),
+                guest_path: tool.install_path(),
+                // The uploaded file's digest: the .deb's, or the binary's.
+                sha256: if deb {
+                    r.fetched.sha256.clone()
+                } else {
+                    r.installable.binary_sha256.clone()
+                },
+                deb,
+            }
+        })
+        .collect()
+}
+
+/// Installs, then compares what the guest computed for each binary with the
+/// digest the host extracted: the binary that runs is the one pinned.
+async fn install_checked(
+    session: &labrun_ssh::Session,
+    installs: &[labrun_vm::ToolInstall],
+    ready: &[Ready],
+) -> anyhow::Result<Vec<labrun_vm::InstalledTool>> {
+    let installed = labrun_vm::install_tools(session, installs).await?;
+    for (t, r) in installed.iter().zip(ready) {
+        if t.binary_sha256 != r.installable.binary_sha256 {
+            bail!(
+                "{} at {} in the guest has SHA-256 {}, but the verified artifact's binary is {}: the install did not put the pinned binary there",
+                t.name,
+                t.guest_path,
+                t.binary_sha256,
+                r.installable.binary_sha256
+            );
+        }
+    }
+    Ok(installed)
+}
+
 /// SIGINT or SIGTERM.
 pub(crate) async fn wait_for_interrupt() {
     use tokio::signal::unix::{SignalKind, signal};
@@ -110,38 +174,6 @@ pub(crate) async fn wait_for_interrupt() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
-}
-
-/// The lab file's absolute path (it need not exist any more for `down`).
-pub(crate) fn lab_path(ctx: &Context) -> anyhow::Result<PathBuf> {
-    if let Ok(p) = std::fs::canonicalize(&ctx.lab_path) {
-        return Ok(p);
-    }
-    let cwd = std::env::current_dir().context("cannot read the current folder")?;
-    Ok(cwd.join(&ctx.lab_path))
-}
-
-/// The VM settings of the lab. The lab's name is the file name without its
-/// extension until the lab schema's `name:` is read here.
-pub(crate) fn vm_config(ctx: &Context) -> anyhow::Result<VmConfig> {
-    let path = lab_path(ctx)?;
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
-    let name: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let cfg = VmConfig::new(name, path);
-    cfg.validate()?;
-    Ok(cfg)
 }
 
 pub(crate) fn paths(ctx: &Context) -> Paths {

@@ -1,0 +1,100 @@
+//! The lab file's `vm:` section turned into the VM crate's own typed settings
+//! (the VM crate knows nothing of lab files), and the lab's identity for
+//! commands that must work even when the lab file is gone or broken (`down`).
+
+use crate::context::Context;
+use anyhow::{Context as _, bail};
+use labrun_lab::{Lab, Machine, VmSpec};
+use labrun_vm::{ImageSpec, VmConfig};
+use std::path::{Path, PathBuf};
+
+/// The lab file's absolute path (it need not exist any more).
+pub fn lab_path(ctx: &Context) -> anyhow::Result<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(&ctx.lab_path) {
+        return Ok(p);
+    }
+    let cwd = std::env::current_dir().context("cannot read the current folder")?;
+    Ok(cwd.join(&ctx.lab_path))
+}
+
+/// Loads the lab and its VM settings; a lab that names an existing machine
+/// (`target:`) has no VM to bring up.
+pub fn load(ctx: &Context) -> anyhow::Result<(Lab, VmConfig)> {
+    let lab = Lab::load(&ctx.lab_path)?;
+    let path = lab_path(ctx)?;
+    let cfg = match lab.machine() {
+        Machine::Vm(vm) => vm_config(&lab.name, &path, &vm)?,
+        Machine::Target(t) => bail!(
+            "lab `{}` runs on an existing machine ({}@{}:{}), not in a VM: `labrun up` and `labrun down` have nothing to do; run `labrun bench`",
+            lab.name,
+            t.user,
+            t.host,
+            t.port
+        ),
+    };
+    Ok((lab, cfg))
+}
+
+pub fn vm_config(lab_name: &str, lab_path: &Path, vm: &VmSpec) -> anyhow::Result<VmConfig> {
+    let image = match &vm.image {
+        labrun_lab::ImageSpec::Debian12 => ImageSpec {
+            extra_packages: vm.packages.clone(),
+            disk_gib: u32::try_from(vm.disk.bytes().div_ceil(1 << 30)).unwrap_or(u32::MAX),
+            ..ImageSpec::default()
+        },
+        labrun_lab::ImageSpec::Cloud(_) => bail!(
+            "`vm.image: cloud` is not supported by `labrun up` yet: use `image: debian12`, which labrun builds from the host's apt sources"
+        ),
+    };
+    let cfg = VmConfig {
+        lab_name: lab_name.to_string(),
+        lab_path: lab_path.to_path_buf(),
+        uri: vm.uri.clone(),
+        vcpus: vm.vcpus,
+        memory_mib: vm.memory.bytes() / (1 << 20),
+        accel: match vm.accel {
+            labrun_lab::Accel::Auto => labrun_vm::Accel::Auto,
+            labrun_lab::Accel::Kvm => labrun_vm::Accel::Kvm,
+            labrun_lab::Accel::Tcg => labrun_vm::Accel::Tcg,
+        },
+        disk_cache: match vm.disk_cache {
+            labrun_lab::DiskCache::NoCache => labrun_vm::DiskCache::None,
+            labrun_lab::DiskCache::Writeback => labrun_vm::DiskCache::Writeback,
+            labrun_lab::DiskCache::Writethrough => labrun_vm::DiskCache::Writethrough,
+            labrun_lab::DiskCache::Directsync => labrun_vm::DiskCache::Directsync,
+            labrun_lab::DiskCache::Unsafe => labrun_vm::DiskCache::Unsafe,
+        },
+        ssh_timeout_secs: vm.ssh_timeout.as_secs(),
+        image,
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// The VM settings when the lab file loads; otherwise (deleted, broken) the
+/// settings `up` recorded for this lab file, so `down` can always clean up.
+pub fn config_for_teardown(ctx: &Context) -> anyhow::Result<VmConfig> {
+    match load(ctx) {
+        Ok((_, cfg)) => Ok(cfg),
+        Err(load_error) => {
+            let path = lab_path(ctx)?;
+            let recorded = labrun_vm::state::lab_dirs(&ctx.state_root)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|d| d.read_state().ok().flatten())
+                .find(|s| s.lab_path == path);
+            match recorded {
+                Some(s) => {
+                    let mut cfg = VmConfig::new(s.lab_name, s.lab_path);
+                    cfg.uri = s.uri;
+                    Ok(cfg)
+                }
+                None => Err(load_error.context(format!(
+                    "and no VM recorded for {} under {}",
+                    path.display(),
+                    ctx.state_root.display()
+                ))),
+            }
+        }
+    }
+}
