@@ -15,6 +15,29 @@ impl Lab {
                 seed: *seed,
                 scale: self.scale(scale_override),
             }),
+            // The first commit of a generated history, as small files; a
+            // repository's size is not known before it is read.
+            DatasetSpec::GitHistory {
+                generate: Some(g), ..
+            } => Layout {
+                small_files: u64::from(g.files),
+                small_bytes: u64::from(g.files) * u64::from(g.mean_file_bytes),
+                ..Layout::default()
+            },
+            DatasetSpec::GitHistory { .. } => Layout::default(),
+        }
+    }
+
+    /// The git-history source, for a lab whose dataset is one (and valid).
+    pub fn history_source(&self) -> Option<labrun_evidence::HistorySource> {
+        match &self.dataset {
+            DatasetSpec::GitHistory {
+                generate,
+                repository,
+                commits,
+                every,
+            } => crate::history::source(generate, repository, commits, every),
+            DatasetSpec::Synthetic { .. } => None,
         }
     }
 
@@ -74,6 +97,15 @@ impl Lab {
             }
         }
 
+        if let Some(source) = self.history_source() {
+            crate::history::describe(&source, &mut s);
+            describe_history_steps(self, &source, &mut s);
+            let _ = writeln!(s, "tools ({}):", self.tools.len());
+            for t in &self.tools {
+                describe_tool(&mut s, t);
+            }
+            return s;
+        }
         let scale = self.scale(scale_override);
         let l = self.dataset_layout(scale_override);
         match &self.dataset {
@@ -86,6 +118,7 @@ impl Lab {
                     "dataset: synthetic, seed {seed}, change seed {change}, scale {scale}"
                 );
             }
+            DatasetSpec::GitHistory { .. } => {}
         }
         let rows = [
             ("small files", l.small_files, l.small_bytes),
@@ -115,6 +148,24 @@ impl Lab {
         }
         s
     }
+}
+
+/// The cycles line of a git-history lab: init, then a backup and a
+/// restore per snapshot.
+fn describe_history_steps(lab: &Lab, source: &labrun_evidence::HistorySource, s: &mut String) {
+    let per_cycle = match crate::history::snapshot_count(source) {
+        Some(n) => {
+            let steps = 1 + 2 * u64::from(n);
+            let all = steps * u64::from(lab.cycles) * lab.tools.len() as u64;
+            format!("{steps} per tool and cycle (init, {n} backups, {n} restores), {all} in all")
+        }
+        None => "per tool and cycle: init, then a backup and a restore per selected commit".into(),
+    };
+    let _ = writeln!(
+        s,
+        "cycles: {}; timed steps: {per_cycle}; a step is stopped after {}",
+        lab.cycles, lab.timeouts.step
+    );
 }
 
 fn describe_tool(s: &mut String, t: &ToolSpec) {

@@ -14,6 +14,7 @@
 mod artifact_check;
 mod describe;
 mod error;
+mod history;
 mod load;
 mod locate;
 mod plan;
@@ -27,8 +28,8 @@ pub use error::{LabError, Problem};
 pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use schema::{
-    Accel, CommandSpec, CommandsSpec, DatasetSpec, DiskCache, ImageSpec, Lab, Machine, TargetSpec,
-    Timeouts, ToolSpec, VmSpec,
+    Accel, CommandSpec, CommandsSpec, DatasetSpec, DiskCache, EverySpec, ImageSpec, Lab, Machine,
+    TargetSpec, Timeouts, ToolSpec, VmSpec,
 };
 pub use units::{ByteSize, Duration};
 pub use validate::{check_scale, placeholders};

@@ -129,6 +129,25 @@ impl Lab {
                 scale: o.scale.unwrap_or(*scale),
                 change_seed: Some(change_seed.unwrap_or(seed.wrapping_add(1))),
             },
+            DatasetSpec::GitHistory {
+                generate,
+                repository,
+                commits,
+                every,
+            } => {
+                if o.scale.is_some() {
+                    return Err(LabError::BadOverride {
+                        option: "--scale",
+                        message: "applies to the synthetic dataset only: a git-history lab sizes its history with `generate.files` and `generate.commits`".into(),
+                    });
+                }
+                let source = crate::history::source(generate, repository, commits, every)
+                    .ok_or_else(|| LabError::Invalid {
+                        file: self.source.file.display().to_string(),
+                        problems: self.validate(),
+                    })?;
+                DatasetPlan::GitHistory { source }
+            }
         };
         Ok(Plan {
             schema_version: labrun_evidence::SCHEMA_VERSION,
@@ -147,6 +166,8 @@ impl Lab {
     pub fn scale(&self, scale_override: Option<f64>) -> f64 {
         match &self.dataset {
             DatasetSpec::Synthetic { scale, .. } => scale_override.unwrap_or(*scale),
+            // A history is sized by its generator or its repository.
+            DatasetSpec::GitHistory { .. } => 1.0,
         }
     }
 }

@@ -195,6 +195,36 @@ pub enum DatasetSpec {
         #[serde(default)]
         change_seed: Option<u64>,
     },
+    /// The second study (SPEC 6): one code base at successive commits.
+    /// Either `generate:` (a seeded synthetic history the agent writes
+    /// itself: runs anywhere, no git needed), or `repository:` (a git
+    /// repository or bundle on the machine under test, read with its git)
+    /// with `commits:` or `every:`.
+    GitHistory {
+        #[serde(default)]
+        generate: Option<labrun_evidence::HistoryGenerator>,
+        /// Absolute path, on the machine under test, of a repository or of
+        /// a file made with `git bundle create FILE --all`.
+        #[serde(default)]
+        repository: Option<String>,
+        /// The commits to back up, oldest first (anything `git rev-parse`
+        /// takes: ids, tags, `v6.1~100`).
+        #[serde(default)]
+        commits: Option<Vec<String>>,
+        /// Or: `from`, then every `commits`th first-parent commit up to `to`.
+        #[serde(default)]
+        every: Option<EverySpec>,
+    },
+}
+
+/// `every: {commits: 1000, from: v6.0, to: v6.1}`: every 1000th commit.
+/// (Not `n:`: YAML 1.1 reads a bare `n` as the boolean false.)
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EverySpec {
+    pub commits: u32,
+    pub from: String,
+    pub to: String,
 }
 
 fn default_seed() -> u64 {

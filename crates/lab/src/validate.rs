@@ -232,6 +232,12 @@ fn validate_dataset(d: &DatasetSpec, out: &mut Vec<Problem>) {
                 out.push(Problem::new("dataset.scale", msg));
             }
         }
+        DatasetSpec::GitHistory {
+            generate,
+            repository,
+            commits,
+            every,
+        } => crate::history::validate(generate, repository, commits, every, out),
     }
 }
 
@@ -342,8 +348,21 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
         }
     }
 
+    // A tool that binds its tree once, at init (duplicacy's `-repository`),
+    // backs up without naming it again.
+    let init = &tool.commands.init;
+    let init_names_source = init
+        .argv
+        .iter()
+        .chain(init.cwd.iter())
+        .any(|a| placeholders(a).contains(&"source"));
     for (key, cmd) in tool.commands.all() {
-        validate_command(cmd, &format!("{at}.commands.{key}"), key, out);
+        let key_rule = if key == "backup" && init_names_source {
+            "backup-bound-at-init"
+        } else {
+            key
+        };
+        validate_command(cmd, &format!("{at}.commands.{key}"), key_rule, out);
     }
 }
 

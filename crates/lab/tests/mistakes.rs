@@ -52,6 +52,36 @@ tools:
 
 /// (case name, text to replace in BASE, replacement)
 const CASES: &[(&str, &str, &str)] = &[
+    (
+        "history_two_sources",
+        "  kind: synthetic\n  seed: 7\n  scale: 0.5",
+        "  kind: git-history\n  generate: {seed: 1, commits: 3, files: 10}\n  repository: /var/tmp/r.bundle\n  commits: [v1]",
+    ),
+    (
+        "history_repository_without_commits",
+        "  kind: synthetic\n  seed: 7\n  scale: 0.5",
+        "  kind: git-history\n  repository: linux.bundle",
+    ),
+    (
+        "history_generator_out_of_range",
+        "  kind: synthetic\n  seed: 7\n  scale: 0.5",
+        "  kind: git-history\n  generate: {seed: 1, commits: 0, files: 10}",
+    ),
+    (
+        "history_generator_typo",
+        "  kind: synthetic\n  seed: 7\n  scale: 0.5",
+        "  kind: git-history\n  generate: {seed: 1, comits: 3, files: 10}",
+    ),
+    (
+        "history_list_and_every",
+        "  kind: synthetic\n  seed: 7\n  scale: 0.5",
+        "  kind: git-history\n  repository: /r\n  commits: [a]\n  every: {commits: 10, from: a, to: b}",
+    ),
+    (
+        "history_every_zero",
+        "  kind: synthetic\n  seed: 7\n  scale: 0.5",
+        "  kind: git-history\n  repository: /r\n  every: {commits: 0, from: a, to: b}",
+    ),
     ("typo_top_level_key", "cycles: 3", "cycels: 3"),
     (
         "typo_nested_key",

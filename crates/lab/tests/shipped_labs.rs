@@ -96,7 +96,10 @@ fn overrides_change_scale_cycles_and_tools() {
     assert_eq!(plan.cycles, 1);
     let labrun_evidence::DatasetPlan::Synthetic {
         scale, change_seed, ..
-    } = plan.dataset;
+    } = plan.dataset
+    else {
+        panic!("restic-borg-kopia.yaml has the synthetic dataset")
+    };
     assert_eq!(scale, 0.002);
     assert_eq!(change_seed, Some(2));
     // lab order, not command-line order
