@@ -20,6 +20,7 @@ pub mod error;
 pub mod evidence;
 pub mod export;
 pub mod format;
+pub mod history;
 pub mod sample;
 pub mod stats;
 pub mod summary;

@@ -30,6 +30,10 @@ pub struct Summary {
     pub warnings: Vec<Warning>,
     /// Every measured figure of every record, flat.
     pub samples: Vec<Sample>,
+    /// A git-history run (SPEC 6): per tool and snapshot, backup, repository
+    /// size and restore. Empty (and absent from JSON) for other runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<crate::history::SnapshotRow>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,7 +157,10 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         failed_steps,
         warnings: raw.warnings.clone(),
         samples: sample::from_records(&raw.records),
+        history: Vec::new(),
     };
+    let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
+    summary.history = crate::history::rows(&names, &raw.records);
     let more = crate::checks::warnings(&summary, &raw.records);
     summary.warnings.extend(more);
     summary

@@ -65,6 +65,7 @@ pub fn render(s: &Summary) -> String {
         }),
     );
 
+    super::history::markdown(&mut out, s);
     out.push_str("## Per phase\n\n");
     let phases: Vec<_> = {
         let mut all: Vec<_> = s

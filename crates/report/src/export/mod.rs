@@ -5,6 +5,7 @@
 mod cells;
 pub mod chart;
 pub mod csv;
+pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod terminal;
@@ -19,6 +20,11 @@ pub trait Exporter {
     fn file_name(&self) -> &'static str;
     /// The file's whole content. Pure: the same summary gives the same bytes.
     fn serialize(&self, summary: &Summary) -> Result<Vec<u8>>;
+    /// Whether this file belongs to this summary (the history chart only
+    /// to git-history runs).
+    fn applies(&self, _summary: &Summary) -> bool {
+        true
+    }
 }
 
 /// Every writer, in the order their files are listed to the user.
@@ -30,6 +36,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(chart::TimeChart),
         Box::new(chart::RepoSizeChart),
         Box::new(chart::MemoryChart),
+        Box::new(history::HistoryChart),
     ]
 }
 
@@ -39,6 +46,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
 pub fn write_all(summary: &Summary, dir: &Path) -> Result<Vec<PathBuf>> {
     let rendered = exporters()
         .iter()
+        .filter(|e| e.applies(summary))
         .map(|e| Ok((e.file_name(), e.serialize(summary)?)))
         .collect::<Result<Vec<_>>>()?;
     rendered
