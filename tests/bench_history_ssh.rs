@@ -1,0 +1,117 @@
+//! `labrun bench` with `labs/history.yaml` end to end, without a VM: the lab
+//! is pointed at an OpenSSH server on 127.0.0.1 that this test starts, and
+//! shrunk to a 3-commit history. The real binary pushes the agent, which
+//! backs up each commit with restic, borg and duplicity from Debian's
+//! packages and restores every snapshot; the evidence comes back and the
+//! summary has the per-snapshot table.
+
+use labrun_ssh::test_support::Sshd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const LABRUN: &str = env!("CARGO_BIN_EXE_labrun");
+const COMMITS: u64 = 3;
+
+/// labs/history.yaml's tools, on this machine: restic is the Debian
+/// package's /usr/bin/restic (the same .deb the lab pins), borg and
+/// duplicity are where their packages install them.
+fn write_lab(dir: &Path, sshd: &Sshd) -> PathBuf {
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/labs/history.yaml"))
+            .expect("labs/history.yaml");
+    let tools = &shipped[shipped.find("\ntools:").expect("tools section")..];
+    let tools = tools.replace(
+        "  - name: restic\n",
+        "  - name: restic\n    install: /usr/bin/restic\n",
+    );
+    let t = sshd.target();
+    let lab = format!(
+        "name: history-e2e\ntarget:\n  host: 127.0.0.1\n  port: {port}\n  user: {user}\n  key: {key}\n  host_key: \"{host_key}\"\n  workdir: {work}\ndataset:\n  kind: git-history\n  generate: {{seed: 4, commits: {COMMITS}, files: 50, mean_file_bytes: 2000, churn: 0.1}}\ncycles: 1\n{tools}",
+        port = t.port,
+        user = t.user,
+        key = t.client_key.display(),
+        host_key = t.host_key,
+        work = dir.join("remote").display(),
+    );
+    let path = dir.join("lab.yaml");
+    std::fs::write(&path, lab).expect("write lab");
+    path
+}
+
+#[test]
+fn bench_over_ssh_backs_up_each_commit_and_restores_every_snapshot() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = write_lab(dir.path(), &sshd);
+    let results = dir.path().join("results");
+    let out = Command::new(LABRUN)
+        .arg("-f")
+        .arg(&lab)
+        .args([
+            "bench",
+            "--plain",
+            "--tools",
+            "restic,borg,duplicity",
+            "--results",
+        ])
+        .arg(&results)
+        .output()
+        .expect("run labrun");
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
+    let runs: Vec<PathBuf> = std::fs::read_dir(&results)
+        .expect("results")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/records.jsonl"))
+        .expect("records")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    for tool in ["restic", "borg", "duplicity"] {
+        for k in 1..=COMMITS {
+            for step in ["restore", "verify"] {
+                let r = records
+                    .iter()
+                    .find(|r| r["tool"] == tool && r["step"] == step && r["history"]["index"] == k)
+                    .unwrap_or_else(|| panic!("no {tool} {step} of snapshot {k}"));
+                assert_eq!(r["ok"], true, "{tool} {step} s{k}: {r}");
+            }
+            let backup = if k == 1 {
+                "backup_full"
+            } else {
+                "backup_incremental"
+            };
+            assert!(
+                records.iter().any(|r| r["tool"] == tool
+                    && r["step"] == backup
+                    && r["history"]["index"] == k
+                    && r["ok"] == true
+                    && r["timed"] == true),
+                "{tool}: no timed {backup} of snapshot {k}"
+            );
+        }
+    }
+    for k in 1..=COMMITS {
+        let m = run.join(format!("raw/manifests/commit-{k:04}.jsonl"));
+        assert!(m.is_file(), "{} missing", m.display());
+    }
+    let md = std::fs::read_to_string(run.join("summary.md")).expect("summary.md");
+    assert!(md.contains("## Per snapshot (git history)"), "{md}");
+    for tool in ["restic", "borg", "duplicity"] {
+        // One row per snapshot (the results table names the version too).
+        let rows = md
+            .lines()
+            .filter(|l| l.starts_with(&format!("| {tool} | ")))
+            .count();
+        assert_eq!(rows, COMMITS as usize, "{tool} in\n{md}");
+    }
+    assert!(run.join("history.svg").is_file());
+}
