@@ -300,7 +300,7 @@ fn run_job(
 fn write_stream(
     file: &mut File,
     path: &Path,
-    rng: &mut rand_chacha::ChaCha20Rng,
+    rng: &mut stream::StreamRng,
     content: Content,
     len: u64,
     hasher: &mut Sha256,

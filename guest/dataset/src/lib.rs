@@ -11,7 +11,7 @@
 //! - [`history`]: the synthetic git history of the second study (SPEC 6).
 //!
 //! Same [`DatasetParams`]: byte-identical tree and identical manifest on any
-//! machine (ChaCha20 streams per file, integer layout; see `stream.rs`).
+//! machine (ChaCha8 streams per file, integer layout; see `stream.rs`).
 //! Errors are `io::Error`s carrying a [`DatasetError`] whose message says
 //! what went wrong and what to do (e.g. a full disk names the path and says
 //! to free space or lower `--scale`).
