@@ -457,6 +457,19 @@ fn check_placeholders<'a>(
     }
 }
 
+/// Debian policy: a package name is lowercase alphanumerics and `+-.`, at
+/// least two characters, starting with an alphanumeric; `=version` may pin it.
+fn is_debian_package(p: &str) -> bool {
+    let name = p
+        .split_once('=')
+        .map_or(p, |(n, v)| if v.is_empty() { "" } else { n });
+    name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::placeholders;
@@ -471,17 +484,4 @@ mod tests {
         assert_eq!(placeholders("awk '{print $1}'"), Vec::<&str>::new());
         assert_eq!(placeholders("{unclosed"), Vec::<&str>::new());
     }
-}
-
-/// Debian policy: a package name is lowercase alphanumerics and `+-.`, at
-/// least two characters, starting with an alphanumeric; `=version` may pin it.
-fn is_debian_package(p: &str) -> bool {
-    let name = p
-        .split_once('=')
-        .map_or(p, |(n, v)| if v.is_empty() { "" } else { n });
-    name.len() >= 2
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
 }
