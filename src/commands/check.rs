@@ -17,6 +17,12 @@ pub struct Args {
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let outcome = check(&ctx.lab_path, args.scale);
     print!("{}", outcome.stdout);
+    if let Some(lab) = &outcome.lab {
+        print!(
+            "{}",
+            resolutions(lab, &ctx.cache_dir, ctx.mirror.as_deref())
+        );
+    }
     eprint!("{}", outcome.stderr);
     Ok(ExitCode::from(outcome.status))
 }
@@ -25,6 +31,19 @@ struct Outcome {
     stdout: String,
     stderr: String,
     status: u8,
+    /// The lab, when it loaded and validated.
+    lab: Option<Lab>,
+}
+
+/// Where each tool's artifact would come from on this machine, decided
+/// offline; an artifact nothing here provides is named.
+fn resolutions(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
+    let mut out = String::from("artifacts on this machine:\n");
+    for tool in &lab.tools {
+        let r = labrun_artifact::resolve_offline(&tool.artifact, cache, mirror);
+        out.push_str(&format!("  {:<12} {r}\n", tool.name));
+    }
+    out
 }
 
 fn check(path: &Path, scale: Option<f64>) -> Outcome {
@@ -32,6 +51,7 @@ fn check(path: &Path, scale: Option<f64>) -> Outcome {
         stdout: String::new(),
         stderr,
         status,
+        lab: None,
     };
     if let Some(s) = scale
         && let Err(msg) = check_scale(s)
@@ -43,6 +63,7 @@ fn check(path: &Path, scale: Option<f64>) -> Outcome {
             stdout: format!("{}ok: {} is valid\n", lab.describe(scale), path.display()),
             stderr: String::new(),
             status: 0,
+            lab: Some(lab),
         },
         // Already `file:line:column: path: message`, one per problem.
         Err(e @ (LabError::Parse { .. } | LabError::Invalid { .. })) => fail(format!("{e}\n"), 1),
@@ -62,6 +83,27 @@ mod tests {
             assert_eq!(out.status, 0, "{lab}: {}", out.stderr);
             assert!(out.stdout.contains("timed steps") && out.stdout.contains("ok: "));
         }
+    }
+
+    #[test]
+    fn artifacts_nothing_here_provides_are_named() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lab = check(&root.join("labs/restic-borg-kopia.yaml"), None)
+            .lab
+            .expect("valid lab");
+        let cache = tempfile::tempdir().unwrap();
+        let text = super::resolutions(&lab, cache.path(), None);
+        for tool in ["restic", "borg", "kopia"] {
+            let line = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(tool))
+                .unwrap_or_else(|| panic!("no line for {tool}:\n{text}"));
+            assert!(line.contains("--mirror"), "{line}");
+        }
+        let mirror = tempfile::tempdir().unwrap();
+        std::fs::write(mirror.path().join("restic_0.19.1_linux_amd64.bz2"), b"x").unwrap();
+        let text = super::resolutions(&lab, cache.path(), Some(mirror.path()));
+        assert!(text.contains("in the mirror folder"), "{text}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod http;
 pub mod lab_edit;
 pub mod pin;
 pub mod progress;
+pub mod resolve;
 pub mod source;
 pub mod spec;
 
@@ -31,5 +32,6 @@ pub use fetcher::{FetchOptions, FetchedArtifact, Fetcher};
 pub use http::NetPolicy;
 pub use pin::{ManualPin, PinOutcome, PinRequest, write_lab};
 pub use progress::{NoProgress, Progress};
+pub use resolve::{Resolution, resolve_offline};
 pub use source::{FileName, Source};
 pub use spec::{AptPackage, ArtifactSpec, Extract, SourceRef};

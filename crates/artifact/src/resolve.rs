@@ -1,0 +1,164 @@
+//! Where an artifact would come from, decided without the network: the
+//! cache, the mirror folder, the host's apt index, a local file. What none
+//! of these has is named, so `labrun check` can say which artifact this
+//! machine cannot resolve before anything is fetched.
+
+use crate::cache::{Cache, find_in};
+use crate::spec::{ArtifactSpec, SourceRef};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Already verified into the cache.
+    Cached(PathBuf),
+    /// A file of that name in the mirror folder (checked when fetched).
+    Mirror(PathBuf),
+    /// The host's apt index lists this package version.
+    AptIndex { package: String, version: String },
+    /// The local file exists.
+    LocalFile(PathBuf),
+    /// Only the URL has it: `labrun fetch` must download it.
+    Download(String),
+    /// Nothing on this machine provides it.
+    Unresolvable(String),
+}
+
+impl Resolution {
+    /// True when the artifact can be had without any download.
+    pub fn is_local(&self) -> bool {
+        !matches!(self, Resolution::Download(_) | Resolution::Unresolvable(_))
+    }
+}
+
+impl fmt::Display for Resolution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Resolution::Cached(p) => write!(f, "in the cache ({})", p.display()),
+            Resolution::Mirror(p) => write!(f, "in the mirror folder ({})", p.display()),
+            Resolution::AptIndex { package, version } => {
+                write!(f, "in the host's apt index ({package}={version})")
+            }
+            Resolution::LocalFile(p) => write!(f, "local file {}", p.display()),
+            Resolution::Download(url) => write!(
+                f,
+                "not cached and not in a mirror: `labrun fetch` will download {url} (offline: put the file in a folder and pass --mirror DIR)"
+            ),
+            Resolution::Unresolvable(why) => write!(f, "CANNOT BE RESOLVED here: {why}"),
+        }
+    }
+}
+
+/// Decides where `spec` would come from; sends nothing over the network.
+pub fn resolve_offline(spec: &ArtifactSpec, cache_dir: &Path, mirror: Option<&Path>) -> Resolution {
+    let (source, file_name) = match (spec.source(), spec.file_name()) {
+        (Ok(s), Ok(n)) => (s, n),
+        (Err(e), _) | (_, Err(e)) => return Resolution::Unresolvable(e.to_string()),
+    };
+    if let Some(p) = Cache::new(cache_dir).find(&spec.sha256, &file_name) {
+        return Resolution::Cached(p);
+    }
+    if let Some(p) = mirror.and_then(|m| find_in(m, &file_name).into_iter().next()) {
+        return Resolution::Mirror(p);
+    }
+    match source {
+        SourceRef::Url(url) => Resolution::Download(url.to_string()),
+        SourceRef::File(path) if path.is_file() => Resolution::LocalFile(path),
+        SourceRef::File(path) => {
+            Resolution::Unresolvable(format!("{} does not exist", path.display()))
+        }
+        SourceRef::Apt(apt) => {
+            // The local index only: `apt-cache` reads the lists on disk. It
+            // exits 0 even for a version it lacks, so read its record.
+            let listed = std::process::Command::new("apt-cache")
+                .args(["show", "--no-all-versions"])
+                .arg(format!("{}={}", apt.package, apt.version))
+                .stderr(std::process::Stdio::null())
+                .output()
+                .is_ok_and(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .any(|l| l.strip_prefix("Version: ") == Some(apt.version.as_str()))
+                });
+            if listed {
+                Resolution::AptIndex {
+                    package: apt.package.clone(),
+                    version: apt.version.clone(),
+                }
+            } else {
+                Resolution::Unresolvable(format!(
+                    "the host's apt index has no {}={} (run `apt-get update`, or pin the version `apt-cache policy {}` lists)",
+                    apt.package, apt.version, apt.package
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Extract;
+
+    fn url_spec() -> ArtifactSpec {
+        ArtifactSpec {
+            url: Some("http://127.0.0.1:9/tool_1.0_linux_amd64".into()),
+            file: None,
+            apt: None,
+            sha256: "ab".repeat(32),
+            sha256_source: None,
+            extract: Extract::Raw,
+            binary_sha256: None,
+        }
+    }
+
+    #[test]
+    fn url_only_needs_a_download_unless_the_mirror_has_it() {
+        let cache = tempfile::tempdir().unwrap();
+        let spec = url_spec();
+        let r = resolve_offline(&spec, cache.path(), None);
+        assert!(matches!(r, Resolution::Download(_)), "{r}");
+        assert!(!r.is_local());
+        assert!(r.to_string().contains("--mirror"), "{r}");
+        let mirror = tempfile::tempdir().unwrap();
+        std::fs::write(mirror.path().join("tool_1.0_linux_amd64"), b"x").unwrap();
+        let r = resolve_offline(&spec, cache.path(), Some(mirror.path()));
+        assert_eq!(
+            r,
+            Resolution::Mirror(mirror.path().join("tool_1.0_linux_amd64"))
+        );
+    }
+
+    #[test]
+    fn missing_local_file_and_unknown_apt_version_are_unresolvable() {
+        let cache = tempfile::tempdir().unwrap();
+        let mut spec = url_spec();
+        spec.url = None;
+        spec.file = Some("/nonexistent/labrun-tool".into());
+        let r = resolve_offline(&spec, cache.path(), None);
+        assert!(matches!(r, Resolution::Unresolvable(_)), "{r}");
+        spec.file = None;
+        spec.apt = Some(crate::spec::AptPackage {
+            package: "restic".into(),
+            version: "0.0.0-labrun-no-such-version".into(),
+        });
+        spec.extract = Extract::DebMember("usr/bin/restic".into());
+        let r = resolve_offline(&spec, cache.path(), None);
+        assert!(r.to_string().contains("apt index has no restic="), "{r}");
+    }
+
+    #[test]
+    fn the_default_labs_restic_is_in_the_apt_index() {
+        let cache = tempfile::tempdir().unwrap();
+        let mut spec = url_spec();
+        spec.url = None;
+        spec.apt = Some(crate::spec::AptPackage {
+            package: "restic".into(),
+            version: "0.14.0-1+b5".into(),
+        });
+        spec.extract = Extract::DebMember("usr/bin/restic".into());
+        let r = resolve_offline(&spec, cache.path(), None);
+        assert!(matches!(r, Resolution::AptIndex { .. }), "{r}");
+        assert!(r.is_local());
+    }
+}
