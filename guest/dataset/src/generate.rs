@@ -3,12 +3,7 @@
 //!
 //! Files are written through the page cache and not fsynced one by one (that
 //! would measure the disk, not produce a dataset): whoever needs the tree on
-//! disk calls `sync`, as the protocol does before every timed step. But each
-//! file's writeback is *started* as it is written (every
-//! [`WRITEBACK_EVERY`] bytes and at its end, without waiting): the disk then
-//! works while the CPU generates, instead of all at once in that `sync`, and
-//! dirty pages never pile up to the point where the kernel throttles the
-//! writers (a 6 GB tree in a 3 GiB VM).
+//! disk calls `sync`, as the protocol does before every timed step.
 
 use crate::error::DatasetError;
 use crate::pool::{self, Worker};
@@ -21,10 +16,6 @@ use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
-
-/// Bytes of a file written between two writeback starts: big enough for
-/// full device requests, small enough to keep the disk busy early.
-const WRITEBACK_EVERY: u64 = 8 << 20;
 
 pub fn generate(
     out: &Path,
@@ -158,7 +149,6 @@ fn write_file(
     let content = spec.class.content();
     let mut hasher = Sha256::new();
     let mut left = spec.size;
-    let mut flushed = 0; // bytes whose writeback has been started
     while left > 0 {
         if worker.aborted() {
             return Err(aborted());
@@ -173,25 +163,8 @@ fn write_file(
         }
         worker.add(n as u64 * paths.len() as u64);
         left -= n as u64;
-        let written = spec.size - left;
-        if written - flushed >= WRITEBACK_EVERY || left == 0 {
-            for f in &files {
-                start_writeback(f, flushed, written - flushed);
-            }
-            flushed = written;
-        }
     }
     Ok(hex::encode(hasher.finalize()))
-}
-
-/// Starts writing `len` bytes at `offset` of `file` to disk, without waiting.
-/// `POSIX_FADV_DONTNEED` does that on Linux (then drops the pages already
-/// clean, which these just-written ones are not). Only advice: an error
-/// changes nothing the tree holds, so it is ignored.
-fn start_writeback(file: &File, offset: u64, len: u64) {
-    if let Some(len) = std::num::NonZeroU64::new(len) {
-        let _ = rustix::fs::fadvise(file, offset, Some(len), rustix::fs::Advice::DontNeed);
-    }
 }
 
 /// Returned by jobs that stop because another failed; never reported, since
