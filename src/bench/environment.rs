@@ -1,5 +1,7 @@
 //! The environment a run had, host and guest, captured with one probe script
-//! run on both sides so the two halves are described the same way.
+//! run on both sides so the two halves are described the same way. In the
+//! guest the probe and every tool's version command go in one exec: each
+//! exec is a round trip and a shell start there.
 
 use crate::bench::layout::sh_quote;
 use labrun_evidence::ToolPlan;
@@ -50,19 +52,13 @@ pub fn probe_host() -> Machine {
     }
 }
 
-pub async fn probe_guest(session: &Session) -> Machine {
-    match session.exec(PROBE).await {
-        Ok(out) => parse_probe(&String::from_utf8_lossy(&out.stdout)),
-        Err(_) => Machine::default(),
-    }
-}
+/// Marks the start of a tool's version output in the combined script.
+const VERSION_MARK: &str = "labrun-version-of=";
 
-/// What each tool's `version` command prints in the guest (first line).
-pub async fn tool_versions(
-    session: &Session,
-    tools: &[ToolPlan],
-) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
+/// The probe, then each tool's `version` command (stdout and stderr) after
+/// a marker line naming the tool; a tool's failure does not stop the rest.
+fn guest_script(tools: &[ToolPlan]) -> String {
+    let mut script = PROBE.to_string();
     for tool in tools {
         let Some(cmd) = &tool.commands.version else {
             continue;
@@ -73,26 +69,55 @@ pub async fn tool_versions(
             .map(|a| sh_quote(&a.replace("{bin}", &tool.binary)))
             .collect::<Vec<_>>()
             .join(" ");
-        let text = match session.exec(&format!("{line} 2>&1")).await {
-            Ok(o) => String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string(),
-            Err(e) => format!("(version command failed: {e})"),
-        };
-        out.insert(tool.name.clone(), text);
+        script.push_str(&format!(
+            "echo {}\n{line} 2>&1 < /dev/null\n",
+            sh_quote(&format!("{VERSION_MARK}{}", tool.name))
+        ));
     }
-    out
+    script
 }
 
-/// Everything but the VM-specific fields, which the caller fills in.
+/// Splits the combined output: the probe's lines, and the first line each
+/// tool's version command printed.
+fn parse_guest(text: &str) -> (Machine, std::collections::BTreeMap<String, String>) {
+    let (probe, rest) = match text.find(&format!("\n{VERSION_MARK}")) {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None if text.starts_with(VERSION_MARK) => ("", text),
+        None => (text, ""),
+    };
+    let mut versions = std::collections::BTreeMap::new();
+    let mut current: Option<&str> = None;
+    for line in rest.lines() {
+        if let Some(name) = line.strip_prefix(VERSION_MARK) {
+            versions.insert(name.to_string(), String::new());
+            current = Some(name);
+        } else if let Some(name) = current.take() {
+            versions.insert(name.to_string(), line.trim().to_string());
+        }
+    }
+    (parse_probe(probe), versions)
+}
+
+fn failed_versions(tools: &[ToolPlan], why: &str) -> std::collections::BTreeMap<String, String> {
+    tools
+        .iter()
+        .filter(|t| t.commands.version.is_some())
+        .map(|t| (t.name.clone(), format!("(version command failed: {why})")))
+        .collect()
+}
+
+/// Everything but the VM-specific fields, which the caller fills in. The
+/// host is probed while the guest answers.
 pub async fn capture(session: &Session, tools: &[ToolPlan]) -> Environment {
+    let host = tokio::task::spawn_blocking(probe_host);
+    let (guest, tool_versions) = match session.exec(&guest_script(tools)).await {
+        Ok(o) => parse_guest(&String::from_utf8_lossy(&o.stdout)),
+        Err(e) => (Machine::default(), failed_versions(tools, &e.to_string())),
+    };
     Environment {
-        host: probe_host(),
-        guest: probe_guest(session).await,
-        tool_versions: tool_versions(session, tools).await,
+        host: host.await.unwrap_or_default(),
+        guest,
+        tool_versions,
         ..Environment::default()
     }
 }
@@ -110,6 +135,50 @@ mod tests {
         assert_eq!(m.memory_mib, Some(2904));
         assert_eq!(m.cpu_flags, vec!["fpu", "sse2"]);
         assert_eq!(m.os.as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
+    }
+
+    #[test]
+    fn one_script_probes_and_asks_every_tool_its_version() {
+        let tool = |name: &str, argv: &[&str]| -> ToolPlan {
+            serde_json::from_value(serde_json::json!({
+                "name": name, "version": "1", "binary": format!("/opt/{name}"),
+                "commands": {
+                    "init": {"argv": ["{bin}"]}, "backup": {"argv": ["{bin}"]},
+                    "restore": {"argv": ["{bin}"]},
+                    "version": (!argv.is_empty()).then(|| serde_json::json!({"argv": argv})),
+                }
+            }))
+            .unwrap()
+        };
+        let tools = [
+            tool("restic", &["{bin}", "version"]),
+            tool("quiet", &[]),
+            tool("borg", &["{bin}", "--version"]),
+            tool("silent", &["{bin}", "-V"]),
+        ];
+        let script = guest_script(&tools);
+        assert!(script.contains("/opt/restic version 2>&1"), "{script}");
+        assert!(!script.contains("/opt/quiet"), "{script}");
+        // What sh prints for it: the probe, then each marker and output.
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(
+                script
+                    .replace("/opt/restic version", "echo restic 0.14.0; echo more")
+                    .replace("/opt/borg --version", "echo borg 1.2.4")
+                    .replace("/opt/silent -V", "true"),
+            )
+            .output()
+            .unwrap();
+        let (machine, versions) = parse_guest(&String::from_utf8_lossy(&out.stdout));
+        assert!(
+            machine.kernel.is_some() && machine.cpus.is_some(),
+            "{machine:?}"
+        );
+        assert_eq!(versions["restic"], "restic 0.14.0");
+        assert_eq!(versions["borg"], "borg 1.2.4");
+        assert_eq!(versions["silent"], "");
+        assert_eq!(versions.len(), 3);
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! Following a run: stream the agent's events from where the host copy ends,
 //! hand each to the display, and pull each finished step's evidence at once,
 //! so a lost connection loses nothing already measured.
+//!
+//! A step's evidence (the records file and the step's two logs) comes in one
+//! exec, framed as `<bytes> <path>` lines each followed by exactly that many
+//! bytes: one round trip per step, not one per file.
 
 use crate::bench::layout::{RemoteRun, sh_quote};
 use labrun_evidence::{Event, files};
@@ -41,8 +45,11 @@ impl Follower<'_> {
         let events_path = format!("{}/{}", self.remote.evidence(), files::EVENTS);
         // -F waits for the file to appear; --pid ends tail when the agent's
         // wrapper exits, so the stream closes by itself at the end of a run.
+        // -s: how often tail looks for that exit (new lines come at once,
+        // through inotify); the default second would be a second at the end
+        // of every run.
         let command = format!(
-            "tail -c +{start} -F --pid={pid} {path} 2>/dev/null",
+            "tail -c +{start} -F -s 0.2 --pid={pid} {path} 2>/dev/null",
             start = self.offset() + 1,
             pid = self.agent_pid,
             path = sh_quote(&events_path)
@@ -94,24 +101,29 @@ impl Follower<'_> {
     /// Pulls the records file and the step's logs. Failures are not fatal:
     /// the final pull gets everything again.
     async fn pull_step(&self, record: &labrun_evidence::StepRecord) {
-        let ev = self.remote.evidence();
-        let _ = self
-            .session
-            .download(
-                &format!("{ev}/{}", files::RECORDS),
-                &self.raw.join(files::RECORDS),
-            )
-            .await;
-        for rel in [&record.stdout_path, &record.stderr_path]
-            .into_iter()
-            .flatten()
-        {
-            if let Some(local) = safe_join(&self.raw, rel) {
-                if let Some(parent) = local.parent() {
-                    let _ = std::fs::create_dir_all(parent);
-                }
-                let _ = self.session.download(&format!("{ev}/{rel}"), &local).await;
-            }
+        let mut wanted = vec![files::RECORDS.to_string()];
+        wanted.extend(
+            [&record.stdout_path, &record.stderr_path]
+                .into_iter()
+                .flatten()
+                .filter(|rel| safe_join(&self.raw, rel).is_some())
+                .cloned(),
+        );
+        let script = framed_cat_script(&self.remote.evidence(), &wanted);
+        let Ok(out) = self.session.exec(&script).await else {
+            return;
+        };
+        for (rel, bytes) in parse_framed(&out.stdout) {
+            let Some(local) = safe_join(&self.raw, &rel).filter(|_| wanted.contains(&rel)) else {
+                continue;
+            };
+            // The agent may be appending a record right now: keep whole lines.
+            let bytes = if rel == files::RECORDS {
+                whole_lines(&bytes)
+            } else {
+                &bytes[..]
+            };
+            let _ = write_replacing(&local, bytes);
         }
     }
 
@@ -122,6 +134,70 @@ impl Follower<'_> {
             .await?;
         Ok(())
     }
+}
+
+/// Logs bigger than this wait for the final pull (one exec's output is
+/// held in memory).
+const STEP_PULL_MAX_FILE: u64 = 8 << 20;
+
+/// Prints each file of `rels` (relative to `dir`) that exists as a
+/// `<bytes> <path>` line and exactly that many bytes. `head -c` so a file
+/// that grows meanwhile still matches its header.
+fn framed_cat_script(dir: &str, rels: &[String]) -> String {
+    let list: Vec<String> = rels.iter().map(|r| sh_quote(r)).collect();
+    format!(
+        "cd {dir} || exit 1\n\
+         for f in {list}; do\n\
+         [ -f \"$f\" ] || continue\n\
+         n=$(wc -c < \"$f\") || continue\n\
+         [ \"$n\" -le {max} ] || continue\n\
+         printf '%s %s\\n' \"$n\" \"$f\" && head -c \"$n\" \"$f\"\n\
+         done",
+        dir = sh_quote(dir),
+        list = list.join(" "),
+        max = STEP_PULL_MAX_FILE,
+    )
+}
+
+/// Splits [`framed_cat_script`]'s output; stops at anything malformed or cut.
+fn parse_framed(mut out: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    while let Some(nl) = out.iter().position(|&b| b == b'\n') {
+        let header = String::from_utf8_lossy(&out[..nl]).into_owned();
+        let Some((n, name)) = header.split_once(' ') else {
+            break;
+        };
+        let Ok(n) = n.parse::<usize>() else { break };
+        let body = &out[nl + 1..];
+        if body.len() < n {
+            break;
+        }
+        files.push((name.to_string(), body[..n].to_vec()));
+        out = &body[n..];
+    }
+    files
+}
+
+/// Up to and including the last newline.
+fn whole_lines(bytes: &[u8]) -> &[u8] {
+    match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &bytes[..=i],
+        None => &[],
+    }
+}
+
+/// Writes `path` through a temporary file beside it, so a reader (or a
+/// crash) never sees half of it.
+fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(".labrun-part");
+    let tmp = path.with_file_name(name);
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
 }
 
 /// Joins a relative path from the guest under `base`, refusing anything that
@@ -140,6 +216,51 @@ fn safe_join(base: &Path, rel: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn framed_files_round_trip_through_sh() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("logs/restic")).unwrap();
+        std::fs::write(dir.path().join("records.jsonl"), "{\"a\":1}\n{\"b\"").unwrap();
+        std::fs::write(dir.path().join("logs/restic/c1-init.out"), "").unwrap();
+        let binary: Vec<u8> = (0..=255u8).chain(b"\n12 x\n".iter().copied()).collect();
+        std::fs::write(dir.path().join("logs/restic/c1-init.err"), &binary).unwrap();
+        let rels = [
+            "records.jsonl",
+            "logs/restic/c1-init.out",
+            "logs/restic/missing.out",
+            "logs/restic/c1-init.err",
+        ]
+        .map(String::from);
+        let script = framed_cat_script(&dir.path().display().to_string(), &rels);
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let files = parse_framed(&out.stdout);
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "records.jsonl",
+                "logs/restic/c1-init.out",
+                "logs/restic/c1-init.err"
+            ]
+        );
+        assert_eq!(files[0].1, b"{\"a\":1}\n{\"b\"");
+        assert_eq!(whole_lines(&files[0].1), b"{\"a\":1}\n");
+        assert!(files[1].1.is_empty());
+        assert_eq!(files[2].1, binary);
+        // A cut stream gives the files that came whole, and no more.
+        let cut = &out.stdout[..out.stdout.len() - 1];
+        assert_eq!(parse_framed(cut).len(), 2);
+    }
 
     #[test]
     fn safe_join_refuses_escapes() {

@@ -1,6 +1,10 @@
 //! Driving the agent in the guest over SSH: push it (checked by SHA-256 in
 //! the guest), write the plan, start it detached so it outlives the
 //! connection, and stop it on request.
+//!
+//! Each command is a round trip and a shell start in the guest (with
+//! whatever rc files the guest user's shell reads), so related commands
+//! share one exec.
 
 use crate::bench::layout::{RemoteRun, sh_quote};
 use anyhow::{Context as _, bail};
@@ -31,19 +35,20 @@ pub async fn push_agent(
     local_sha256: &str,
 ) -> anyhow::Result<()> {
     let agent = sh_quote(&remote.agent());
-    let have = session
-        .exec(&format!("sha256sum {agent} 2>/dev/null"))
-        .await?;
-    let already = String::from_utf8_lossy(&have.stdout)
+    // The folder the upload needs, and what is already there, in one exec.
+    let have = run_ok(
+        session,
+        &format!(
+            "mkdir -p {} && {{ sha256sum {agent} 2>/dev/null; true; }}",
+            sh_quote(&format!("{}/bin", remote.base))
+        ),
+    )
+    .await?;
+    let already = have
         .split_whitespace()
         .next()
         .is_some_and(|d| d == local_sha256);
     if !already {
-        run_ok(
-            session,
-            &format!("mkdir -p {}", sh_quote(&format!("{}/bin", remote.base))),
-        )
-        .await?;
         session
             .upload(local_agent, &remote.agent(), 0o755)
             .await
@@ -60,43 +65,47 @@ pub async fn push_agent(
     Ok(())
 }
 
-/// Writes the plan and creates the run folders.
+/// Creates the run folders and writes the plan, in one exec. `_scratch` is
+/// no longer used: the plan goes from memory to the guest's stdin.
 pub async fn write_plan(
     session: &Session,
     remote: &RemoteRun,
     plan: &Plan,
-    scratch: &Path,
+    _scratch: &Path,
 ) -> anyhow::Result<()> {
-    run_ok(
-        session,
-        &format!(
-            "mkdir -p {} {} && chmod 700 {}",
-            sh_quote(&remote.work()),
-            sh_quote(&remote.evidence()),
-            sh_quote(&remote.dir())
-        ),
-    )
-    .await?;
-    // The plan carries repository passwords: it lives in a 0700 folder on the
-    // guest and only transits through a 0600 scratch file on the host.
-    let local = scratch.join("plan.json");
-    write_private(&local, &serde_json::to_vec_pretty(plan)?)?;
-    let result = session.upload(&local, &remote.plan(), 0o600).await;
-    let _ = std::fs::remove_file(&local);
-    result.context("uploading the plan")?;
+    let bytes = serde_json::to_vec_pretty(plan)?;
+    let out = session
+        .exec_with_input(&plan_upload_script(remote, bytes.len()), &bytes)
+        .await
+        .context("uploading the plan")?;
+    if out.exit_code != Some(0) {
+        bail!(
+            "writing the plan in the guest failed (exit {}): {}",
+            out.exit_code
+                .map_or_else(|| "none".to_string(), |c| c.to_string()),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
     Ok(())
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(bytes)
+/// The plan carries repository passwords: it is written with umask 077 into
+/// a 0700 folder, under a temporary name until its size is checked, so an
+/// interrupted upload never leaves a partial plan for the agent to read.
+fn plan_upload_script(remote: &RemoteRun, size: usize) -> String {
+    let q = |s: String| sh_quote(&s);
+    format!(
+        "umask 077 && mkdir -p {work} {ev} && chmod 700 {dir} || exit 1\n\
+         cat > {tmp} || {{ rm -f {tmp}; exit 1; }}\n\
+         n=$(wc -c < {tmp}); [ \"$n\" -eq {size} ] || \
+           {{ echo \"labrun: the plan arrived incomplete ($n of {size} bytes)\" >&2; rm -f {tmp}; exit 1; }}\n\
+         mv -f {tmp} {plan}",
+        work = q(remote.work()),
+        ev = q(remote.evidence()),
+        dir = q(remote.dir()),
+        tmp = q(format!("{}.part", remote.plan())),
+        plan = q(remote.plan()),
+    )
 }
 
 /// Starts the agent in its own session (setsid), stdio to files, so it keeps
