@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// Threads deleting at once.
-const THREADS: usize = 4;
+const THREADS: usize = 8;
 /// Enough pieces to keep every thread busy while one deletes a big one.
 const PIECES: usize = 64;
 

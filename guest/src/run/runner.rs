@@ -12,8 +12,9 @@
 //! tool added is removed), which costs about 5% of a copy and spares deleting
 //! the old one. Either is recorded as an untimed `generate` step of that tool
 //! and cycle. Between tool cycles the source waits in `DIR/<run_id>/source`;
-//! the rest of a tool cycle's folder is removed when it ends, so the disk
-//! holds the pristine tree, one source tree and one tool cycle at a time.
+//! the rest of a tool cycle's folder is removed when it ends (its repository
+//! and home already while its restore is verified), so the disk holds the
+//! pristine tree, one source tree and one tool cycle at a time.
 //!
 //! Paths: the plan decides argv and cwd; the agent checks `{target}` itself
 //! against the changed manifest. So a lab backs up with cwd `{source}` and
@@ -769,9 +770,27 @@ impl<'p> Runner<'p> {
         Ok(ok)
     }
 
+    /// What the verification no longer needs, removed while it runs: the
+    /// repository and home, and after the run's last tool cycle the source
+    /// and pristine trees too. Hashing is mostly CPU, removing mostly
+    /// waiting for the disk; overlapped, the two take less time.
+    fn remove_during_verify(&self, tc: &ToolCycle) -> Vec<PathBuf> {
+        let mut done_with = vec![PathBuf::from(&tc.vars.repo), PathBuf::from(&tc.vars.work)];
+        let last = tc.cycle == self.plan.cycles && tc.order as usize + 1 == self.plan.tools.len();
+        if last {
+            done_with.push(PathBuf::from(&tc.vars.source));
+            done_with.push(self.pristine.clone());
+        }
+        done_with
+    }
+
     /// Hashes the restored tree and compares it with the changed manifest.
     fn verify_restore(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
         self.check_stop()?;
+        let done_with = self.remove_during_verify(tc);
+        let removing = std::thread::Builder::new()
+            .name("remove".into())
+            .spawn(move || remove_trees(&done_with));
         self.ev.emit(&Event::StepStarted {
             tool: tc.tool.name.clone(),
             cycle: tc.cycle,
@@ -793,6 +812,11 @@ impl<'p> Runner<'p> {
                 .map_err(|e| format!("{e} ({})", target.display()))
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
+        // Not a failed thread start: then the tool cycle's end removes it all.
+        if let Ok(removing) = removing {
+            let failed = removing.join().unwrap_or_default();
+            self.warn_removal(&failed);
+        }
         match result {
             InProcess::Done(Ok(outcome)) => {
                 rec.ok = outcome.passed;
@@ -859,6 +883,10 @@ impl<'p> Runner<'p> {
     /// warning, not a stop.
     fn remove_tree(&mut self, dir: &Path) {
         let failed = remove_trees(&[dir.to_path_buf()]);
+        self.warn_removal(&failed);
+    }
+
+    fn warn_removal(&mut self, failed: &[(PathBuf, std::io::Error)]) {
         if let Some((path, e)) = failed.first() {
             let more = match failed.len() - 1 {
                 0 => String::new(),
