@@ -7,10 +7,12 @@
 //! bytes: one round trip per step, not one per file.
 
 use crate::bench::layout::{RemoteRun, sh_quote};
+use crate::bench::remote::{AgentState, agent_state};
 use labrun_evidence::{Event, files};
 use labrun_ssh::Session;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// How following ended.
@@ -67,6 +69,7 @@ impl Follower<'_> {
             drop(tx);
             r
         };
+        // Ends at the run's last event (true), or when the stream does.
         let consume = async {
             let mut pending = Vec::new();
             let mut local = std::fs::OpenOptions::new()
@@ -86,15 +89,51 @@ impl Follower<'_> {
                         self.pull_step(record).await;
                     }
                     on_event(&event);
+                    if matches!(event, Event::RunFinished { .. }) {
+                        return anyhow::Ok(true);
+                    }
                 }
             }
-            anyhow::Ok(())
+            anyhow::Ok(false)
         };
-        let (streamed, consumed) = tokio::join!(stream, consume);
-        consumed?;
-        match streamed {
-            Ok(_) => Ok(FollowEnd::AgentEnded),
-            Err(e) => Ok(FollowEnd::ConnectionLost(e.to_string())),
+        let end_of = |streamed: Result<Option<u32>, labrun_ssh::SshError>| match streamed {
+            Ok(_) => FollowEnd::AgentEnded,
+            Err(e) => FollowEnd::ConnectionLost(e.to_string()),
+        };
+        let mut stream = std::pin::pin!(stream);
+        let mut consume = std::pin::pin!(consume);
+        tokio::select! {
+            streamed = &mut stream => {
+                // Whatever tail sent before it ended is still to be handled.
+                consume.await?;
+                Ok(end_of(streamed))
+            }
+            finished = &mut consume => {
+                if !finished? {
+                    return Ok(end_of(stream.await));
+                }
+                // The agent's last event: its exit status follows at once,
+                // sooner than tail notices the exit (it polls, and an exited
+                // process may linger as a zombie until it is reaped).
+                tokio::select! {
+                    streamed = &mut stream => Ok(end_of(streamed)),
+                    exited = self.wait_for_exit_status() => Ok(match exited {
+                        Ok(()) => FollowEnd::AgentEnded,
+                        Err(e) => FollowEnd::ConnectionLost(format!("{e:#}")),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Returns once the agent's wrapper has recorded how the agent ended
+    /// (or the agent is gone).
+    async fn wait_for_exit_status(&self) -> anyhow::Result<()> {
+        loop {
+            match agent_state(self.session, self.remote, self.agent_pid).await? {
+                AgentState::Running => tokio::time::sleep(Duration::from_millis(50)).await,
+                AgentState::Exited(_) | AgentState::Vanished => return Ok(()),
+            }
         }
     }
 

@@ -154,9 +154,12 @@ pub async fn agent_state(
     remote: &RemoteRun,
     pid: u32,
 ) -> anyhow::Result<AgentState> {
+    // The exit status first: once the wrapper wrote it the agent is done,
+    // even while the wrapper still shows as a process (a zombie, until
+    // whatever adopted it reaps it). `-s`: not a file being written.
     let out = session
         .exec(&format!(
-            "if kill -0 {pid} 2>/dev/null; then echo running; elif [ -f {exit} ]; then cat {exit}; else echo vanished; fi",
+            "if [ -s {exit} ]; then cat {exit}; elif kill -0 {pid} 2>/dev/null; then echo running; elif [ -f {exit} ]; then cat {exit}; else echo vanished; fi",
             exit = sh_quote(&remote.exit_file())
         ))
         .await?;
