@@ -134,7 +134,13 @@ fn restic_borg_and_duplicity_restore_every_snapshot_of_a_generated_history() {
     let lab = Lab::new();
     let plan = history_plan("hist", generated(), vec![restic(), borg(), duplicity()]);
     let out = lab.run(&plan);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}\nfailed steps:\n{}",
+        stderr(&out),
+        lab.failures()
+    );
     let records = lab.records();
     for tool in ["restic", "borg", "duplicity"] {
         assert_series(&records, tool, COMMITS);

@@ -59,6 +59,30 @@ impl Lab {
         read_lines(&self.evidence().join("records.jsonl"))
     }
 
+    /// The failed records with their errors and the end of their stderr
+    /// logs: what an assertion on the exit status should show.
+    pub fn failures(&self) -> String {
+        let mut out = String::new();
+        for r in self.records().iter().filter(|r| !r.ok) {
+            let log = r
+                .stderr_path
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(self.evidence().join(p)).ok())
+                .unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(8).collect();
+            out.push_str(&format!(
+                "{} c{} {:?} {:?}: {}\n  {}\n",
+                r.tool,
+                r.cycle,
+                r.step,
+                r.history,
+                r.error.as_deref().unwrap_or("-"),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n  ")
+            ));
+        }
+        out
+    }
+
     pub fn events(&self) -> Vec<Event> {
         read_lines(&self.evidence().join("events.jsonl"))
     }
