@@ -12,13 +12,17 @@ use std::sync::Mutex;
 const THREADS: usize = 8;
 /// Enough pieces to keep every thread busy while one deletes a big one.
 const PIECES: usize = 64;
+/// How deep folders are split to get there (the dataset's small files are
+/// three levels down).
+const MAX_SPLIT_DEPTH: usize = 4;
 
 /// Removes every path in `paths` (missing ones are fine); returns the ones
 /// that could not be removed, with why.
 pub fn remove_trees(paths: &[PathBuf]) -> Vec<(PathBuf, io::Error)> {
     let mut failed = Vec::new();
-    // Folders split into pieces (their entries, and the entries of those),
-    // deleted from the deepest up once their pieces are gone.
+    // Folders split into pieces (their entries, and the entries of those,
+    // until there are enough), deleted from the deepest up once their
+    // pieces are gone.
     let mut split: Vec<PathBuf> = Vec::new();
     let mut pieces: Vec<PathBuf> = Vec::new();
     for path in paths {
@@ -28,7 +32,7 @@ pub fn remove_trees(paths: &[PathBuf]) -> Vec<(PathBuf, io::Error)> {
             Err(e) => failed.push((path.clone(), e)),
         }
     }
-    for _ in 0..2 {
+    for _ in 0..MAX_SPLIT_DEPTH {
         if pieces.len() >= PIECES {
             break;
         }
