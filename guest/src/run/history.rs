@@ -218,52 +218,12 @@ impl<'p> Runner<'p> {
     /// Hashes the restored tree and compares it with commit `k`'s manifest.
     fn verify_snapshot(&mut self, tc: &ToolCycle, k: u32) -> Result<bool, Halt> {
         self.check_stop()?;
-        self.ev.emit(&Event::StepStarted {
-            tool: tc.tool.name.clone(),
-            cycle: tc.cycle,
-            step: Step::Verify,
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::Verify);
-        rec.order = tc.order;
-        rec.history = tc.history.clone();
-        let started = Instant::now();
-        let manifest_path = self.ev.manifest_path(&manifest_name(k));
-        let target = PathBuf::from(&tc.vars.target);
-        let result = self.in_process(Step::Verify, move |_| {
-            let manifest = std::fs::File::open(&manifest_path)
-                .and_then(|f| Manifest::read_from(std::io::BufReader::new(f)))
-                .map_err(|e| format!("cannot read {}: {e}", manifest_path.display()))?;
-            labrun_dataset::verify(&target, &manifest)
-                .map_err(|e| format!("{e} ({})", target.display()))
-        });
-        rec.wall_secs = started.elapsed().as_secs_f64();
-        match result {
-            InProcess::Done(Ok(outcome)) => {
-                rec.ok = outcome.passed;
-                rec.files = Some(outcome.files_checked);
-                rec.bytes = Some(outcome.bytes_checked);
-                if !outcome.passed {
-                    rec.error = Some(format!(
-                        "the restore of snapshot {k} differs from commit {k}: {} missing, {} extra, {} changed{}",
-                        outcome.missing,
-                        outcome.extra,
-                        outcome.changed,
-                        outcome
-                            .first_differences
-                            .first()
-                            .map(|d| format!(" (first: {d})"))
-                            .unwrap_or_default()
-                    ));
-                }
-                rec.verify = Some(outcome);
-            }
-            InProcess::Done(Err(e)) => rec.error = Some(e),
-            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
-            InProcess::Died => rec.error = Some(LIBRARY_PANIC.into()),
-        }
-        let ok = rec.ok;
-        self.append(&rec)?;
-        Ok(ok)
+        self.verify_tree(
+            tc,
+            &manifest_name(k),
+            &format!("the restore of snapshot {k} differs from commit {k}"),
+            Vec::new(),
+        )
     }
 }
 

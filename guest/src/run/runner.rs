@@ -784,10 +784,30 @@ impl<'p> Runner<'p> {
         done_with
     }
 
-    /// Hashes the restored tree and compares it with the changed manifest.
+    /// Hashes the restored tree and compares it with the changed manifest,
+    /// removing what the cycle is done with meanwhile.
     fn verify_restore(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
         self.check_stop()?;
         let done_with = self.remove_during_verify(tc);
+        self.verify_tree(
+            tc,
+            CHANGED,
+            "the restored tree differs from the changed source",
+            done_with,
+        )
+    }
+
+    /// The verify step of a restore: hashes `{target}` and compares it with
+    /// the manifest named `manifest`; `differs` opens the error of a
+    /// mismatch. The trees in `done_with` are removed on another thread while
+    /// it hashes (the caller has checked for a stop request).
+    pub(super) fn verify_tree(
+        &mut self,
+        tc: &ToolCycle,
+        manifest: &str,
+        differs: &str,
+        done_with: Vec<PathBuf>,
+    ) -> Result<bool, Halt> {
         let removing = std::thread::Builder::new()
             .name("remove".into())
             .spawn(move || remove_trees(&done_with));
@@ -799,8 +819,9 @@ impl<'p> Runner<'p> {
         let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::Verify);
         rec.order = tc.order;
         rec.snapshot = None;
+        rec.history = tc.history.clone();
         let started = Instant::now();
-        let manifest_path = self.ev.manifest_path(CHANGED);
+        let manifest_path = self.ev.manifest_path(manifest);
         let target = PathBuf::from(&tc.vars.target);
         // The manifest is read on the worker and freed with it: the agent
         // holds no manifest while a tool runs.
@@ -824,7 +845,7 @@ impl<'p> Runner<'p> {
                 rec.bytes = Some(outcome.bytes_checked);
                 if !outcome.passed {
                     rec.error = Some(format!(
-                        "the restored tree differs from the changed source: {} missing, {} extra, {} changed{}",
+                        "{differs}: {} missing, {} extra, {} changed{}",
                         outcome.missing,
                         outcome.extra,
                         outcome.changed,
