@@ -77,7 +77,8 @@ pub fn checkout(
                         .map_err(|e| HistoryError::io("creating", parent, e))?;
                 }
                 let content = file.content();
-                fs::write(&abs, &content).map_err(|e| HistoryError::io("writing", &abs, e))?;
+                write_at_commit_time(&abs, &content, history.index())
+                    .map_err(|e| HistoryError::io("writing", &abs, e))?;
                 fs::set_permissions(&abs, fs::Permissions::from_mode(mode))
                     .map_err(|e| HistoryError::io("changing the mode of", &abs, e))?;
                 stats.written += 1;
@@ -98,6 +99,21 @@ pub fn checkout(
         }
     }
     Ok((now, stats))
+}
+
+/// Writes a file with the modification time of commit `index`: a fixed
+/// epoch plus one hour per commit. Tools that notice changes by mtime at
+/// one-second resolution (duplicity) would otherwise miss a same-size edit
+/// made within the second of the previous commit's; fixed times also keep a
+/// run's trees reproducible.
+fn write_at_commit_time(path: &Path, content: &[u8], index: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    const EPOCH: u64 = 1_600_000_000;
+    let mut f = fs::File::create(path)?;
+    f.write_all(content)?;
+    f.set_modified(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(EPOCH + u64::from(index) * 3600),
+    )
 }
 
 #[cfg(test)]
@@ -132,6 +148,44 @@ mod tests {
             if !h.advance() {
                 break;
             }
+        }
+    }
+
+    #[test]
+    fn every_file_a_commit_writes_carries_that_commits_time() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let mut h = History::new(&params(3, 40)).unwrap();
+        let (index, _) = checkout(tmp.path(), &TreeIndex::default(), &h).unwrap();
+        let first: Vec<(String, i64)> = mtimes(tmp.path());
+        assert!(
+            first
+                .iter()
+                .all(|(_, t)| *t == 1_600_000_000 + 3600 * i64::from(h.index()))
+        );
+        assert!(h.advance());
+        checkout(tmp.path(), &index, &h).unwrap();
+        let second = mtimes(tmp.path());
+        let rewritten: Vec<_> = second
+            .iter()
+            .filter(|(p, t)| first.iter().any(|(q, u)| q == p && u != t))
+            .collect();
+        assert!(!rewritten.is_empty(), "the second commit edits some file");
+        for (_, t) in rewritten {
+            assert_eq!(*t, 1_600_000_000 + 3600 * i64::from(h.index()));
+        }
+
+        fn mtimes(dir: &Path) -> Vec<(String, i64)> {
+            crate::scan(dir)
+                .unwrap()
+                .entries
+                .iter()
+                .filter(|e| e.kind == labrun_evidence::EntryKind::File)
+                .map(|e| {
+                    let m = std::fs::metadata(dir.join(&e.path)).unwrap();
+                    (e.path.clone(), m.mtime())
+                })
+                .collect()
         }
     }
 }
