@@ -65,14 +65,10 @@ pub async fn push_agent(
     Ok(())
 }
 
-/// Creates the run folders and writes the plan, in one exec. `_scratch` is
-/// no longer used: the plan goes from memory to the guest's stdin.
-pub async fn write_plan(
-    session: &Session,
-    remote: &RemoteRun,
-    plan: &Plan,
-    _scratch: &Path,
-) -> anyhow::Result<()> {
+/// Creates the run folders and writes the plan, in one exec: the plan (it
+/// carries the repository passwords) goes from memory to the guest's stdin,
+/// never into a file on the host.
+pub async fn write_plan(session: &Session, remote: &RemoteRun, plan: &Plan) -> anyhow::Result<()> {
     let bytes = serde_json::to_vec_pretty(plan)?;
     let out = session
         .exec_with_input(&plan_upload_script(remote, bytes.len()), &bytes)

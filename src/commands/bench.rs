@@ -112,7 +112,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
 
     display.note("pushing the agent and the plan");
     remote::push_agent(&session, &remote, &agent, &agent_sha).await?;
-    remote::write_plan(&session, &remote, &plan, &host.dir).await?;
+    remote::write_plan(&session, &remote, &plan).await?;
     let env = environment_of(&session, &plan, &access).await;
     std::fs::write(
         host.raw().join(labrun_report::ENVIRONMENT_FILE),
