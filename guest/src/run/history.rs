@@ -146,15 +146,7 @@ impl<'p> Runner<'p> {
     ) -> Result<(bool, Option<Series>), Halt> {
         self.check_stop()?;
         let step = if k == 1 { Step::Generate } else { Step::Change };
-        self.ev.emit(&Event::StepStarted {
-            tool: tc.tool.name.clone(),
-            cycle: tc.cycle,
-            step,
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, step);
-        rec.order = tc.order;
-        rec.history = tc.history.clone();
-        let started = Instant::now();
+        let (mut rec, started) = self.start_step(tc, step)?;
         let dir = PathBuf::from(&tc.vars.source);
         let result = self.in_process(step, move |progress| {
             let tree = series.move_to(k, &dir).and_then(|()| {

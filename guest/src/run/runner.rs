@@ -468,14 +468,7 @@ impl<'p> Runner<'p> {
     /// The previous tool cycle's source tree, made pristine again in place.
     fn reset_source(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
         self.check_stop()?;
-        self.ev.emit(&Event::StepStarted {
-            tool: tc.tool.name.clone(),
-            cycle: tc.cycle,
-            step: Step::Generate,
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::Generate);
-        rec.order = tc.order;
-        let started = Instant::now();
+        let (mut rec, started) = self.start_step(tc, Step::Generate)?;
         let (pristine, source, params, seed) = (
             self.pristine.clone(),
             PathBuf::from(&tc.vars.source),
@@ -726,14 +719,7 @@ impl<'p> Runner<'p> {
     /// `manifests/changed.jsonl`, a different one beside it for inspection.
     fn change_source(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
         self.check_stop()?;
-        self.ev.emit(&Event::StepStarted {
-            tool: tc.tool.name.clone(),
-            cycle: tc.cycle,
-            step: Step::Change,
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::Change);
-        rec.order = tc.order;
-        let started = Instant::now();
+        let (mut rec, started) = self.start_step(tc, Step::Change)?;
         let (dir, params, seed) = (
             PathBuf::from(&tc.vars.source),
             self.params,
@@ -784,6 +770,24 @@ impl<'p> Runner<'p> {
         done_with
     }
 
+    /// Announces an untimed step of a tool cycle; returns its record (tool,
+    /// cycle, order, history point filled in) and its start.
+    pub(super) fn start_step(
+        &mut self,
+        tc: &ToolCycle,
+        step: Step,
+    ) -> Result<(StepRecord, Instant), Halt> {
+        self.ev.emit(&Event::StepStarted {
+            tool: tc.tool.name.clone(),
+            cycle: tc.cycle,
+            step,
+        })?;
+        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, step);
+        rec.order = tc.order;
+        rec.history = tc.history.clone();
+        Ok((rec, Instant::now()))
+    }
+
     /// Hashes the restored tree and compares it with the changed manifest,
     /// removing what the cycle is done with meanwhile.
     fn verify_restore(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
@@ -811,16 +815,7 @@ impl<'p> Runner<'p> {
         let removing = std::thread::Builder::new()
             .name("remove".into())
             .spawn(move || remove_trees(&done_with));
-        self.ev.emit(&Event::StepStarted {
-            tool: tc.tool.name.clone(),
-            cycle: tc.cycle,
-            step: Step::Verify,
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::Verify);
-        rec.order = tc.order;
-        rec.snapshot = None;
-        rec.history = tc.history.clone();
-        let started = Instant::now();
+        let (mut rec, started) = self.start_step(tc, Step::Verify)?;
         let manifest_path = self.ev.manifest_path(manifest);
         let target = PathBuf::from(&tc.vars.target);
         // The manifest is read on the worker and freed with it: the agent
