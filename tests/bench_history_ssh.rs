@@ -5,6 +5,8 @@
 //! packages and restores every snapshot; the evidence comes back and the
 //! summary has the per-snapshot table.
 
+mod common;
+
 use labrun_ssh::test_support::Sshd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,30 +14,17 @@ use std::process::Command;
 const LABRUN: &str = env!("CARGO_BIN_EXE_labrun");
 const COMMITS: u64 = 3;
 
-/// labs/history.yaml's tools, on this machine: restic is the Debian
-/// package's /usr/bin/restic (the same .deb the lab pins), borg and
-/// duplicity are where their packages install them.
 fn write_lab(dir: &Path, sshd: &Sshd) -> PathBuf {
-    let shipped =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/labs/history.yaml"))
-            .expect("labs/history.yaml");
-    let tools = &shipped[shipped.find("\ntools:").expect("tools section")..];
-    let tools = tools.replace(
-        "  - name: restic\n",
-        "  - name: restic\n    install: /usr/bin/restic\n",
-    );
-    let t = sshd.target();
-    let lab = format!(
-        "name: history-e2e\ntarget:\n  host: 127.0.0.1\n  port: {port}\n  user: {user}\n  key: {key}\n  host_key: \"{host_key}\"\n  workdir: {work}\ndataset:\n  kind: git-history\n  generate: {{seed: 4, commits: {COMMITS}, files: 50, mean_file_bytes: 2000, churn: 0.1}}\ncycles: 1\n{tools}",
-        port = t.port,
-        user = t.user,
-        key = t.client_key.display(),
-        host_key = t.host_key,
-        work = dir.join("remote").display(),
-    );
-    let path = dir.join("lab.yaml");
-    std::fs::write(&path, lab).expect("write lab");
-    path
+    common::target_lab(
+        dir,
+        sshd,
+        "labs/history.yaml",
+        "history-e2e",
+        &format!(
+            "dataset:\n  kind: git-history\n  generate: {{seed: 4, commits: {COMMITS}, files: 50, mean_file_bytes: 2000, churn: 0.1}}"
+        ),
+        1,
+    )
 }
 
 #[test]

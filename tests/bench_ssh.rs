@@ -3,6 +3,8 @@
 //! real binary pushes the agent, runs restic and borg from Debian's packages
 //! at a tiny scale, pulls the evidence back and summarizes it.
 
+mod common;
+
 use labrun_ssh::test_support::Sshd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -10,29 +12,15 @@ use std::time::{Duration, Instant};
 
 const LABRUN: &str = env!("CARGO_BIN_EXE_labrun");
 
-/// The shipped default lab's tools, pointed at this host: restic is the
-/// Debian package's /usr/bin/restic (the same .deb the lab pins), borg its
-/// /usr/bin/borg.
 fn write_lab(dir: &Path, sshd: &Sshd, cycles: u32, scale: f64) -> PathBuf {
-    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lab.yaml"))
-        .expect("lab.yaml");
-    let tools = &shipped[shipped.find("\ntools:").expect("tools section")..];
-    let tools = tools.replace(
-        "  - name: restic\n",
-        "  - name: restic\n    install: /usr/bin/restic\n",
-    );
-    let t = sshd.target();
-    let lab = format!(
-        "name: e2e\ntarget:\n  host: 127.0.0.1\n  port: {port}\n  user: {user}\n  key: {key}\n  host_key: \"{host_key}\"\n  workdir: {work}\ndataset: {{kind: synthetic, seed: 7, scale: {scale}}}\ncycles: {cycles}\n{tools}",
-        port = t.port,
-        user = t.user,
-        key = t.client_key.display(),
-        host_key = t.host_key,
-        work = dir.join("remote").display(),
-    );
-    let path = dir.join("lab.yaml");
-    std::fs::write(&path, lab).expect("write lab");
-    path
+    common::target_lab(
+        dir,
+        sshd,
+        "lab.yaml",
+        "e2e",
+        &format!("dataset: {{kind: synthetic, seed: 7, scale: {scale}}}"),
+        cycles,
+    )
 }
 
 fn labrun(lab: &Path, results: &Path, extra: &[&str]) -> Command {

@@ -1,0 +1,39 @@
+//! What the end-to-end tests share: a lab whose machine is an OpenSSH server
+//! this test started on 127.0.0.1, with the tools of a shipped lab.
+
+use labrun_ssh::test_support::Sshd;
+use std::path::{Path, PathBuf};
+
+/// Writes `dir/lab.yaml`: the `tools:` of the shipped lab `shipped` (a path
+/// from the repository root) pointed at this host (restic is the Debian
+/// package's /usr/bin/restic, the same .deb the labs pin; the others are
+/// where their packages install them), the server as `target:`, and the
+/// given `dataset` and `cycles` lines.
+pub fn target_lab(
+    dir: &Path,
+    sshd: &Sshd,
+    shipped: &str,
+    name: &str,
+    dataset: &str,
+    cycles: u32,
+) -> PathBuf {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(shipped))
+        .unwrap_or_else(|e| panic!("{shipped}: {e}"));
+    let tools = &text[text.find("\ntools:").expect("tools section")..];
+    let tools = tools.replace(
+        "  - name: restic\n",
+        "  - name: restic\n    install: /usr/bin/restic\n",
+    );
+    let t = sshd.target();
+    let lab = format!(
+        "name: {name}\ntarget:\n  host: 127.0.0.1\n  port: {port}\n  user: {user}\n  key: {key}\n  host_key: \"{host_key}\"\n  workdir: {work}\n{dataset}\ncycles: {cycles}\n{tools}",
+        port = t.port,
+        user = t.user,
+        key = t.client_key.display(),
+        host_key = t.host_key,
+        work = dir.join("remote").display(),
+    );
+    let path = dir.join("lab.yaml");
+    std::fs::write(&path, lab).expect("write lab");
+    path
+}
