@@ -104,3 +104,80 @@ fn bench_over_ssh_backs_up_each_commit_and_restores_every_snapshot() {
     }
     assert!(run.join("history.svg").is_file());
 }
+
+/// A repository on the host is pushed into the guest as a bundle and read
+/// there: the plan kept as evidence names the guest's copy, and every
+/// snapshot is restored and verified.
+#[test]
+fn a_repository_on_the_host_is_pushed_into_the_guest() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("src-repo");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&["init", "-q"]);
+    for k in 1..=3 {
+        std::fs::write(repo.join(format!("file{k}.txt")), format!("commit {k}\n")).unwrap();
+        std::fs::write(repo.join("common.txt"), format!("version {k}\n")).unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", &format!("c{k}")]);
+    }
+    let lab = common::target_lab(
+        dir.path(),
+        &sshd,
+        "labs/history.yaml",
+        "history-push",
+        &format!(
+            "dataset:\n  kind: git-history\n  repository: {}\n  commits: [HEAD~2, HEAD~1, HEAD]",
+            repo.display()
+        ),
+        1,
+    );
+    let results = dir.path().join("results");
+    let out = Command::new(LABRUN)
+        .arg("-f")
+        .arg(&lab)
+        .args(["bench", "--plain", "--tools", "restic,borg", "--results"])
+        .arg(&results)
+        .output()
+        .expect("run labrun");
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("pushed the repository"), "{text}");
+    let run = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let plan = std::fs::read_to_string(run.join("raw/plan.json")).unwrap();
+    assert!(plan.contains("/repository.bundle"), "{plan}");
+    assert!(!plan.contains(&repo.display().to_string()), "{plan}");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for tool in ["restic", "borg"] {
+        for k in 1..=3u64 {
+            let v = records
+                .iter()
+                .find(|r| r["tool"] == tool && r["step"] == "verify" && r["history"]["index"] == k)
+                .unwrap_or_else(|| panic!("no {tool} verify of snapshot {k}"));
+            assert_eq!(v["ok"], true, "{tool} s{k}: {v}");
+        }
+    }
+}

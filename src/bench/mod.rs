@@ -4,6 +4,7 @@
 //! The runner emits events; the display (`progress`) and the evidence puller
 //! (`pull`) consume them, the way nextest separates running from reporting.
 
+pub mod dataset_push;
 pub mod environment;
 pub mod estimate;
 pub mod layout;

@@ -1,6 +1,7 @@
 //! `labrun bench`: the main job. Everything but argument handling lives in
 //! `crate::bench`.
 
+use crate::bench::dataset_push;
 use crate::bench::environment;
 use crate::bench::estimate;
 use crate::bench::layout::{HostRun, RemoteRun};
@@ -84,7 +85,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let run_id = lab.run_id(&utc_stamp(started));
-    let plan = lab.to_plan(
+    let mut plan = lab.to_plan(
         &run_id,
         &PlanOverrides {
             scale: args.scale,
@@ -110,6 +111,15 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     record_binary_digests(&session, &plan, &host.raw()).await?;
     say_estimate(&session, &lab, &plan, &access, &remote, display).await;
 
+    if let Some(repo) =
+        dataset_push::push_repository(&session, &remote, &mut plan, &ctx.lab_path, &host.dir)
+            .await?
+    {
+        display.note(&format!(
+            "pushed the repository {} into the guest",
+            repo.display()
+        ));
+    }
     display.note("pushing the agent and the plan");
     remote::push_agent(&session, &remote, &agent, &agent_sha).await?;
     remote::write_plan(&session, &remote, &plan).await?;

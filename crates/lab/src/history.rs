@@ -135,7 +135,7 @@ pub(crate) fn describe(source: &HistorySource, s: &mut String) {
             };
             let _ = writeln!(
                 s,
-                "dataset: git-history, repository {path} on the machine under test (read with its git), {which}"
+                "dataset: git-history, repository {path} (pushed into the guest as a bundle when this host has it, else read where it is on the machine under test, with its git), {which}"
             );
         }
     }
