@@ -3,7 +3,7 @@
 
 /// Quotes `s` as one word for a POSIX shell: wrapped in single quotes, each
 /// embedded `'` written as `'\''`.
-pub(crate) fn quote(s: &str) -> String {
+pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('\'');
     for c in s.chars() {

@@ -3,6 +3,7 @@
 
 use crate::error::VmError;
 use labrun_ssh::Session;
+use labrun_ssh::shell_quote as quote;
 use std::path::PathBuf;
 
 /// One tool to install.
@@ -109,11 +110,6 @@ async fn run(session: &Session, name: &str, command: &str) -> Result<String, VmE
         });
     }
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
-}
-
-/// POSIX single-quoting for the remote shell.
-pub fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]
