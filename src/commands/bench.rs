@@ -131,7 +131,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     let pid = remote::start_agent(&session, &remote).await?;
     SessionFile {
         run_id: run_id.clone(),
-        lab_path: absolute(&ctx.lab_path).display().to_string(),
+        lab_path: crate::lab_vm::lab_path(ctx)?.display().to_string(),
         remote: remote.clone(),
         agent_pid: pid,
         started_unix: started,
@@ -366,10 +366,6 @@ fn locate_agent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
                 "no static guest agent found: build it with `make agent`, or name it with --agent / LABRUN_AGENT"
             )
         })
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 fn newest_run(results: &Path) -> anyhow::Result<PathBuf> {
