@@ -9,7 +9,7 @@ packages=(
   libvirt-daemon-system libvirt-clients libvirt-dev pkg-config
   qemu-system-x86 qemu-utils mmdebstrap e2fsprogs libxml2-utils
   # the tools the default lab benchmarks, and what the tests drive them with
-  restic borgbackup duplicity openssh-server time zstd lz4 file git
+  restic borgbackup duplicity openssh-server time zstd lz4 file git procps
 )
 
 missing=()
@@ -43,7 +43,13 @@ fi
 
 if [ "$(id -u)" = 0 ]; then
   # No systemd on these hosts: start the daemons ourselves when none runs.
-  [ -S /run/libvirt/virtlogd-sock ] || virtlogd -d
+  # A socket file alone is no proof: one left in /run by a daemon that is gone
+  # makes every domain start fail with "Connection refused".
+  if ! pgrep -x virtlogd >/dev/null; then
+    rm -f /run/libvirt/virtlogd-sock /run/libvirt/virtlogd-admin-sock
+    virtlogd -d
+    for _ in $(seq 50); do [ -S /run/libvirt/virtlogd-sock ] && break; sleep 0.1; done
+  fi
   # libvirt caches its QEMU probe only while libvirt-qemu can open /dev/kvm;
   # a root-only node (no udev here) makes every domain start re-probe (~45 s).
   if [ -c /dev/kvm ] && getent group kvm >/dev/null; then chgrp kvm /dev/kvm && chmod 0660 /dev/kvm; fi

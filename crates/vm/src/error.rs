@@ -18,9 +18,9 @@ pub enum VmError {
     )]
     Libvirtd { uri: String, reason: String },
     #[error(
-        "virtlogd is not running ({socket} is missing), so libvirt cannot start a domain: start it as root with `virtlogd -d`"
+        "virtlogd is not running (nothing answers on {socket}: {reason}), so libvirt cannot start a domain: start it as root with `virtlogd -d`"
     )]
-    Virtlogd { socket: PathBuf },
+    Virtlogd { socket: PathBuf, reason: String },
     #[error(
         "only {free_mib} MiB free under {path}, {need_mib} MiB needed for {what}: free some space or pass another --cache/--state folder"
     )]

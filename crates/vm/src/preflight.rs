@@ -23,6 +23,21 @@ pub struct HostReport {
     pub warnings: Vec<String>,
 }
 
+/// A socket file alone proves nothing: a virtlogd that died (or a /run kept
+/// from another boot) leaves it behind, and libvirt then fails at domain
+/// start with "Connection refused". Connecting is the real test. A socket we
+/// may not open (not root) is left for libvirt to judge.
+fn virtlogd_answers(socket: &Path) -> Result<(), VmError> {
+    match std::os::unix::net::UnixStream::connect(socket) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
+        Err(e) => Err(VmError::Virtlogd {
+            socket: socket.into(),
+            reason: e.to_string(),
+        }),
+    }
+}
+
 /// Checks programs, virtlogd, libvirtd at the URI, that the QEMU user can
 /// reach the cache and state folders, free space, and which acceleration
 /// works. `build_image` adds the image-build tools and space.
@@ -46,10 +61,8 @@ pub fn preflight(
             return Err(VmError::MissingProgram { program, package });
         }
     }
-    if is_local_uri(&cfg.uri) && !Path::new(VIRTLOGD_SOCKET).exists() {
-        return Err(VmError::Virtlogd {
-            socket: VIRTLOGD_SOCKET.into(),
-        });
+    if is_local_uri(&cfg.uri) {
+        virtlogd_answers(Path::new(VIRTLOGD_SOCKET))?;
     }
     Hypervisor::open(&cfg.uri)?;
     if is_local_uri(&cfg.uri) {
@@ -178,6 +191,24 @@ mod tests {
         assert!(err.contains("--cache") && err.contains("700"), "{err}");
         std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
         qemu_can_reach(&private.join("cache/labrun")).unwrap();
+    }
+
+    #[test]
+    fn a_stale_virtlogd_socket_is_not_taken_for_a_running_daemon() {
+        let tmp = tempfile::tempdir().unwrap();
+        let socket = tmp.path().join("virtlogd-sock");
+        let missing = virtlogd_answers(&socket).unwrap_err().to_string();
+        assert!(missing.contains("virtlogd -d"), "{missing}");
+
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        virtlogd_answers(&socket).unwrap();
+        drop(listener); // the file stays, as after a daemon that died
+        assert!(socket.exists());
+        let stale = virtlogd_answers(&socket).unwrap_err().to_string();
+        assert!(
+            stale.contains("refused") && stale.contains("virtlogd -d"),
+            "{stale}"
+        );
     }
 
     #[test]
