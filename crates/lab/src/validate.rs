@@ -136,6 +136,14 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
         }
     }
     if let ImageSpec::Cloud(a) = &vm.image {
+        if !vm.packages.is_empty() {
+            // The guest has no network (slirp restrict=on) and a cloud image
+            // is booted as published: nothing can install packages into it.
+            out.push(Problem::new(
+                "vm.packages",
+                "a cloud image is booted as it is and its guest has no network, so labrun cannot add packages to it: drop `packages:` (and tools that need them), or use `image: debian12`, which labrun builds with them",
+            ));
+        }
         out.extend(validate_artifact(
             a,
             "vm.image.cloud",

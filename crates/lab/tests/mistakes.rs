@@ -153,6 +153,11 @@ const CASES: &[(&str, &str, &str)] = &[
     ("zero_cycles_and_no_tools", "cycles: 3", "cycles: 0"),
     ("restore_without_target", r#", --target, "{target}"]"#, "]"),
     (
+        "cloud_image_with_packages",
+        "  ssh_timeout: 300s",
+        "  ssh_timeout: 300s\n  packages: [python3-msgpack]\n  image:\n    cloud:\n      url: https://example.invalid/debian-12-genericcloud-amd64.qcow2\n      sha256: f415415624dcc452f2a02b8c33641791a8c6d6d3b65bbb3543fcf9a25151585c",
+    ),
+    (
         "vm_and_target",
         "dataset:",
         "target:\n  host: 127.0.0.1\n  port: 2222\n  user: lab\n  key: id_ed25519\n  host_key: \"[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA\"\ndataset:",
