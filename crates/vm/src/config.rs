@@ -71,6 +71,90 @@ impl Default for ImageSpec {
     }
 }
 
+/// A pinned cloud image (e.g. Debian's genericcloud qcow2), already fetched
+/// and checked against its SHA-256 by the artifact code. It boots by its own
+/// bootloader and configures itself with cloud-init from a NoCloud seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloudImage {
+    /// The verified file (qcow2 or raw) in the artifact cache.
+    pub path: PathBuf,
+    /// Its SHA-256, as pinned in the lab.
+    pub sha256: String,
+    /// Size of the overlay; cloud-init grows the root partition to it.
+    pub disk_gib: u32,
+}
+
+/// Where the guest's root disk comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum ImageSource {
+    /// Built by labrun from a recipe under `images/`; direct kernel boot.
+    Recipe(ImageSpec),
+    /// A pinned cloud image; boots from its own disk.
+    Cloud(CloudImage),
+}
+
+impl Default for ImageSource {
+    fn default() -> Self {
+        ImageSource::Recipe(ImageSpec::default())
+    }
+}
+
+impl ImageSource {
+    /// The guest's disk size.
+    pub fn disk_gib(&self) -> u32 {
+        match self {
+            ImageSource::Recipe(r) => r.disk_gib,
+            ImageSource::Cloud(c) => c.disk_gib,
+        }
+    }
+
+    /// The recipe, when labrun builds the image.
+    pub fn recipe(&self) -> Option<&ImageSpec> {
+        match self {
+            ImageSource::Recipe(r) => Some(r),
+            ImageSource::Cloud(_) => None,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), VmError> {
+        match self {
+            ImageSource::Recipe(r) => r.validate(),
+            ImageSource::Cloud(c) => c.validate(),
+        }
+    }
+}
+
+impl CloudImage {
+    pub fn validate(&self) -> Result<(), VmError> {
+        let bad = |field, reason: String| Err(VmError::Config { field, reason });
+        if !self.path.is_absolute() {
+            return bad(
+                "image.cloud",
+                format!("{} must be an absolute path", self.path.display()),
+            );
+        }
+        if self.sha256.len() != 64 || !self.sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+            return bad(
+                "image.cloud.sha256",
+                format!("`{}` is not a SHA-256 in hex", self.sha256),
+            );
+        }
+        check_disk_gib(self.disk_gib)
+    }
+}
+
+fn check_disk_gib(disk_gib: u32) -> Result<(), VmError> {
+    if !(4..=4096).contains(&disk_gib) {
+        return Err(VmError::Config {
+            field: "disk",
+            reason: format!("{disk_gib} GiB is not between 4 and 4096 GiB"),
+        });
+    }
+    Ok(())
+}
+
 /// One VM for one lab.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +171,7 @@ pub struct VmConfig {
     pub disk_cache: DiskCache,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout_secs: u64,
-    pub image: ImageSpec,
+    pub image: ImageSource,
 }
 
 impl VmConfig {
@@ -104,7 +188,7 @@ impl VmConfig {
             // Under TCG a boot takes ~50 s on an idle 2-core host; leave room
             // for a busy one.
             ssh_timeout_secs: 300,
-            image: ImageSpec::default(),
+            image: ImageSource::default(),
         }
     }
 
@@ -183,12 +267,7 @@ impl ImageSpec {
                 format!("`{}` is not a suite name", self.suite),
             );
         }
-        if !(4..=4096).contains(&self.disk_gib) {
-            return bad(
-                "disk",
-                format!("{} GiB is not between 4 and 4096 GiB", self.disk_gib),
-            );
-        }
+        check_disk_gib(self.disk_gib)?;
         if let Some(p) = self.extra_packages.iter().find(|p| !is_package_name(p)) {
             return bad(
                 "image.packages",
@@ -245,7 +324,7 @@ mod tests {
     #[test]
     fn defaults_are_the_protocols_machine_and_valid() {
         let c = cfg();
-        assert_eq!((c.vcpus, c.memory_mib, c.image.disk_gib), (4, 3072, 40));
+        assert_eq!((c.vcpus, c.memory_mib, c.image.disk_gib()), (4, 3072, 40));
         assert_eq!(c.domain_name(), "labrun-default");
         c.validate().unwrap();
     }
@@ -271,7 +350,8 @@ mod tests {
         c.lab_path = "lab.yaml".into();
         assert!(c.validate().is_err());
         let mut c = cfg();
-        c.image.extra_packages = vec!["python3-msgpack".into(), "x; rm -rf /".into()];
+        c.image =
+            recipe(|r| r.extra_packages = vec!["python3-msgpack".into(), "x; rm -rf /".into()]);
         assert!(matches!(
             c.validate(),
             Err(VmError::Config {
@@ -280,10 +360,47 @@ mod tests {
             })
         ));
         let mut c = cfg();
-        c.image.extra_packages = vec!["libfoo1=1.2-3+deb12u1".into()];
+        c.image = recipe(|r| r.extra_packages = vec!["libfoo1=1.2-3+deb12u1".into()]);
         c.validate().unwrap();
         let mut c = cfg();
-        c.image.recipe = "fedora".into();
+        c.image = recipe(|r| r.recipe = "fedora".into());
         assert!(c.validate().is_err());
+    }
+
+    fn recipe(edit: impl FnOnce(&mut ImageSpec)) -> ImageSource {
+        let mut r = ImageSpec::default();
+        edit(&mut r);
+        ImageSource::Recipe(r)
+    }
+
+    #[test]
+    fn a_cloud_image_needs_an_absolute_path_and_a_digest() {
+        let good = CloudImage {
+            path: "/var/cache/labrun/artifacts/ab/debian-12-genericcloud-amd64.qcow2".into(),
+            sha256: "ab".repeat(32),
+            disk_gib: 20,
+        };
+        let mut c = cfg();
+        c.image = ImageSource::Cloud(good.clone());
+        c.validate().unwrap();
+        assert_eq!(c.image.disk_gib(), 20);
+        assert!(c.image.recipe().is_none());
+        for bad in [
+            CloudImage {
+                path: "disk.qcow2".into(),
+                ..good.clone()
+            },
+            CloudImage {
+                sha256: "xyz".into(),
+                ..good.clone()
+            },
+            CloudImage {
+                disk_gib: 1,
+                ..good.clone()
+            },
+        ] {
+            c.image = ImageSource::Cloud(bad);
+            assert!(c.validate().is_err());
+        }
     }
 }

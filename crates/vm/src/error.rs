@@ -51,6 +51,8 @@ pub enum VmError {
     ImageBuild { reason: String, tail: String },
     #[error("`{command}` failed: {reason}")]
     Command { command: String, reason: String },
+    #[error("the cloud image {path} cannot be used: {reason}")]
+    CloudImage { path: PathBuf, reason: String },
 
     #[error(
         "lab `{lab}` is locked by another labrun ({holder}); wait for it to finish or stop it first"

@@ -3,13 +3,24 @@
 use crate::error::VmError;
 use std::path::Path;
 
-/// `qemu-img create -f qcow2 -F qcow2 -b BASE OVERLAY`: the base is never
-/// written. `-F` is mandatory: libvirt refuses to probe a backing format.
-pub async fn create_overlay(base: &Path, overlay: &Path) -> Result<(), VmError> {
-    let out = tokio::process::Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2", "-F", "qcow2", "-b"])
+/// `qemu-img create -f qcow2 -F FORMAT -b BASE OVERLAY [SIZE]`: the base is
+/// never written. `-F` is mandatory: libvirt refuses to probe a backing
+/// format. `size_gib` grows the overlay past the base (a cloud image is a
+/// few GiB; cloud-init grows its root partition to the disk).
+pub async fn create_overlay(
+    base: &Path,
+    base_format: &str,
+    overlay: &Path,
+    size_gib: Option<u32>,
+) -> Result<(), VmError> {
+    let mut cmd = tokio::process::Command::new("qemu-img");
+    cmd.args(["create", "-q", "-f", "qcow2", "-F", base_format, "-b"])
         .arg(base)
-        .arg(overlay)
+        .arg(overlay);
+    if let Some(g) = size_gib {
+        cmd.arg(format!("{g}G"));
+    }
+    let out = cmd
         .kill_on_drop(true)
         .output()
         .await
@@ -97,7 +108,7 @@ mod tests {
             .unwrap();
         assert!(st.success());
         let ov = tmp.path().join("ov.qcow2");
-        create_overlay(&base, &ov).await.unwrap();
+        create_overlay(&base, "qcow2", &ov, None).await.unwrap();
         let info = std::process::Command::new("qemu-img")
             .args(["info", "--output=json"])
             .arg(&ov)
@@ -106,9 +117,26 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
         assert_eq!(v["backing-filename"], base.to_str().unwrap());
         assert_eq!(v["backing-filename-format"], "qcow2");
-        let err = create_overlay(&tmp.path().join("none.qcow2"), &tmp.path().join("x.qcow2"))
+        assert_eq!(v["virtual-size"], 64 << 20);
+        let grown = tmp.path().join("grown.qcow2");
+        create_overlay(&base, "qcow2", &grown, Some(4))
             .await
-            .unwrap_err();
+            .unwrap();
+        let info = std::process::Command::new("qemu-img")
+            .args(["info", "--output=json"])
+            .arg(&grown)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(v["virtual-size"], 4u64 << 30);
+        let err = create_overlay(
+            &tmp.path().join("none.qcow2"),
+            "qcow2",
+            &tmp.path().join("x.qcow2"),
+            None,
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("qemu-img"));
     }
 }

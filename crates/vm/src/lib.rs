@@ -9,6 +9,7 @@
 
 pub mod accel;
 pub mod apt_sources;
+pub mod cloud;
 pub mod config;
 pub mod down;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod host;
 pub mod hypervisor;
 pub mod image;
 pub mod lock;
+pub mod nocloud;
 pub mod preflight;
 pub mod recipe;
 pub mod seed;
@@ -26,7 +28,7 @@ pub mod up;
 pub mod xml;
 
 pub use accel::Acceleration;
-pub use config::{Accel, DiskCache, ImageSpec, VmConfig};
+pub use config::{Accel, CloudImage, DiskCache, ImageSource, ImageSpec, VmConfig};
 pub use down::{DownReport, down, down_all};
 pub use error::VmError;
 pub use preflight::{HostReport, preflight};

@@ -75,7 +75,7 @@ pub fn preflight(
         require_space(cache_dir, IMAGE_BUILD_MIB, "building the base image")?;
     }
     let free = require_space(state_dir, OVERLAY_MIN_MIB, "the VM's overlay disk")?;
-    let disk_mib = u64::from(cfg.image.disk_gib) * 1024;
+    let disk_mib = u64::from(cfg.image.disk_gib()) * 1024;
     if free < disk_mib {
         warnings.push(format!(
             "only {free} MiB free under {}; the guest's disk can grow to {disk_mib} MiB and would fail when the host runs out",

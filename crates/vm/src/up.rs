@@ -4,17 +4,19 @@
 //! tears down what this `up` made before returning.
 
 use crate::accel::Acceleration;
-use crate::config::VmConfig;
+use crate::cloud;
+use crate::config::{ImageSource, VmConfig};
 use crate::down::teardown;
 use crate::error::VmError;
 use crate::host;
 use crate::hypervisor::{Hypervisor, StartError};
 use crate::image::{self, BaseImage};
 use crate::lock::LabLock;
+use crate::nocloud;
 use crate::preflight::{self, HostReport};
 use crate::seed::{self, SeedKeys};
 use crate::state::{LabDir, Phase, VmState};
-use crate::xml::{self, DomainSpec, LabrunMetadata};
+use crate::xml::{self, Boot, DomainSpec, LabrunMetadata};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -93,26 +95,34 @@ pub async fn up(
         ));
     }
 
-    let cached = image::cached(&paths.cache_dir, &cfg.image)?;
+    let cached = match &cfg.image {
+        ImageSource::Recipe(spec) => image::cached(&paths.cache_dir, spec)?,
+        ImageSource::Cloud(_) => None,
+    };
+    let must_build = cfg.image.recipe().is_some() && cached.is_none();
     let report: HostReport =
-        preflight::preflight(cfg, &paths.cache_dir, &paths.state_root, cached.is_none())?;
+        preflight::preflight(cfg, &paths.cache_dir, &paths.state_root, must_build)?;
     for w in &report.warnings {
         progress.warn(w);
     }
 
-    let (image, image_built) = match cached {
-        Some(img) => (img, false),
-        None => {
+    let (image, image_built) = match (&cfg.image, cached) {
+        (_, Some(img)) => (BootImage::recipe(img), false),
+        (ImageSource::Recipe(spec), None) => {
             progress.step("building the base image (once; cached afterwards)");
             let mut on_line = |l: &str| progress.image_line(l);
             let built = tokio::select! {
-                r = image::build(&paths.cache_dir, &cfg.image, &paths.apt_dir, false, &mut on_line) => r?,
+                r = image::build(&paths.cache_dir, spec, &paths.apt_dir, false, &mut on_line) => r?,
                 _ = cancelled(&mut cancel) => {
                     teardown(&hv, &dir, &name, false)?;
                     return Err(VmError::Cancelled);
                 }
             };
-            (built, true)
+            (BootImage::recipe(built), true)
+        }
+        (ImageSource::Cloud(c), None) => {
+            let format = cloud::inspect(c).await?;
+            (BootImage::cloud(c, format), false)
         }
     };
 
@@ -164,12 +174,53 @@ pub async fn up(
     }
 }
 
+/// The disk the domain boots from, and how.
+struct BootImage {
+    /// The file the overlay is backed by (never written).
+    base: PathBuf,
+    /// Its format, for `qemu-img create -F`.
+    format: String,
+    /// Size of the overlay when it must be bigger than the base.
+    size_gib: Option<u32>,
+    boot: Boot,
+    /// Recorded in the state: the recipe digest, or the cloud image's SHA-256.
+    digest: String,
+    dir: PathBuf,
+}
+
+impl BootImage {
+    fn recipe(img: BaseImage) -> BootImage {
+        BootImage {
+            base: img.disk(),
+            format: "qcow2".into(),
+            size_gib: None,
+            boot: Boot::Kernel {
+                kernel: img.kernel(),
+                initrd: img.initrd(),
+            },
+            digest: img.digest,
+            dir: img.dir,
+        }
+    }
+
+    fn cloud(c: &crate::config::CloudImage, format: String) -> BootImage {
+        BootImage {
+            base: c.path.clone(),
+            format,
+            size_gib: Some(c.disk_gib),
+            boot: Boot::Disk,
+            digest: c.sha256.clone(),
+            dir: c.path.parent().map(PathBuf::from).unwrap_or_default(),
+        }
+    }
+}
+
 /// Files, domain, SSH: the part that is undone on failure.
 async fn make_and_boot(
     cfg: &VmConfig,
     hv: &Hypervisor,
     dir: &LabDir,
-    image: &BaseImage,
+    image: &BootImage,
     state: &mut VmState,
     progress: &dyn UpProgress,
 ) -> Result<(labrun_ssh::Session, Duration), VmError> {
@@ -184,15 +235,23 @@ async fn make_and_boot(
     }
     let host_public = labrun_ssh::generate_ed25519(&dir.host_key(), &state.domain_name)?;
     let host_private = std::fs::read(dir.host_key()).map_err(VmError::io(dir.host_key()))?;
-    host::create_overlay(&image.disk(), &dir.overlay()).await?;
-    seed::write_seed(
-        &dir.seed(),
-        &SeedKeys {
-            authorized_key: &client_public,
-            host_private_key: &host_private,
-            host_public_key: &host_public,
-        },
-    )?;
+    host::create_overlay(&image.base, &image.format, &dir.overlay(), image.size_gib).await?;
+    let keys = SeedKeys {
+        authorized_key: &client_public,
+        host_private_key: &host_private,
+        host_public_key: &host_public,
+    };
+    match image.boot {
+        Boot::Kernel { .. } => seed::write_seed(&dir.seed(), &keys)?,
+        Boot::Disk => nocloud::write_seed(
+            &dir.seed(),
+            &keys,
+            &nocloud::Identity {
+                instance_id: &state.up_id,
+                hostname: &state.domain_name,
+            },
+        )?,
+    }
     let host_key = key_type_and_blob(&host_public);
     // HostKeyAlias=<domain> keeps this line valid whatever the port.
     crate::state::write_atomic(
@@ -279,7 +338,7 @@ async fn start_domain(
     cfg: &VmConfig,
     hv: &Hypervisor,
     dir: &LabDir,
-    image: &BaseImage,
+    image: &BootImage,
     state: &mut VmState,
 ) -> Result<Instant, VmError> {
     const ATTEMPTS: u32 = 5;
@@ -291,8 +350,7 @@ async fn start_domain(
             acceleration: state.acceleration,
             vcpus: cfg.vcpus,
             memory_mib: cfg.memory_mib,
-            kernel: image.kernel(),
-            initrd: image.initrd(),
+            boot: image.boot.clone(),
             overlay: dir.overlay(),
             seed: dir.seed(),
             console_log: dir.console_log(),

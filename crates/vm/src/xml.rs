@@ -1,6 +1,7 @@
 //! The libvirt domain XML, as established by the hand-run trial in
-//! `shared/notes/vm-on-this-host.md`: q35, direct kernel boot, a virtio
-//! overlay disk, a read-only raw-tar seed disk, the serial console to a file,
+//! `shared/notes/vm-on-this-host.md`: q35, direct kernel boot (a cloud image
+//! boots its own bootloader), a virtio overlay disk, a read-only seed disk
+//! (raw tar, or cloud-init NoCloud), the serial console to a file,
 //! and slirp (`restrict=on`, SSH forwarded on 127.0.0.1 only) passed through
 //! `qemu:commandline` because Debian 12's libvirt has passt disabled.
 
@@ -23,6 +24,15 @@ pub struct LabrunMetadata {
     pub created: String,
 }
 
+/// How the guest starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Boot {
+    /// labrun's own image: QEMU loads the kernel and initrd directly.
+    Kernel { kernel: PathBuf, initrd: PathBuf },
+    /// A cloud image: the firmware boots the disk's own bootloader.
+    Disk,
+}
+
 /// Everything the XML needs.
 #[derive(Debug, Clone)]
 pub struct DomainSpec {
@@ -30,8 +40,7 @@ pub struct DomainSpec {
     pub acceleration: Acceleration,
     pub vcpus: u32,
     pub memory_mib: u64,
-    pub kernel: PathBuf,
-    pub initrd: PathBuf,
+    pub boot: Boot,
     pub overlay: PathBuf,
     pub seed: PathBuf,
     pub console_log: PathBuf,
@@ -55,6 +64,14 @@ pub fn domain_xml(s: &DomainSpec) -> String {
         DiskCache::None => " cache='none' io='native'".to_string(),
         other => format!(" cache='{}'", other.as_str()),
     };
+    let os_boot = match &s.boot {
+        Boot::Kernel { kernel, initrd } => format!(
+            "<kernel>{}</kernel>\n    <initrd>{}</initrd>\n    <cmdline>{CMDLINE}</cmdline>",
+            esc(&kernel.to_string_lossy()),
+            esc(&initrd.to_string_lossy()),
+        ),
+        Boot::Disk => "<boot dev='hd'/>".to_string(),
+    };
     let m = &s.metadata;
     format!(
         r#"<domain type='{dtype}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
@@ -73,9 +90,7 @@ pub fn domain_xml(s: &DomainSpec) -> String {
   <vcpu placement='static'>{vcpus}</vcpu>
   <os>
     <type arch='x86_64' machine='q35'>hvm</type>
-    <kernel>{kernel}</kernel>
-    <initrd>{initrd}</initrd>
-    <cmdline>{cmdline}</cmdline>
+    {os_boot}
   </os>
   <features><acpi/><apic/></features>
   {cpu}
@@ -123,9 +138,6 @@ pub fn domain_xml(s: &DomainSpec) -> String {
         created = esc(&m.created),
         mem = s.memory_mib,
         vcpus = s.vcpus,
-        kernel = esc(&s.kernel.to_string_lossy()),
-        initrd = esc(&s.initrd.to_string_lossy()),
-        cmdline = CMDLINE,
         overlay = esc(&s.overlay.to_string_lossy()),
         seed = esc(&s.seed.to_string_lossy()),
         console = esc(&s.console_log.to_string_lossy()),
@@ -180,8 +192,10 @@ mod tests {
             acceleration: accel,
             vcpus: 4,
             memory_mib: 3072,
-            kernel: "/c/images/d/vmlinuz".into(),
-            initrd: "/c/images/d/initrd.img".into(),
+            boot: Boot::Kernel {
+                kernel: "/c/images/d/vmlinuz".into(),
+                initrd: "/c/images/d/initrd.img".into(),
+            },
             overlay: "/s/demo-1/overlay.qcow2".into(),
             seed: "/s/demo-1/seed.img".into(),
             console_log: "/s/demo-1/console.log".into(),
@@ -227,6 +241,15 @@ mod tests {
     }
 
     #[test]
+    fn a_cloud_image_boots_from_its_disk() {
+        let mut s = spec(Acceleration::Tcg, DiskCache::None);
+        s.boot = Boot::Disk;
+        let x = domain_xml(&s);
+        assert!(x.contains("<boot dev='hd'/>"), "{x}");
+        assert!(!x.contains("<kernel>") && !x.contains("<cmdline>"), "{x}");
+    }
+
+    #[test]
     fn kvm_and_cache_variants() {
         let x = domain_xml(&spec(Acceleration::Kvm, DiskCache::Writeback));
         assert!(x.contains("<domain type='kvm'"));
@@ -254,12 +277,17 @@ mod tests {
             return;
         }
         let tmp = tempfile::tempdir().unwrap();
-        for (a, c) in [
-            (Acceleration::Tcg, DiskCache::None),
-            (Acceleration::Kvm, DiskCache::Unsafe),
+        for (a, c, disk_boot) in [
+            (Acceleration::Tcg, DiskCache::None, false),
+            (Acceleration::Kvm, DiskCache::Unsafe, false),
+            (Acceleration::Tcg, DiskCache::None, true),
         ] {
             let p = tmp.path().join("d.xml");
-            std::fs::write(&p, domain_xml(&spec(a, c))).unwrap();
+            let mut s = spec(a, c);
+            if disk_boot {
+                s.boot = Boot::Disk;
+            }
+            std::fs::write(&p, domain_xml(&s)).unwrap();
             let out = std::process::Command::new(tool)
                 .arg(&p)
                 .arg("domain")
