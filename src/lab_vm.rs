@@ -5,7 +5,7 @@
 use crate::context::Context;
 use anyhow::{Context as _, bail};
 use labrun_lab::{Lab, Machine, VmSpec};
-use labrun_vm::{ImageSpec, VmConfig};
+use labrun_vm::{CloudImage, ImageSource, ImageSpec, VmConfig};
 use std::path::{Path, PathBuf};
 
 /// The lab file's absolute path (it need not exist any more).
@@ -23,7 +23,7 @@ pub fn load(ctx: &Context) -> anyhow::Result<(Lab, VmConfig)> {
     let lab = Lab::load(&ctx.lab_path)?;
     let path = lab_path(ctx)?;
     let cfg = match lab.machine() {
-        Machine::Vm(vm) => vm_config(&lab.name, &path, &vm)?,
+        Machine::Vm(vm) => vm_config(&lab.name, &path, &vm, &ctx.cache_dir)?,
         Machine::Target(t) => bail!(
             "lab `{}` runs on an existing machine ({}@{}:{}), not in a VM: `labrun up` and `labrun down` have nothing to do; run `labrun bench`",
             lab.name,
@@ -35,16 +35,35 @@ pub fn load(ctx: &Context) -> anyhow::Result<(Lab, VmConfig)> {
     Ok((lab, cfg))
 }
 
-pub fn vm_config(lab_name: &str, lab_path: &Path, vm: &VmSpec) -> anyhow::Result<VmConfig> {
+/// `cache_dir` locates a cloud image: where the artifact cache keeps the
+/// pinned file. `labrun up` fetches and verifies it there
+/// ([`fetch_cloud_image`]) before anything boots.
+pub fn vm_config(
+    lab_name: &str,
+    lab_path: &Path,
+    vm: &VmSpec,
+    cache_dir: &Path,
+) -> anyhow::Result<VmConfig> {
+    let disk_gib = u32::try_from(vm.disk.bytes().div_ceil(1 << 30)).unwrap_or(u32::MAX);
     let image = match &vm.image {
-        labrun_lab::ImageSpec::Debian12 => ImageSpec {
+        labrun_lab::ImageSpec::Debian12 => ImageSource::Recipe(ImageSpec {
             extra_packages: vm.packages.clone(),
-            disk_gib: u32::try_from(vm.disk.bytes().div_ceil(1 << 30)).unwrap_or(u32::MAX),
+            disk_gib,
             ..ImageSpec::default()
-        },
-        labrun_lab::ImageSpec::Cloud(_) => bail!(
-            "`vm.image: cloud` is not supported by `labrun up` yet: use `image: debian12`, which labrun builds from the host's apt sources"
-        ),
+        }),
+        labrun_lab::ImageSpec::Cloud(a) => {
+            let name = match a.file_name()? {
+                labrun_artifact::FileName::Exact(n) => n,
+                _ => bail!("`vm.image.cloud` must name its file (a url or file source)"),
+            };
+            ImageSource::Cloud(CloudImage {
+                path: labrun_artifact::Cache::new(cache_dir)
+                    .dir_for(&a.sha256)
+                    .join(name),
+                sha256: a.sha256.clone(),
+                disk_gib,
+            })
+        }
     };
     let cfg = VmConfig {
         lab_name: lab_name.to_string(),
@@ -69,6 +88,43 @@ pub fn vm_config(lab_name: &str, lab_path: &Path, vm: &VmSpec) -> anyhow::Result
     };
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// Fetches the lab's cloud image (if it names one) and checks its SHA-256,
+/// then points `cfg` at the verified disk. A wrong digest stops `up` before
+/// anything is made.
+pub async fn fetch_cloud_image(
+    ctx: &Context,
+    lab: &Lab,
+    cfg: &mut VmConfig,
+    progress: &mut dyn labrun_artifact::Progress,
+) -> anyhow::Result<()> {
+    let (Machine::Vm(vm), ImageSource::Cloud(cloud)) = (lab.machine(), &mut cfg.image) else {
+        return Ok(());
+    };
+    let labrun_lab::ImageSpec::Cloud(spec) = &vm.image else {
+        return Ok(());
+    };
+    let fetcher = labrun_artifact::Fetcher::new(labrun_artifact::FetchOptions::new(
+        ctx.cache_dir.clone(),
+        ctx.mirror.clone(),
+    ))?;
+    let fetched = fetcher.fetch("vm-image", spec, progress).await?;
+    cloud.path = match &spec.extract {
+        // Booted in place: no copy of a multi-GiB file.
+        labrun_artifact::Extract::Raw => fetched.path,
+        _ => {
+            let spec = spec.clone();
+            tokio::task::spawn_blocking(move || labrun_artifact::extract(&fetched, &spec))
+                .await??
+                .path
+        }
+    };
+    // libvirt's QEMU user reads the base through the overlay.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cloud.path, std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("making {} readable", cloud.path.display()))?;
+    Ok(())
 }
 
 /// The VM settings when the lab file loads; otherwise (deleted, broken) the

@@ -102,7 +102,7 @@ fn print_row(tool: &ToolSpec, f: &FetchedArtifact, i: &Installable) {
 /// An indicatif bar on stderr (indicatif draws nothing when stderr is not a
 /// terminal, so logs and pipes stay clean).
 #[derive(Default)]
-struct Bar {
+pub struct Bar {
     bar: Option<ProgressBar>,
 }
 

@@ -2,7 +2,7 @@
 //! wait for SSH, install the lab's tools. Every artifact is fetched and its
 //! SHA-256 checked before the VM starts; Ctrl-C leaves nothing behind.
 
-use crate::commands::fetch::{Ready, fetch_and_extract};
+use crate::commands::fetch::{Bar, Ready, fetch_and_extract};
 use crate::context::Context;
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -22,12 +22,15 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
 
 /// `labrun up`, also called by `labrun bench --up`.
 pub async fn bring_up(ctx: &Context) -> anyhow::Result<ExitCode> {
-    let (lab, cfg) = crate::lab_vm::load(ctx)?;
+    let (lab, mut cfg) = crate::lab_vm::load(ctx)?;
     // A wrong digest stops everything before anything is booted or installed.
     let tools: Vec<&labrun_lab::ToolSpec> = lab.tools.iter().collect();
     let ready = fetch_and_extract(ctx, &tools)
         .await
         .context("fetching the lab's tools (nothing was started)")?;
+    crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default())
+        .await
+        .context("fetching the lab's cloud image (nothing was started)")?;
     let installs = tool_installs(&lab, &ready);
     let paths = paths(ctx);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
