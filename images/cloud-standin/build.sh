@@ -65,9 +65,9 @@ else
 fi
 [ ${#mirrors[@]} -gt 0 ] || { echo "no $suite apt source on this host (run apt-get update, or set LABRUN_MIRRORS)" >&2; exit 2; }
 
-# labrun's debian12 set, plus cloud-init and GRUB. cloud-guest-utils (growpart)
-# is left out: without it cc_growpart only logs that it has no resizer.
-packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,iproute2,procps,kmod,e2fsprogs,initramfs-tools,netbase,tar,coreutils,cloud-init,grub-pc
+# labrun's debian12 set, plus cloud-init, GRUB and growpart (cloud-guest-utils):
+# like the official image, the root partition grows to the disk it is given.
+packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,iproute2,procps,kmod,e2fsprogs,initramfs-tools,netbase,tar,coreutils,cloud-init,grub-pc,cloud-guest-utils
 
 phase "mmdebstrap $suite from ${#mirrors[@]} host source(s)"
 # MODULES=list + the few modules a virtio guest needs: a 7 MB initrd instead
