@@ -65,8 +65,8 @@ fn meta_data(id: &Identity<'_>) -> String {
 }
 
 /// Root logs in with the client key only; the image's own default user is
-/// left as the image defines it. Host keys: only labrun's ed25519 key, none
-/// generated, any baked into the image deleted.
+/// left as the image defines it. Host keys: only labrun's ed25519 key; any
+/// baked into the image are deleted.
 fn user_data(keys: &SeedKeys<'_>) -> String {
     let host_private = String::from_utf8_lossy(keys.host_private_key);
     let doc = serde_json::json!({
@@ -74,7 +74,9 @@ fn user_data(keys: &SeedKeys<'_>) -> String {
         "ssh_pwauth": false,
         "ssh_authorized_keys": [keys.authorized_key.trim()],
         "ssh_deletekeys": true,
-        "ssh_genkeytypes": [],
+        // Not `[]`: cloud-init's schema wants at least one type. It never
+        // overwrites an existing key file, so this keeps labrun's key.
+        "ssh_genkeytypes": ["ed25519"],
         "ssh_keys": {
             "ed25519_private": host_private,
             "ed25519_public": keys.host_public_key.trim(),
@@ -151,7 +153,7 @@ mod tests {
                 .unwrap()
                 .starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n")
         );
-        assert_eq!(doc["ssh_genkeytypes"], serde_json::json!([]));
+        assert_eq!(doc["ssh_genkeytypes"], serde_json::json!(["ed25519"]));
     }
 
     #[test]
