@@ -39,6 +39,12 @@ struct Outcome {
 /// offline; an artifact nothing here provides is named.
 fn resolutions(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
     let mut out = String::from("artifacts on this machine:\n");
+    if let labrun_lab::Machine::Vm(vm) = lab.machine()
+        && let labrun_lab::ImageSpec::Cloud(image) = &vm.image
+    {
+        let r = labrun_artifact::resolve_offline(image, cache, mirror);
+        out.push_str(&format!("  {:<12} {r}\n", "vm image"));
+    }
     for tool in &lab.tools {
         let r = labrun_artifact::resolve_offline(&tool.artifact, cache, mirror);
         out.push_str(&format!("  {:<12} {r}\n", tool.name));

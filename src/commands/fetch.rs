@@ -1,5 +1,5 @@
-//! `labrun fetch`: every tool's artifact into the cache, verified, and its
-//! binary extracted. The work is in `labrun-artifact`; this file picks the
+//! `labrun fetch`: every tool's artifact (and a cloud image the lab boots)
+//! into the cache, verified, and the tools' binaries extracted. The work is in `labrun-artifact`; this file picks the
 //! tools, draws the progress bar and prints the table.
 
 use crate::context::Context;
@@ -43,9 +43,28 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     for (tool, r) in tools.iter().zip(&ready) {
         print_row(tool, &r.fetched, &r.installable);
     }
+    let mut count = tools.len();
+    if wanted.is_none() {
+        match crate::lab_vm::load(ctx) {
+            Ok((_, mut cfg)) if cfg.image.recipe().is_none() => {
+                if let Err(e) =
+                    crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default()).await
+                {
+                    eprintln!("labrun fetch: {e:#}");
+                    return Ok(ExitCode::from(1));
+                }
+                if let labrun_vm::ImageSource::Cloud(c) = &cfg.image {
+                    println!("vm image: {}", c.path.display());
+                    println!("  sha256   {} ok", c.sha256);
+                }
+                count += 1;
+            }
+            _ => {}
+        }
+    }
     println!(
         "ok: {} artifact(s) verified in {}",
-        tools.len(),
+        count,
         labrun_artifact::Cache::new(&ctx.cache_dir).root().display()
     );
     Ok(ExitCode::SUCCESS)
