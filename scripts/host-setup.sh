@@ -10,6 +10,8 @@ packages=(
   qemu-system-x86 qemu-utils mmdebstrap e2fsprogs libxml2-utils
   # the tools the default lab benchmarks, and what the tests drive them with
   restic borgbackup duplicity openssh-server time zstd lz4 file git procps
+  # the stand-in cloud image the tests build (sfdisk; losetup, mount)
+  fdisk mount
 )
 
 missing=()

@@ -1,6 +1,8 @@
 //! The VM end to end, through the real `labrun` binary: `up`, `ssh`,
 //! `status`, `down`, and `down` after `labrun up` was killed at several
-//! points. Needs root, libvirtd and QEMU (`make test` runs
+//! points; and a pinned cloud image (a stand-in built by
+//! `images/cloud-standin/build.sh`, served over HTTP on 127.0.0.1) booted
+//! with a cloud-init NoCloud seed. Needs root, libvirtd and QEMU (`make test` runs
 //! `scripts/host-setup.sh` first); the base image is built on first use and
 //! cached under /var/tmp/labrun-test-cache between runs on one machine.
 //!
@@ -25,6 +27,10 @@ struct Lab {
 
 impl Lab {
     fn new(name: &str) -> Lab {
+        Lab::with_yaml(name, &lab_yaml(name))
+    }
+
+    fn with_yaml(name: &str, yaml: &str) -> Lab {
         let root = PathBuf::from(format!(
             "/var/tmp/labrun-test-{name}-{}",
             std::process::id()
@@ -32,7 +38,7 @@ impl Lab {
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         let lab_file = root.join(format!("{name}.yaml"));
-        std::fs::write(&lab_file, lab_yaml(name)).unwrap();
+        std::fs::write(&lab_file, yaml).unwrap();
         Lab {
             root,
             lab_file,
@@ -369,5 +375,204 @@ fn down_after_killed_up_leaves_nothing() {
     let out = child.wait_with_output().unwrap();
     eprintln!("{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(130));
+    lab.assert_nothing_left();
+}
+
+/// The stand-in cloud image, built once per version of its recipe and kept
+/// in the test cache (a few minutes to build; the official image cannot be
+/// downloaded on the test machines).
+fn cloud_standin_image() -> PathBuf {
+    let folder = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/images/cloud-standin"));
+    let recipe = folder.join("build.sh");
+    let key = sha256_hex(&folder_fingerprint(folder));
+    let image = PathBuf::from(format!("{CACHE}/cloud-standin-{}.qcow2", &key[..16]));
+    if !image.exists() {
+        std::fs::create_dir_all(CACHE).unwrap();
+        let t = Instant::now();
+        let partial = image.with_extension("partial.qcow2");
+        let st = Command::new("bash")
+            .arg(&recipe)
+            .arg(&partial)
+            .status()
+            .unwrap();
+        assert!(st.success(), "building the stand-in cloud image failed");
+        std::fs::rename(&partial, &image).unwrap();
+        eprintln!(
+            "stand-in cloud image built in {:.0} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    image
+}
+
+/// Every file's relative path and content, in a stable order.
+fn folder_fingerprint(folder: &Path) -> Vec<u8> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, base, out);
+            } else {
+                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(folder, folder, &mut files);
+    files.sort();
+    let mut bytes = Vec::new();
+    for (rel, content) in files {
+        bytes.extend_from_slice(rel.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(sha256_hex(&content).as_bytes());
+        bytes.push(b'\n');
+    }
+    bytes
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// Serves one file at `/NAME` on 127.0.0.1 until the process ends; returns
+/// its URL. Counts requests, so the test can tell a cached fetch from a
+/// download.
+fn serve_file(path: PathBuf, name: &str) -> (String, std::sync::Arc<std::sync::atomic::AtomicU32>) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let url = format!("http://{}/{name}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(AtomicU32::new(0));
+    let counter = hits.clone();
+    let wanted = format!("/{name}");
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut request = String::new();
+            let _ = reader.read_line(&mut request);
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) <= 2 {
+                    break;
+                }
+            }
+            let mut conn = conn;
+            let target = request.split_whitespace().nth(1).unwrap_or("");
+            if target != wanted {
+                let _ = conn.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
+            }
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut file = std::fs::File::open(&path).unwrap();
+            let len = file.metadata().unwrap().len();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
+            );
+            let _ = std::io::copy(&mut file, &mut conn);
+        }
+    });
+    (url, hits)
+}
+
+/// A lab on a pinned cloud image: restic only (a cloud image is booted as
+/// published, so no tool that needs extra packages).
+fn cloud_lab_yaml(name: &str, url: &str, sha256: &str) -> String {
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lab.yaml"))
+        .expect("lab.yaml");
+    let start = shipped
+        .find("  - name: restic\n")
+        .expect("restic in lab.yaml");
+    let end = shipped[start..]
+        .find("\n  - name: ")
+        .map(|i| start + i + 1)
+        .unwrap_or(shipped.len());
+    let restic = &shipped[start..end];
+    format!(
+        "name: {name}\nvm:\n  disk: 8GiB\n  image:\n    cloud:\n      url: {url}\n      sha256: {sha256}\ndataset:\n  kind: synthetic\n  seed: 1\n  scale: 0.002\ncycles: 1\ntools:\n{restic}"
+    )
+}
+
+#[test]
+fn cloud_image_boots_with_a_nocloud_seed() {
+    if let Some(why) = unavailable() {
+        return skip_loudly(&why);
+    }
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let image = cloud_standin_image();
+    let digest = sha256_hex(&std::fs::read(&image).unwrap());
+    let (url, hits) = serve_file(image, "debian-12-standin-amd64.qcow2");
+
+    // A wrong pin stops `up` before anything is made.
+    let wrong = Lab::with_yaml(
+        "vmtest-cloud-bad",
+        &cloud_lab_yaml("vmtest-cloud-bad", &url, &"0".repeat(64)),
+    );
+    let out = wrong.run(&["up"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cloud image") && err.contains(&digest),
+        "{err}"
+    );
+    wrong.assert_nothing_left();
+
+    // Not from an earlier run's cache: the download is part of what is tested.
+    let _ = std::fs::remove_dir_all(format!("{CACHE}/artifacts/{digest}"));
+    let lab = Lab::with_yaml(
+        "vmtest-cloud",
+        &cloud_lab_yaml("vmtest-cloud", &url, &digest),
+    );
+    let t = Instant::now();
+    let up = lab.run_ok(&["up"]);
+    eprintln!("cloud up took {:.1} s", t.elapsed().as_secs_f64());
+    assert!(up.contains("is up"), "{up}");
+    assert!(hits.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+
+    // The domain boots the image's own bootloader, not a kernel from the host.
+    let xml = String::from_utf8_lossy(&virsh(&["dumpxml", &lab.domain()]).stdout).into_owned();
+    assert!(
+        xml.contains("<boot dev='hd'/>") && !xml.contains("<kernel>"),
+        "{xml}"
+    );
+
+    assert_eq!(lab.run_ok(&["ssh", "--", "nproc"]).trim(), "4");
+    // cloud-init ran from the seed without errors, and the root file system
+    // was grown to the lab's 8 GiB disk.
+    let status = lab.run_ok(&["ssh", "--", "cloud-init", "status", "--wait"]);
+    assert!(status.contains("done"), "{status}");
+    let df = lab.run_ok(&["ssh", "--", "df", "-B1G", "--output=size", "/"]);
+    let root_gib: u64 = df.lines().last().unwrap().trim().parse().unwrap();
+    assert!((6..=8).contains(&root_gib), "root is {root_gib} GiB:\n{df}");
+    // Only the host key labrun injected: the one `ssh` just pinned.
+    let keys = lab.run_ok(&["ssh", "--", "ls", "/etc/ssh"]);
+    assert!(!keys.contains("ssh_host_rsa_key"), "{keys}");
+
+    let results = lab.root.join("results");
+    let bench = lab.run(&["bench", "--plain", "--results", results.to_str().unwrap()]);
+    assert!(
+        bench.status.success(),
+        "labrun bench on the cloud image failed"
+    );
+    let run = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let records = std::fs::read_to_string(run.join("raw/records.jsonl")).unwrap();
+    let verify: serde_json::Value = records
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["tool"] == "restic" && r["step"] == "verify")
+        .expect("a verify record");
+    assert_eq!(verify["verify"]["passed"], true, "{verify}");
+
+    let down = lab.run_ok(&["down"]);
+    assert!(down.contains("removed: domain"), "{down}");
     lab.assert_nothing_left();
 }
