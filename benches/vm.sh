@@ -98,6 +98,6 @@ mu=$(median "${up_t[@]}") md=$(median "${down_t[@]}")
 hu=$(median "${hand_up[@]}") hd=$(median "${hand_down[@]}")
 printf '\n%-34s %10s %10s\n' "median of $RUNS (s)" "labrun" "by hand"
 printf '%-34s %10s %10s   (labrun/hand %.3f)\n' "up (image cached) to SSH ready" "$mu" "$hu" "$(awk -v a="$mu" -v b="$hu" 'BEGIN {print a / b}')"
-printf '%-34s %10s %10s\n' "down" "$md" "$hd"
+printf '%-34s %10s %10s   (labrun/hand %.3f)\n' "down" "$md" "$hd" "$(awk -v a="$md" -v b="$hd" 'BEGIN {print a / b}')"
 echo "guest boot split (systemd-analyze):"
 printf '  %s\n' "${splits[@]}"
