@@ -179,6 +179,25 @@ fn ensure_image(lab: &Lab) {
     eprintln!("image ready after {:.0} s", t.elapsed().as_secs_f64());
 }
 
+/// The one run folder `labrun bench` made under `results`.
+fn only_run(results: &Path) -> PathBuf {
+    std::fs::read_dir(results)
+        .unwrap()
+        .next()
+        .expect("a run folder")
+        .unwrap()
+        .path()
+}
+
+/// The run's evidence records, one JSON value per step.
+fn records(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("raw/records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     let t = Instant::now();
     while !ok() {
@@ -243,17 +262,8 @@ fn up_ssh_status_down_leaves_nothing() {
         results.to_str().unwrap(),
     ]);
     assert!(bench.status.success(), "labrun bench failed");
-    let run = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .expect("a run folder")
-        .unwrap()
-        .path();
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let run = only_run(&results);
+    let records = records(&run);
     for tool in ["restic", "borg", "duplicity"] {
         let verify = records
             .iter()
@@ -558,16 +568,8 @@ fn cloud_image_boots_with_a_nocloud_seed() {
         bench.status.success(),
         "labrun bench on the cloud image failed"
     );
-    let run = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let records = std::fs::read_to_string(run.join("raw/records.jsonl")).unwrap();
-    let verify: serde_json::Value = records
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    let verify = records(&only_run(&results))
+        .into_iter()
         .find(|r| r["tool"] == "restic" && r["step"] == "verify")
         .expect("a verify record");
     assert_eq!(verify["verify"]["passed"], true, "{verify}");
