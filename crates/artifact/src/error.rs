@@ -14,7 +14,7 @@ pub enum ArtifactError {
     #[error(
         "{name}: SHA-256 mismatch for {origin}\n  expected {expected}\n  actual   {actual}\n\
          the file was not kept; nothing was installed. If the upstream file really changed, \
-         re-pin it with `labrun pin` and review why"
+         review why, then re-pin it (`labrun pin` for a tool; the `sha256:` in the lab file)"
     )]
     DigestMismatch {
         name: String,
