@@ -303,23 +303,21 @@ async fn say_estimate(
     let bytes = lab.dataset_layout(scale).total_bytes();
     let probe = format!(
         "mkdir -p {base} && cd {base} && {}",
-        estimate::PROBE_WRITE_RATE,
+        estimate::PROBE,
         base = crate::bench::layout::sh_quote(&remote.base)
     );
-    let rate = match session.exec(&probe).await {
-        Ok(o) => String::from_utf8_lossy(&o.stdout)
-            .trim()
-            .parse::<f64>()
-            .ok(),
+    let rates = match session.exec(&probe).await {
+        Ok(o) => estimate::MachineRates::parse(&String::from_utf8_lossy(&o.stdout)),
         Err(_) => None,
     };
     let emulated = access.acceleration.as_deref() == Some("tcg");
-    match rate {
-        Some(rate) => {
-            let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, rate);
+    match rates {
+        Some(rates) => {
+            let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, rates);
             display.note(&estimate::describe(&e, scale.unwrap_or(1.0), emulated));
         }
-        None => display.note("could not measure the machine's write rate: no duration estimate"),
+        None => display
+            .note("could not measure the machine's write and hash rates: no duration estimate"),
     }
 }
 
