@@ -91,19 +91,19 @@ pub fn vm_config(
 }
 
 /// Fetches the lab's cloud image (if it names one) and checks its SHA-256,
-/// then points `cfg` at the verified disk. A wrong digest stops `up` before
-/// anything is made.
+/// then points `cfg` at the verified disk and returns it. A wrong digest
+/// stops `up` before anything is made.
 pub async fn fetch_cloud_image(
     ctx: &Context,
     lab: &Lab,
     cfg: &mut VmConfig,
     progress: &mut dyn labrun_artifact::Progress,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<CloudImage>> {
     let (Machine::Vm(vm), ImageSource::Cloud(cloud)) = (lab.machine(), &mut cfg.image) else {
-        return Ok(());
+        return Ok(None);
     };
     let labrun_lab::ImageSpec::Cloud(spec) = &vm.image else {
-        return Ok(());
+        return Ok(None);
     };
     let fetcher = labrun_artifact::Fetcher::new(labrun_artifact::FetchOptions::new(
         ctx.cache_dir.clone(),
@@ -124,7 +124,7 @@ pub async fn fetch_cloud_image(
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&cloud.path, std::fs::Permissions::from_mode(0o644))
         .with_context(|| format!("making {} readable", cloud.path.display()))?;
-    Ok(())
+    Ok(Some(cloud.clone()))
 }
 
 /// The VM settings when the lab file loads; otherwise (deleted, broken) the

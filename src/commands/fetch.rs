@@ -1,6 +1,7 @@
 //! `labrun fetch`: every tool's artifact (and a cloud image the lab boots)
-//! into the cache, verified, and the tools' binaries extracted. The work is in `labrun-artifact`; this file picks the
-//! tools, draws the progress bar and prints the table.
+//! into the cache, verified, and the tools' binaries extracted. The work is
+//! in `labrun-artifact`; this file picks the tools, draws the progress bar
+//! and prints the table.
 
 use crate::context::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -44,22 +45,21 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         print_row(tool, &r.fetched, &r.installable);
     }
     let mut count = tools.len();
-    if wanted.is_none() {
-        match crate::lab_vm::load(ctx) {
-            Ok((_, mut cfg)) if cfg.image.recipe().is_none() => {
-                if let Err(e) =
-                    crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default()).await
-                {
-                    eprintln!("labrun fetch: {e:#}");
-                    return Ok(ExitCode::from(1));
-                }
-                if let labrun_vm::ImageSource::Cloud(c) = &cfg.image {
-                    println!("vm image: {}", c.path.display());
-                    println!("  sha256   {} ok", c.sha256);
-                }
+    // The whole lab (no --tools): its cloud image too.
+    if wanted.is_none()
+        && let Ok((_, mut cfg)) = crate::lab_vm::load(ctx)
+    {
+        match crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default()).await {
+            Ok(Some(image)) => {
+                println!("vm image: {}", image.path.display());
+                println!("  sha256   {} ok", image.sha256);
                 count += 1;
             }
-            _ => {}
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("labrun fetch: {e:#}");
+                return Ok(ExitCode::from(1));
+            }
         }
     }
     println!(

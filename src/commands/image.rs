@@ -32,19 +32,19 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                     // Nothing to build: fetch and check the pinned image, so
                     // a later `up` finds it in the cache.
                     let mut bar = super::fetch::Bar::default();
-                    crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut bar).await?;
-                    if let labrun_vm::ImageSource::Cloud(c) = &cfg.image {
+                    if let Some(image) =
+                        crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut bar).await?
+                    {
                         println!(
                             "cloud image {} verified (sha256 {}); labrun builds nothing for it",
-                            c.path.display(),
-                            c.sha256
+                            image.path.display(),
+                            image.sha256
                         );
                     }
                     return Ok(ExitCode::SUCCESS);
                 }
             };
-            let spec = &spec;
-            if !force && let Some(img) = labrun_vm::image::cached(&paths.cache_dir, spec)? {
+            if !force && let Some(img) = labrun_vm::image::cached(&paths.cache_dir, &spec)? {
                 println!("image {} is cached at {}", img.digest, img.dir.display());
                 return Ok(ExitCode::SUCCESS);
             }
@@ -53,7 +53,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             let started = std::time::Instant::now();
             let mut on_line = |l: &str| labrun_vm::UpProgress::image_line(&spinner, l);
             let built = tokio::select! {
-                r = labrun_vm::image::build(&paths.cache_dir, spec, &paths.apt_dir, force, &mut on_line) => r,
+                r = labrun_vm::image::build(&paths.cache_dir, &spec, &paths.apt_dir, force, &mut on_line) => r,
                 _ = super::up::wait_for_interrupt() => {
                     spinner.finish();
                     eprintln!("labrun: interrupted: the partial build was removed");
