@@ -5,7 +5,8 @@
 //! converts into it. Entry points: [`up()`], [`down()`], [`down_all`],
 //! [`status()`], [`image::build`], [`preflight()`], [`install_tools`].
 //! What works on these hosts (TCG on PVM, slirp via `qemu:commandline`, the
-//! raw-tar seed disk) comes from `shared/notes/vm-on-this-host.md`.
+//! raw-tar seed disk, cloud-init NoCloud for a pinned cloud image) comes from
+//! `shared/notes/vm-on-this-host.md`.
 
 pub mod accel;
 pub mod apt_sources;
