@@ -202,7 +202,10 @@ mod tests {
 
         let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
         virtlogd_answers(&socket).unwrap();
-        drop(listener); // the file stays, as after a daemon that died
+        // A daemon that stopped listening; the file stays. (Shut down, not
+        // dropped: a process another test forks at that moment would hold
+        // the fd open, and the socket would still take connections.)
+        rustix::net::shutdown(&listener, rustix::net::Shutdown::Both).unwrap();
         assert!(socket.exists());
         let stale = virtlogd_answers(&socket).unwrap_err().to_string();
         assert!(
