@@ -73,6 +73,18 @@ mod tests {
             "{err}"
         );
         drop(first);
-        LabLock::acquire(&p, "demo", "labrun down").unwrap();
+        // Released with the drop. Retried briefly: a process another test
+        // forks in this instant shares the lock's open file until it execs
+        // (the fd is close-on-exec), and flock belongs to that open file.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match LabLock::acquire(&p, "demo", "labrun down") {
+                Ok(_) => break,
+                Err(e) if std::time::Instant::now() > deadline => {
+                    panic!("the lock was not released by the drop: {e}")
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
     }
 }
