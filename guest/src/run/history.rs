@@ -24,7 +24,7 @@ use super::{Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count};
 use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::{Evidence, blank_record};
 use crate::run::interrupt::InProcess;
-use labrun_evidence::{Event, HistoryPoint, HistorySource, Manifest, Step};
+use labrun_evidence::{HistoryPoint, HistorySource, Manifest, Step};
 use series::Series;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -48,13 +48,7 @@ impl<'p> Runner<'p> {
         let HistorySource::Repository { path, commits } = source else {
             return Ok(());
         };
-        self.check_stop()?;
-        self.ev.emit(&Event::StepStarted {
-            tool: String::new(),
-            cycle: 0,
-            step: Step::Generate,
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, "", 0, Step::Generate);
+        let mut rec = self.start_dataset_step()?;
         let clone = self.root.join(git::CLONE_DIR);
         rec.argv = git::clone_argv(path, &clone);
         let started = Instant::now();

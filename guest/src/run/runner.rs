@@ -303,13 +303,7 @@ impl<'p> Runner<'p> {
         if let DatasetPlan::GitHistory { source } = &self.plan.dataset {
             return self.prepare_history(source);
         }
-        self.check_stop()?;
-        self.ev.emit(&Event::StepStarted {
-            tool: String::new(),
-            cycle: 0,
-            step: Step::Generate,
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, "", 0, Step::Generate);
+        let mut rec = self.start_dataset_step()?;
         let started = Instant::now();
         let (out, params) = (self.pristine.clone(), self.params);
         let result = self.in_process(Step::Generate, move |progress| {
@@ -772,6 +766,18 @@ impl<'p> Runner<'p> {
 
     /// Announces an untimed step of a tool cycle; returns its record (tool,
     /// cycle, order, history point filled in) and its start.
+    /// The run's own dataset step (no tool, cycle 0): announced, and its
+    /// record begun.
+    pub(super) fn start_dataset_step(&mut self) -> Result<StepRecord, Halt> {
+        self.check_stop()?;
+        self.ev.emit(&Event::StepStarted {
+            tool: String::new(),
+            cycle: 0,
+            step: Step::Generate,
+        })?;
+        Ok(blank_record(&self.plan.run_id, "", 0, Step::Generate))
+    }
+
     pub(super) fn start_step(
         &mut self,
         tc: &ToolCycle,
