@@ -6,8 +6,10 @@
 //! summary has the per-snapshot table.
 
 mod common;
+mod run_output;
 
 use labrun_ssh::test_support::Sshd;
+use run_output::{only_run_dir, records};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,18 +54,8 @@ fn bench_over_ssh_backs_up_each_commit_and_restores_every_snapshot() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
-    let runs: Vec<PathBuf> = std::fs::read_dir(&results)
-        .expect("results")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    let run = &runs[0];
-
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/records.jsonl"))
-        .expect("records")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
+    let run = &only_run_dir(&results);
+    let records = records(run);
     for tool in ["restic", "borg", "duplicity"] {
         for k in 1..=COMMITS {
             for step in ["restore", "verify"] {
@@ -157,20 +149,11 @@ fn a_repository_on_the_host_is_pushed_into_the_guest() {
     );
     assert!(out.status.success(), "{text}");
     assert!(text.contains("pushed the repository"), "{text}");
-    let run = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = only_run_dir(&results);
     let plan = std::fs::read_to_string(run.join("raw/plan.json")).unwrap();
     assert!(plan.contains("/repository.bundle"), "{plan}");
     assert!(!plan.contains(&repo.display().to_string()), "{plan}");
-    let records: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let records = records(&run);
     for tool in ["restic", "borg"] {
         for k in 1..=3u64 {
             let v = records

@@ -4,8 +4,10 @@
 //! at a tiny scale, pulls the evidence back and summarizes it.
 
 mod common;
+mod run_output;
 
 use labrun_ssh::test_support::Sshd;
+use run_output::{only_run_dir, records};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,23 +37,6 @@ fn labrun(lab: &Path, results: &Path, extra: &[&str]) -> Command {
         .arg(results)
         .args(extra);
     c
-}
-
-fn only_run_dir(results: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(results)
-        .expect("results dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "one run folder expected: {dirs:?}");
-    dirs[0].clone()
-}
-
-fn records(run: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run.join("raw/records.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("record is JSON"))
-        .collect()
 }
 
 /// Every (tool, cycle) has the four timed steps and a passing restore.

@@ -12,6 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
+
+mod run_output;
+use run_output::{only_run_dir, records};
 use std::time::{Duration, Instant};
 
 static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -179,25 +182,6 @@ fn ensure_image(lab: &Lab) {
     eprintln!("image ready after {:.0} s", t.elapsed().as_secs_f64());
 }
 
-/// The one run folder `labrun bench` made under `results`.
-fn only_run(results: &Path) -> PathBuf {
-    std::fs::read_dir(results)
-        .unwrap()
-        .next()
-        .expect("a run folder")
-        .unwrap()
-        .path()
-}
-
-/// The run's evidence records, one JSON value per step.
-fn records(run: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run.join("raw/records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
     let t = Instant::now();
     while !ok() {
@@ -262,7 +246,7 @@ fn up_ssh_status_down_leaves_nothing() {
         results.to_str().unwrap(),
     ]);
     assert!(bench.status.success(), "labrun bench failed");
-    let run = only_run(&results);
+    let run = only_run_dir(&results);
     let records = records(&run);
     for tool in ["restic", "borg", "duplicity"] {
         let verify = records
@@ -577,7 +561,7 @@ fn cloud_image_boots_with_a_nocloud_seed() {
         bench.status.success(),
         "labrun bench on the cloud image failed"
     );
-    let verify = records(&only_run(&results))
+    let verify = records(&only_run_dir(&results))
         .into_iter()
         .find(|r| r["tool"] == "restic" && r["step"] == "verify")
         .expect("a verify record");
