@@ -46,11 +46,15 @@ pub fn vm_config(
 ) -> anyhow::Result<VmConfig> {
     let disk_gib = u32::try_from(vm.disk.bytes().div_ceil(1 << 30)).unwrap_or(u32::MAX);
     let image = match &vm.image {
-        labrun_lab::ImageSpec::Debian12 => ImageSource::Recipe(ImageSpec {
-            extra_packages: vm.packages.clone(),
-            disk_gib,
-            ..ImageSpec::default()
-        }),
+        labrun_lab::ImageSpec::Debian12 | labrun_lab::ImageSpec::Debian(_) => {
+            let defaults = ImageSpec::default();
+            ImageSource::Recipe(ImageSpec {
+                suite: vm.image.suite().unwrap_or(&defaults.suite).to_string(),
+                extra_packages: vm.packages.clone(),
+                disk_gib,
+                ..defaults
+            })
+        }
         labrun_lab::ImageSpec::Cloud(a) => {
             let name = match a.file_name()? {
                 labrun_artifact::FileName::Exact(n) => n,

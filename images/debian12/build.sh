@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the labrun Debian 12 base image: a whole-disk ext4 qcow2 (root=/dev/vda)
+# Builds the labrun Debian base image (Debian 12 by default; LABRUN_SUITE picks another): a whole-disk ext4 qcow2 (root=/dev/vda)
 # plus the kernel and a small initrd for direct kernel boot.
 #
 # Run by `labrun image build` (which passes everything below explicitly, so the
@@ -29,12 +29,20 @@ if [ -n "${LABRUN_EXTRA_PACKAGES:-}" ]; then packages+=",${LABRUN_EXTRA_PACKAGES
 mirror_args=()
 while IFS= read -r line; do [ -n "$line" ] && mirror_args+=("$line"); done <<<"$mirrors"
 
+# sid's Release file carries a Valid-Until date, and the archive these hosts
+# reach is a snapshot whose date has passed: apt refuses it unless told not to
+# check the date. The signatures are still checked.
+apt_opts=()
+case "$suite" in
+  sid|unstable|experimental) apt_opts+=(--aptopt='Acquire::Check-Valid-Until "false"') ;;
+esac
+
 echo "phase: mmdebstrap (download and install ${packages//,/ })"
 # MODULES=list + the few modules a virtio guest needs: a 7 MB initrd instead of
 # 36 MB, which halves boot-to-SSH under TCG. Written before the kernel's
 # postinst runs, so the first initrd is already the small one.
 mmdebstrap --variant=minbase --include="$packages" \
-  --aptopt='APT::Install-Recommends "false"' \
+  --aptopt='APT::Install-Recommends "false"' "${apt_opts[@]}" \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' \

@@ -101,6 +101,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     std::fs::create_dir_all(host.raw())
         .with_context(|| format!("cannot create {}", host.raw().display()))?;
     std::fs::write(host.raw().join("lab.yaml"), redact_secrets(&lab))?;
+    write_tool_sources(ctx, &lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
     let session = connect(&access).await?;
@@ -245,6 +246,37 @@ async fn connect(access: &Access) -> anyhow::Result<labrun_ssh::Session> {
                 access.target.user, access.target.host, access.target.port
             )
         })
+}
+
+/// Where each binary of the run came from: the lab's source in one line, and
+/// for a binary built here, the build's own record (toolchain, flags, the
+/// binary's embedded build info).
+fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> anyhow::Result<()> {
+    let tools: Vec<serde_json::Value> = lab
+        .tools
+        .iter()
+        .filter(|t| plan.tools.iter().any(|p| p.name == t.name))
+        .map(|t| {
+            let a = &t.artifact;
+            let build = a
+                .source()
+                .is_ok_and(|s| s.is_build())
+                .then(|| labrun_artifact::build::find_record(&ctx.cache_dir, &a.sha256))
+                .flatten();
+            serde_json::json!({
+                "name": t.name,
+                "version": t.version,
+                "source": a.provenance(),
+                "sha256": a.sha256,
+                "sha256_source": a.sha256_source,
+                "binary_sha256": a.binary_sha256,
+                "build": build,
+            })
+        })
+        .collect();
+    let path = raw.join("tool-sources.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&tools)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// `sha256sum` of every tool binary in the guest, as evidence.

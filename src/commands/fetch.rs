@@ -155,6 +155,22 @@ impl Progress for Bar {
         }
     }
 
+    fn step(&mut self, name: &str, what: &str) {
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = ProgressBar::new_spinner();
+            if let Ok(style) = ProgressStyle::with_template("{spinner} [{elapsed}] {msg}") {
+                bar.set_style(style);
+            }
+            bar.enable_steady_tick(std::time::Duration::from_millis(250));
+            bar
+        });
+        bar.set_message(format!("building {name}: {what}"));
+        // Without a terminal the spinner draws nothing: say each step once.
+        if bar.is_hidden() {
+            eprintln!("labrun: building {name}: {what}");
+        }
+    }
+
     fn notice(&mut self, message: &str) {
         match &self.bar {
             Some(b) => b.suspend(|| eprintln!("labrun fetch: {message}")),

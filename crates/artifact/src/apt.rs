@@ -1,6 +1,11 @@
 //! `apt-get download PACKAGE=VERSION`, with the host's own apt configuration
 //! (its sources and its signed indexes), into a temporary folder inside the
 //! cache so the verified .deb is then renamed, not copied.
+//!
+//! A package of another suite than the host's (`suite: sid`) is downloaded
+//! with a sources list and package lists of labrun's own, in
+//! `<cache>/apt/<suite>/`: the host's archive asked for that suite, the host's
+//! keyring checking its signatures, and the host's own configuration untouched.
 
 use crate::cache::find_in;
 use crate::error::ArtifactError;
@@ -40,9 +45,16 @@ pub(crate) async fn download(
         .prefix(".apt-")
         .tempdir_in(parent)
         .map_err(|e| io_err("cannot make a temporary folder in", e))?;
+    let suite_opts = match &apt.suite {
+        Some(suite) => suite_lists(parent, suite)
+            .await
+            .map_err(|detail| fail(detail))?,
+        None => Vec::new(),
+    };
     // The spec was validated, so the package and version hold no option or
     // shell syntax; `--` ends apt's options all the same.
     let output = tokio::process::Command::new("apt-get")
+        .args(&suite_opts)
         .args(["download", "-q", "--"])
         .arg(format!("{}={}", apt.package, apt.version))
         .current_dir(dir.path())
@@ -80,6 +92,67 @@ pub(crate) async fn download(
         path,
         file_name,
     })
+}
+
+/// Where labrun keeps the package lists of `suite`, beside the artifacts.
+fn suite_dir(artifacts: &Path, suite: &str) -> PathBuf {
+    artifacts
+        .parent()
+        .unwrap_or(artifacts)
+        .join("apt")
+        .join(suite)
+}
+
+/// apt's options that make it read labrun's sources list and lists for
+/// `suite` instead of the host's.
+pub fn suite_options(dir: &Path, suite: &str) -> Vec<String> {
+    let mut opts = vec![
+        format!(
+            "-oDir::Etc::SourceList={}",
+            dir.join("sources.list").display()
+        ),
+        "-oDir::Etc::SourceParts=/nonexistent".to_string(),
+        format!("-oDir::State::Lists={}", dir.join("lists").display()),
+        "-oDir::Cache::pkgcache=".to_string(),
+        "-oDir::Cache::srcpkgcache=".to_string(),
+    ];
+    // sid's Release file has a Valid-Until that the archive snapshot these
+    // hosts reach has passed; its signature is still checked.
+    if matches!(suite, "sid" | "unstable" | "experimental") {
+        opts.push("-oAcquire::Check-Valid-Until=false".to_string());
+    }
+    opts
+}
+
+/// Writes labrun's sources list for `suite` and runs `apt-get update` on it
+/// (its lists only); returns the options for the apt commands that follow.
+async fn suite_lists(artifacts: &Path, suite: &str) -> Result<Vec<String>, String> {
+    let dir = suite_dir(artifacts, suite);
+    let sources = crate::apt_sources::sources_for_suite(Path::new("/etc/apt"), suite)
+        .map_err(|e| e.to_string())?;
+    let text: String = sources.iter().map(|s| s.mmdebstrap_line() + "\n").collect();
+    std::fs::create_dir_all(dir.join("lists/partial"))
+        .and_then(|()| std::fs::write(dir.join("sources.list"), text))
+        .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+    let opts = suite_options(&dir, suite);
+    let output = tokio::process::Command::new("apt-get")
+        .args(&opts)
+        .args(["update", "-q"])
+        .env("LC_ALL", "C")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("cannot run apt-get: {e} (is this a Debian host?)"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("E:")).collect();
+        return Err(format!(
+            "`apt-get update` of suite {suite} (lists in {}) failed: {}",
+            dir.display(),
+            errors.join("; ")
+        ));
+    }
+    Ok(opts)
 }
 
 /// The SHA-256 of `PACKAGE=VERSION` as the host's signed apt index lists it

@@ -112,6 +112,53 @@ pub enum ArtifactError {
         actual: String,
     },
 
+    #[error(
+        "{name}: the build failed at `{step}`: {detail}\n  every command and its output \
+         are in {}",
+        log.display()
+    )]
+    Build {
+        name: String,
+        step: String,
+        detail: String,
+        log: PathBuf,
+    },
+
+    #[error("{name}: the build needs {wanted}, but the host has: {found}\n  {hint}")]
+    Toolchain {
+        name: String,
+        wanted: String,
+        found: String,
+        hint: String,
+    },
+
+    #[error(
+        "{name}: the module proxy's {module} has hash {actual}, but the lab pins {expected}\n  \
+         nothing was built. A published module version never changes: check the version and \
+         `sum` in the lab file (go.sum of any project that uses it has the hash)"
+    )]
+    ModuleSumMismatch {
+        name: String,
+        module: String,
+        expected: String,
+        actual: String,
+    },
+
+    #[error(
+        "{name}: the binary from {recipe} has SHA-256 {actual}, but the lab pins {expected}\n  \
+         nothing was installed. The same inputs build the same bytes: if you changed the \
+         version, flags or toolchain on purpose, review the build (log and build info in {}) \
+         and pin `sha256: {actual}`",
+        dir.display()
+    )]
+    BuiltDigestMismatch {
+        name: String,
+        recipe: String,
+        expected: String,
+        actual: String,
+        dir: PathBuf,
+    },
+
     #[error("cannot start the HTTP client: {0}")]
     Client(String),
 

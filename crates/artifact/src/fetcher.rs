@@ -19,6 +19,9 @@ pub struct FetchOptions {
     /// A folder looked up by file name before any source.
     pub mirror: Option<PathBuf>,
     pub net: NetPolicy,
+    /// Extra environment for builds from source (set last): a private
+    /// module proxy, another cargo home. Empty for most users.
+    pub build_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 impl FetchOptions {
@@ -27,6 +30,7 @@ impl FetchOptions {
             cache_dir,
             mirror,
             net: NetPolicy::default(),
+            build_env: Vec::new(),
         }
     }
 }
@@ -85,6 +89,37 @@ impl Fetcher {
             from,
         };
 
+        // Builds are cached by their inputs, not looked up by the digest
+        // alone: a changed version with an old digest must be refused.
+        let (opts, cache_dir) = (&self.opts, self.opts.cache_dir.as_path());
+        match spec.source()? {
+            SourceRef::Go(go) => {
+                let (path, from) = crate::build::build_checked(
+                    go,
+                    name,
+                    expected,
+                    cache_dir,
+                    &opts.build_env,
+                    progress,
+                )
+                .await?;
+                return Ok(done(path, from));
+            }
+            SourceRef::Crate(c) => {
+                let (path, from) = crate::build::build_checked(
+                    c,
+                    name,
+                    expected,
+                    cache_dir,
+                    &opts.build_env,
+                    progress,
+                )
+                .await?;
+                return Ok(done(path, from));
+            }
+            _ => {}
+        }
+
         if let Some(path) = self.cache.find(expected, &file_name) {
             let actual = hash_blocking(name, &path).await?;
             if actual == expected {
@@ -131,6 +166,10 @@ impl Fetcher {
                     self.commit_if_matching(name, &origin, temp, &actual, expected, fname)?;
                 Ok(done(path, from))
             }
+            SourceRef::Go(_) | SourceRef::Crate(_) => Err(ArtifactError::Spec {
+                field: "go",
+                problem: "names a build, which is never fetched".into(),
+            }),
             SourceRef::Apt(pkg) => {
                 let from = Source::Apt {
                     package: pkg.package.clone(),

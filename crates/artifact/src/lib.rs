@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! Fetcher::fetch  cache -> mirror folder -> url | file | apt   (SHA-256 checked)
+//!                 or a build from pinned source: go | crate      (cached by inputs)
 //! extract         raw | bz2 | gz | tar member | deb member | deb-install
 //! checksums       upstream checksum lists, for `labrun pin`
 //! lab_edit        writing a pin into the lab file, comments kept
@@ -10,6 +11,8 @@
 //! The library never prints: progress goes through the [`Progress`] trait.
 
 pub mod apt;
+pub mod apt_sources;
+pub mod build;
 pub mod cache;
 pub mod checksums;
 pub mod digest;
@@ -34,4 +37,4 @@ pub use pin::{ManualPin, PinOutcome, PinRequest, write_lab};
 pub use progress::{NoProgress, Progress};
 pub use resolve::{Resolution, resolve_offline};
 pub use source::{FileName, Source};
-pub use spec::{AptPackage, ArtifactSpec, Extract, SourceRef};
+pub use spec::{AptPackage, ArtifactSpec, CrateBuild, Extract, GoBuild, SourceRef};

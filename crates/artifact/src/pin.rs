@@ -67,6 +67,7 @@ impl Fetcher {
             let pkg = AptPackage {
                 package: package.clone(),
                 version: req.version.clone(),
+                suite: None,
             };
             pkg.validate()?;
             edit.apt_version = Some(req.version.clone());

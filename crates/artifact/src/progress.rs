@@ -12,6 +12,10 @@ pub trait Progress: Send {
     fn finish(&mut self);
     /// Something the user may want to know: a retry, a corrupt cached copy.
     fn notice(&mut self, message: &str);
+    /// A build of `name` is at this step (it may take minutes).
+    fn step(&mut self, name: &str, what: &str) {
+        let _ = (name, what);
+    }
 }
 
 /// Reports nothing.

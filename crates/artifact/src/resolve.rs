@@ -16,8 +16,18 @@ pub enum Resolution {
     Mirror(PathBuf),
     /// The host's apt index lists this package version.
     AptIndex { package: String, version: String },
+    /// A package of another suite, whose lists labrun has not fetched yet:
+    /// `labrun fetch` runs `apt-get update` for that suite into its cache.
+    AptSuite {
+        package: String,
+        version: String,
+        suite: String,
+    },
     /// The local file exists.
     LocalFile(PathBuf),
+    /// Built on the host from pinned source (needs the toolchain and the
+    /// registry it builds from; cached by its inputs once built).
+    Build(String),
     /// Only the URL has it: `labrun fetch` must download it.
     Download(String),
     /// Nothing on this machine provides it.
@@ -27,7 +37,10 @@ pub enum Resolution {
 impl Resolution {
     /// True when the artifact can be had without any download.
     pub fn is_local(&self) -> bool {
-        !matches!(self, Resolution::Download(_) | Resolution::Unresolvable(_))
+        !matches!(
+            self,
+            Resolution::Download(_) | Resolution::Unresolvable(_) | Resolution::AptSuite { .. }
+        )
     }
 }
 
@@ -39,7 +52,19 @@ impl fmt::Display for Resolution {
             Resolution::AptIndex { package, version } => {
                 write!(f, "in the host's apt index ({package}={version})")
             }
+            Resolution::AptSuite {
+                package,
+                version,
+                suite,
+            } => write!(
+                f,
+                "from the host's Debian archive, suite {suite} ({package}={version}): `labrun fetch` lists that suite in labrun's cache first"
+            ),
             Resolution::LocalFile(p) => write!(f, "local file {}", p.display()),
+            Resolution::Build(recipe) => write!(
+                f,
+                "built on this host: {recipe} (the first `labrun fetch` or `up` builds it, then it is cached)"
+            ),
             Resolution::Download(url) => write!(
                 f,
                 "not cached and not in a mirror: `labrun fetch` will download {url} (offline: put the file in a folder and pass --mirror DIR)"
@@ -55,6 +80,15 @@ pub fn resolve_offline(spec: &ArtifactSpec, cache_dir: &Path, mirror: Option<&Pa
         (Ok(s), Ok(n)) => (s, n),
         (Err(e), _) | (_, Err(e)) => return Resolution::Unresolvable(e.to_string()),
     };
+    match &source {
+        SourceRef::Go(go) => {
+            return Resolution::Build(crate::build::Recipe::describe(*go));
+        }
+        SourceRef::Crate(c) => {
+            return Resolution::Build(crate::build::Recipe::describe(*c));
+        }
+        _ => {}
+    }
     if let Some(p) = Cache::new(cache_dir).find(&spec.sha256, &file_name) {
         return Resolution::Cached(p);
     }
@@ -67,10 +101,31 @@ pub fn resolve_offline(spec: &ArtifactSpec, cache_dir: &Path, mirror: Option<&Pa
         SourceRef::File(path) => {
             Resolution::Unresolvable(format!("{} does not exist", path.display()))
         }
+        SourceRef::Go(_) | SourceRef::Crate(_) => Resolution::Unresolvable("a build".into()),
         SourceRef::Apt(apt) => {
+            let suite_opts = apt.suite.as_deref().map(|suite| {
+                let dir = Cache::new(cache_dir)
+                    .root()
+                    .parent()
+                    .unwrap_or(cache_dir)
+                    .join("apt")
+                    .join(suite);
+                (
+                    dir.join("lists").is_dir(),
+                    crate::apt::suite_options(&dir, suite),
+                )
+            });
+            if let Some((false, _)) = &suite_opts {
+                return Resolution::AptSuite {
+                    package: apt.package.clone(),
+                    version: apt.version.clone(),
+                    suite: apt.suite.clone().unwrap_or_default(),
+                };
+            }
             // The local index only: `apt-cache` reads the lists on disk. It
             // exits 0 even for a version it lacks, so read its record.
             let listed = std::process::Command::new("apt-cache")
+                .args(suite_opts.map(|(_, o)| o).unwrap_or_default())
                 .args(["show", "--no-all-versions"])
                 .arg(format!("{}={}", apt.package, apt.version))
                 .stderr(std::process::Stdio::null())
@@ -109,6 +164,7 @@ mod tests {
             sha256_source: None,
             extract: Extract::Raw,
             binary_sha256: None,
+            ..Default::default()
         }
     }
 
@@ -141,6 +197,7 @@ mod tests {
         spec.apt = Some(crate::spec::AptPackage {
             package: "restic".into(),
             version: "0.0.0-labrun-no-such-version".into(),
+            suite: None,
         });
         spec.extract = Extract::DebMember("usr/bin/restic".into());
         let r = resolve_offline(&spec, cache.path(), None);
@@ -155,6 +212,7 @@ mod tests {
         spec.apt = Some(crate::spec::AptPackage {
             package: "restic".into(),
             version: "0.14.0-1+b5".into(),
+            suite: None,
         });
         spec.extract = Extract::DebMember("usr/bin/restic".into());
         let r = resolve_offline(&spec, cache.path(), None);

@@ -17,6 +17,17 @@ pub enum Source {
     File(PathBuf),
     /// `apt-get download PACKAGE=VERSION` with the host's apt configuration.
     Apt { package: String, version: String },
+    /// Built on the host from pinned source ([`crate::build`]).
+    Build {
+        /// `go build MODULE@VERSION (PACKAGE) with go1.26.8`, or the cargo line.
+        recipe: String,
+        /// The toolchain's own version line(s).
+        toolchain: String,
+        /// True when the build was already in the cache.
+        cached: bool,
+        /// The build's folder: binary, build.log, build.json.
+        dir: PathBuf,
+    },
 }
 
 impl Source {
@@ -28,6 +39,7 @@ impl Source {
             Source::Url(_) => "url",
             Source::File(_) => "file",
             Source::Apt { .. } => "apt",
+            Source::Build { .. } => "build",
         }
     }
 }
@@ -40,6 +52,13 @@ impl fmt::Display for Source {
             Source::Url(u) => write!(f, "{u}"),
             Source::File(p) => write!(f, "file {}", p.display()),
             Source::Apt { package, version } => write!(f, "apt {package}={version}"),
+            Source::Build { recipe, cached, .. } => {
+                write!(
+                    f,
+                    "{recipe}{}",
+                    if *cached { " (cached build)" } else { "" }
+                )
+            }
         }
     }
 }

@@ -7,11 +7,13 @@
 //!   sha256_source: restic's SHA256SUMS for v0.19.1
 //!   extract: bz2
 //! ```
-//! Exactly one of `url`, `file`, `apt` names the source.
+//! Exactly one of `url`, `file`, `apt`, `go`, `crate` names the source. The
+//! last two are built from pinned source code on the host ([`crate::build`]);
+//! their `sha256` is the digest of the binary the build produces.
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactSpec {
     /// `https://` or `http://`.
@@ -23,7 +25,13 @@ pub struct ArtifactSpec {
     /// A package the host's apt can download by name and version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apt: Option<AptPackage>,
-    /// SHA-256 of the downloaded file, 64 lowercase hex digits.
+    /// A Go module built at a pinned version with a pinned toolchain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go: Option<GoBuild>,
+    /// A crates.io crate built with `cargo install --locked`.
+    #[serde(default, rename = "crate", skip_serializing_if = "Option::is_none")]
+    pub cargo: Option<CrateBuild>,
+    /// SHA-256 of the downloaded file (of the built binary for `go`/`crate`), 64 lowercase hex digits.
     pub sha256: String,
     /// Where the digest was taken from (provenance, for reviewers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,6 +50,11 @@ pub struct ArtifactSpec {
 pub struct AptPackage {
     pub package: String,
     pub version: String,
+    /// The Debian suite to take it from (`trixie`, `sid`, ...) when it is not
+    /// the host's own: the host's archive is asked for that suite through a
+    /// sources list and package lists of labrun's own ([`crate::apt`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +76,7 @@ pub enum Extract {
     DebInstall(String),
 }
 
+pub use crate::build::{CrateBuild, GoBuild};
 use crate::digest::is_sha256_hex;
 use crate::error::ArtifactError;
 use crate::source::FileName;
@@ -74,6 +88,15 @@ pub enum SourceRef<'a> {
     Url(&'a str),
     File(PathBuf),
     Apt(&'a AptPackage),
+    Go(&'a GoBuild),
+    Crate(&'a CrateBuild),
+}
+
+impl SourceRef<'_> {
+    /// True for sources that are built on the host rather than fetched.
+    pub fn is_build(&self) -> bool {
+        matches!(self, SourceRef::Go(_) | SourceRef::Crate(_))
+    }
 }
 
 impl ArtifactSpec {
@@ -118,6 +141,22 @@ impl ArtifactSpec {
                 }
             }
             SourceRef::Apt(apt) => apt.validate()?,
+            SourceRef::Go(go) => go.validate()?,
+            SourceRef::Crate(c) => c.validate()?,
+        }
+        if source.is_build() {
+            if self.extract != Extract::Raw {
+                return Err(spec_err(
+                    "extract",
+                    "a built binary is used as it is: leave `extract` out".into(),
+                ));
+            }
+            if self.binary_sha256.is_some() {
+                return Err(spec_err(
+                    "binary_sha256",
+                    "is not used for a build: `sha256` is already the built binary's digest".into(),
+                ));
+            }
         }
         // The file name decides mirror look-ups and the cache layout.
         self.file_name()?;
@@ -177,17 +216,74 @@ impl ArtifactSpec {
         if let Some(a) = &self.apt {
             found.push(SourceRef::Apt(a));
         }
+        if let Some(g) = &self.go {
+            found.push(SourceRef::Go(g));
+        }
+        if let Some(c) = &self.cargo {
+            found.push(SourceRef::Crate(c));
+        }
         match found.len() {
             1 => Ok(found.remove(0)),
             0 => Err(ArtifactError::Spec {
                 field: "url",
-                problem: "is missing: an artifact needs exactly one of `url`, `file`, `apt`".into(),
+                problem:
+                    "is missing: an artifact needs exactly one of `url`, `file`, `apt`, `go`, \
+                          `crate`"
+                        .into(),
             }),
             _ => Err(ArtifactError::Spec {
                 field: "url",
-                problem: "and `file`/`apt` are both set: an artifact needs exactly one source"
+                problem: "and `file`/`apt`/`go`/`crate` are both set: an artifact needs exactly \
+                          one source"
                     .into(),
             }),
+        }
+    }
+
+    /// Where the binary comes from, in one line for people and evidence:
+    /// the URL, the file, the apt package and suite, or the build with its
+    /// toolchain and flags.
+    pub fn provenance(&self) -> String {
+        match self.source() {
+            Ok(SourceRef::Url(u)) => format!("download {u}"),
+            Ok(SourceRef::File(f)) => format!("file {}", f.display()),
+            Ok(SourceRef::Apt(a)) => format!(
+                "apt package {}={} from Debian {}",
+                a.package,
+                a.version,
+                a.suite
+                    .as_deref()
+                    .map(|s| format!("suite {s} (the host's archive)"))
+                    .unwrap_or_else(|| "as the host's apt sources serve it".into())
+            ),
+            Ok(SourceRef::Go(g)) => {
+                let mut line = format!(
+                    "go build of module {}@{} (sum {}), package {}, toolchain {}, \
+                     CGO_ENABLED=0 GOAMD64=v1 -trimpath",
+                    g.module, g.version, g.sum, g.package, g.toolchain
+                );
+                if !g.tags.is_empty() {
+                    line.push_str(&format!(", tags {}", g.tags.join(",")));
+                }
+                if let Some(l) = &g.ldflags {
+                    line.push_str(&format!(", ldflags '{l}'"));
+                }
+                line
+            }
+            Ok(SourceRef::Crate(c)) => {
+                let mut line = format!(
+                    "cargo install --locked {}@={} --bin {}, rustc {}, target-cpu x86-64",
+                    c.name, c.version, c.binary, c.toolchain
+                );
+                if c.no_default_features {
+                    line.push_str(", no default features");
+                }
+                if !c.features.is_empty() {
+                    line.push_str(&format!(", features {}", c.features.join(",")));
+                }
+                line
+            }
+            Err(_) => "(no single source)".into(),
         }
     }
 
@@ -215,6 +311,10 @@ impl ArtifactSpec {
                 .and_then(FileName::exact)
                 .ok_or_else(|| bad("file", &path.display().to_string())),
             SourceRef::Apt(apt) => Ok(FileName::apt_deb(&apt.package, &apt.version)),
+            SourceRef::Go(go) => {
+                FileName::exact(go.binary_name()).ok_or_else(|| bad("go", &go.module))
+            }
+            SourceRef::Crate(c) => FileName::exact(&c.binary).ok_or_else(|| bad("crate", &c.name)),
         }
     }
 }
@@ -252,6 +352,25 @@ impl AptPackage {
                 ),
             });
         }
+        if let Some(suite) = &self.suite
+            && !is_suite_name(suite)
+        {
+            return Err(ArtifactError::Spec {
+                field: "apt",
+                problem: format!(
+                    "suite {suite:?} is not a Debian suite name (e.g. bookworm, trixie, sid)"
+                ),
+            });
+        }
         Ok(())
     }
+}
+
+/// A Debian suite or codename: lowercase letters, digits and `-`.
+pub fn is_suite_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 40
+        && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }

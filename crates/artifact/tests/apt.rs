@@ -41,11 +41,13 @@ fn apt_spec(version: &str, sha: &str, extract: Extract) -> ArtifactSpec {
         apt: Some(AptPackage {
             package: "restic".into(),
             version: version.into(),
+            suite: None,
         }),
         sha256: sha.into(),
         sha256_source: Some("apt-cache show".into()),
         extract,
         binary_sha256: None,
+        ..Default::default()
     }
 }
 

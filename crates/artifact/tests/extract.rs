@@ -33,6 +33,7 @@ fn spec(extract: Extract, sha: &str) -> ArtifactSpec {
         sha256_source: None,
         extract,
         binary_sha256: None,
+        ..Default::default()
     }
 }
 

@@ -26,6 +26,8 @@ pub fn validate_artifact(spec: &ArtifactSpec, at: &str, usage: ArtifactUse) -> V
         spec.url.as_ref().map(|_| "url"),
         spec.file.as_ref().map(|_| "file"),
         spec.apt.as_ref().map(|_| "apt"),
+        spec.go.as_ref().map(|_| "go"),
+        spec.cargo.as_ref().map(|_| "crate"),
     ]
     .into_iter()
     .flatten()
@@ -33,13 +35,13 @@ pub fn validate_artifact(spec: &ArtifactSpec, at: &str, usage: ArtifactUse) -> V
     match sources.len() {
         0 => out.push(Problem::new(
             at,
-            "no source: give exactly one of `url: https://...`, `file: PATH` or `apt: {package: NAME, version: VERSION}`",
+            "no source: give exactly one of `url: https://...`, `file: PATH`, `apt: {package: NAME, version: VERSION}`, `go: {module: ..., version: ...}` or `crate: {name: ..., version: ...}`",
         )),
         1 => {}
         _ => out.push(Problem::new(
             at,
             format!(
-                "more than one source ({}): give exactly one of `url`, `file`, `apt`",
+                "more than one source ({}): give exactly one of `url`, `file`, `apt`, `go`, `crate`",
                 sources.join(", ")
             ),
         )),
@@ -78,6 +80,45 @@ pub fn validate_artifact(spec: &ArtifactSpec, at: &str, usage: ArtifactUse) -> V
                 format!("`{}` is not a package version: use the exact one `apt-cache policy {}` shows, e.g. `0.14.0-1+b5`", apt.version, apt.package),
             ));
         }
+    }
+
+    // The build recipes' own shape rules (one place: labrun-artifact).
+    let build = spec
+        .go
+        .as_ref()
+        .map(|g| ("go", g.validate()))
+        .or(spec.cargo.as_ref().map(|c| ("crate", c.validate())));
+    if let Some((field, result)) = build {
+        if let Err(labrun_artifact::ArtifactError::Spec { problem, .. }) = result {
+            out.push(Problem::new(p(field), problem));
+        }
+        if usage == ArtifactUse::DiskImage {
+            out.push(Problem::new(
+                p(field),
+                "a disk image cannot be built from source: give a `url` or `file`",
+            ));
+        }
+        if spec.binary_sha256.is_some() {
+            out.push(Problem::new(
+                p("binary_sha256"),
+                "is not used for a build: `sha256` is the built binary's digest",
+            ));
+        }
+        if spec.extract != Extract::Raw {
+            out.push(Problem::new(
+                p("extract"),
+                "a built binary is used as it is: leave `extract` out",
+            ));
+        }
+        return out;
+    }
+    if let Some(suite) = spec.apt.as_ref().and_then(|a| a.suite.as_deref())
+        && !labrun_artifact::spec::is_suite_name(suite)
+    {
+        out.push(Problem::new(
+            format!("{at}.apt.suite"),
+            format!("`{suite}` is not a Debian suite name: e.g. bookworm, trixie, sid"),
+        ));
     }
 
     check_extract(spec, at, usage, &mut out);

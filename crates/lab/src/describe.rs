@@ -63,6 +63,9 @@ impl Lab {
                     ImageSpec::Debian12 => {
                         "debian12 (built from the host's apt sources)".to_string()
                     }
+                    ImageSpec::Debian(suite) => {
+                        format!("Debian {suite} (built from the host's apt archive)")
+                    }
                     ImageSpec::Cloud(a) => format!("cloud image {}", source_of(a)),
                 };
                 let _ = writeln!(
@@ -172,7 +175,9 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
     let a = &t.artifact;
     let _ = writeln!(s, "  {} {} -> {}", t.name, t.version, t.install_path());
     let _ = writeln!(s, "    from    {}", source_of(a));
-    let _ = writeln!(s, "    sha256  {}", a.sha256);
+    let built = a.source().is_ok_and(|src| src.is_build());
+    let what = if built { " (the built binary)" } else { "" };
+    let _ = writeln!(s, "    sha256  {}{what}", a.sha256);
     if let Some(src) = &a.sha256_source {
         let _ = writeln!(s, "    digest  from {src}");
     }
@@ -180,11 +185,13 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
         .binary_sha256
         .as_deref()
         .unwrap_or("(recorded at fetch time)");
-    let _ = writeln!(
-        s,
-        "    extract {}, binary sha256 {binary}",
-        short_extract(&a.extract)
-    );
+    if !built {
+        let _ = writeln!(
+            s,
+            "    extract {}, binary sha256 {binary}",
+            short_extract(&a.extract)
+        );
+    }
     if !t.env.is_empty() {
         let env: Vec<String> = t
             .env
@@ -214,16 +221,7 @@ fn short_extract(e: &Extract) -> String {
 
 /// `https://...`, `file /path`, `apt restic 0.14.0-1+b5`.
 fn source_of(a: &ArtifactSpec) -> String {
-    if let Some(u) = &a.url {
-        return u.clone();
-    }
-    if let Some(f) = &a.file {
-        return format!("file {f}");
-    }
-    if let Some(p) = &a.apt {
-        return format!("apt package {} {}", p.package, p.version);
-    }
-    "(no source)".into()
+    a.provenance()
 }
 
 /// 10^9 bytes, as the published comparison counts.

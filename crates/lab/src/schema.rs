@@ -95,15 +95,29 @@ impl Default for VmSpec {
     }
 }
 
-/// `image: debian12` (built from the host's apt sources, the default) or
-/// `image: {cloud: {url: ..., sha256: ...}}`.
+/// `image: debian12` (built from the host's apt sources, the default),
+/// `image: {debian: sid}` (the same recipe, another suite of the host's
+/// archive) or `image: {cloud: {url: ..., sha256: ...}}`.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ImageSpec {
     #[default]
     Debian12,
+    /// labrun's Debian recipe for this suite (`bookworm`, `trixie`, `sid`).
+    Debian(String),
     /// A pinned cloud image booted with a cloud-init NoCloud seed.
     Cloud(ArtifactSpec),
+}
+
+impl ImageSpec {
+    /// The Debian suite labrun builds the image from; None for a cloud image.
+    pub fn suite(&self) -> Option<&str> {
+        match self {
+            ImageSpec::Debian12 => Some("bookworm"),
+            ImageSpec::Debian(suite) => Some(suite),
+            ImageSpec::Cloud(_) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

@@ -135,6 +135,14 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
             ));
         }
     }
+    if let ImageSpec::Debian(suite) = &vm.image
+        && !labrun_artifact::spec::is_suite_name(suite)
+    {
+        out.push(Problem::new(
+            "vm.image.debian",
+            format!("`{suite}` is not a Debian suite name: e.g. bookworm, trixie, sid"),
+        ));
+    }
     if let ImageSpec::Cloud(a) = &vm.image {
         if !vm.packages.is_empty() {
             // The guest has no network (slirp restrict=on) and a cloud image

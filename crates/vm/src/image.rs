@@ -82,7 +82,8 @@ pub async fn build(
     }
     let digest = digest_of(spec)?;
     let files = recipe::recipe(&spec.recipe).unwrap_or_default();
-    let mirrors: Vec<String> = apt_sources::host_sources(apt_dir, &spec.suite)?
+    let mirrors: Vec<String> = apt_sources::sources_for_suite(apt_dir, &spec.suite)
+        .map_err(|e| VmError::AptSources(e.to_string()))?
         .iter()
         .map(|s| s.mmdebstrap_line())
         .collect();

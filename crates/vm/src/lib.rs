@@ -9,7 +9,7 @@
 //! `shared/notes/vm-on-this-host.md`.
 
 pub mod accel;
-pub mod apt_sources;
+pub use labrun_artifact::apt_sources;
 pub mod cloud;
 pub mod config;
 pub mod down;

@@ -133,6 +133,7 @@ pub fn url_spec(url: &str, sha256: &str) -> ArtifactSpec {
         sha256_source: None,
         extract: Extract::Raw,
         binary_sha256: None,
+        ..Default::default()
     }
 }
 

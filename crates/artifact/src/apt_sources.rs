@@ -1,9 +1,24 @@
 //! The host's configured apt sources, as the `deb URI SUITE COMPONENTS` lines
-//! mmdebstrap takes. The image is built from exactly what the host uses, so
-//! no mirror is ever named in labrun itself.
+//! mmdebstrap and apt take. The image and the apt artifacts come from exactly
+//! the archive the host uses, so no mirror is ever named in labrun itself.
+//! Another suite than the host's (trixie, sid) is asked of the same archive.
 
-use crate::error::VmError;
 use std::path::Path;
+
+/// The host's sources cannot serve what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AptSourcesError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    NoSource(String),
+}
+
+/// Suites without `-updates` and `-security` companions.
+const ROLLING: &[&str] = &["sid", "unstable", "experimental"];
 
 /// One usable source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,17 +43,95 @@ impl AptSource {
 /// `apt_dir` and keeps the binary sources of `suite` and its companions
 /// (`bookworm-updates`, `bookworm-security`). Other repositories the host
 /// uses (third-party, other suites) are left out.
-pub fn host_sources(apt_dir: &Path, suite: &str) -> Result<Vec<AptSource>, VmError> {
+pub fn host_sources(apt_dir: &Path, suite: &str) -> Result<Vec<AptSource>, AptSourcesError> {
+    let mut out = all_host_sources(apt_dir)?;
+    out.retain(|s| s.suite == suite || s.suite.starts_with(&format!("{suite}-")));
+    out.dedup();
+    if !out.iter().any(|s| s.suite == suite) {
+        return Err(AptSourcesError::NoSource(format!(
+            "no `deb` source for suite `{suite}` in {}/sources.list or sources.list.d; the base image is built from the host's Debian sources, so add one (`apt-get update` must work)",
+            apt_dir.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// The sources for `suite`: the host's own when it has that suite; otherwise
+/// the host's Debian archive asked for `suite` instead of its own (with the
+/// `-updates` and `-security` companions, except for sid). The archive
+/// serves every suite under one URI, so nothing new is named.
+pub fn sources_for_suite(apt_dir: &Path, suite: &str) -> Result<Vec<AptSource>, AptSourcesError> {
+    let all = all_host_sources(apt_dir)?;
+    if all.iter().any(|s| s.suite == suite) {
+        return host_sources(apt_dir, suite);
+    }
+    // The host's release suites: those with a `-updates` or `-security`
+    // companion, or any companion-less one when there is none such.
+    let base = |s: &AptSource| !s.suite.contains('-');
+    let host_suites: Vec<&str> = all
+        .iter()
+        .filter(|s| {
+            base(s)
+                && all
+                    .iter()
+                    .any(|o| o.suite.starts_with(&format!("{}-", s.suite)))
+        })
+        .map(|s| s.suite.as_str())
+        .collect();
+    let rolling = ROLLING.contains(&suite);
+    let mut out: Vec<AptSource> = Vec::new();
+    for s in &all {
+        let (host, tail) = match s.suite.split_once('-') {
+            Some((h, t)) => (h, Some(t)),
+            None => (s.suite.as_str(), None),
+        };
+        if !host_suites.contains(&host) || (rolling && tail.is_some()) {
+            continue;
+        }
+        let renamed = match tail {
+            Some(t) => format!("{suite}-{t}"),
+            None => suite.to_string(),
+        };
+        let entry = AptSource {
+            uri: s.uri.clone(),
+            suite: renamed,
+            components: s.components.clone(),
+        };
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    if !out.iter().any(|s| s.suite == suite) {
+        return Err(AptSourcesError::NoSource(format!(
+            "suite `{suite}` is wanted, but the host's apt sources in {} name no Debian release \
+             to take the archive's address from (a `deb URI bookworm main` line and its \
+             bookworm-updates or -security companion)",
+            apt_dir.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// Every binary source of the host, in apt's reading order.
+fn all_host_sources(apt_dir: &Path) -> Result<Vec<AptSource>, AptSourcesError> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|e| AptSourcesError::Read {
+            path: p.to_path_buf(),
+            source: e,
+        })
+    };
     let mut out = Vec::new();
     let main = apt_dir.join("sources.list");
     if main.is_file() {
-        let text = std::fs::read_to_string(&main).map_err(VmError::io(&main))?;
-        out.extend(parse_one_line_format(&text));
+        out.extend(parse_one_line_format(&read(&main)?));
     }
     let dir = apt_dir.join("sources.list.d");
     if dir.is_dir() {
         let mut entries: Vec<_> = std::fs::read_dir(&dir)
-            .map_err(VmError::io(&dir))?
+            .map_err(|e| AptSourcesError::Read {
+                path: dir.clone(),
+                source: e,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .collect();
         entries.sort();
@@ -48,17 +141,8 @@ pub fn host_sources(apt_dir: &Path, suite: &str) -> Result<Vec<AptSource>, VmErr
                 Some("sources") => parse_deb822,
                 _ => continue,
             };
-            let text = std::fs::read_to_string(&p).map_err(VmError::io(&p))?;
-            out.extend(parse(&text));
+            out.extend(parse(&read(&p)?));
         }
-    }
-    out.retain(|s| s.suite == suite || s.suite.starts_with(&format!("{suite}-")));
-    out.dedup();
-    if !out.iter().any(|s| s.suite == suite) {
-        return Err(VmError::AptSources(format!(
-            "no `deb` source for suite `{suite}` in {}/sources.list or sources.list.d; the base image is built from the host's Debian sources, so add one (`apt-get update` must work)",
-            apt_dir.display()
-        )));
     }
     Ok(out)
 }
@@ -184,6 +268,35 @@ mod tests {
             got[0].mmdebstrap_line(),
             "deb http://a.example.invalid/debian bookworm main"
         );
+    }
+
+    #[test]
+    fn another_suite_is_asked_of_the_hosts_archive() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("sources.list.d")).unwrap();
+        std::fs::write(tmp.path().join("sources.list.d/debian.sources"), DEB822).unwrap();
+        let lines = |suite| -> Vec<String> {
+            sources_for_suite(tmp.path(), suite)
+                .unwrap()
+                .iter()
+                .map(AptSource::mmdebstrap_line)
+                .collect()
+        };
+        assert_eq!(
+            lines("sid"),
+            ["deb http://deb.example.invalid/debian sid main contrib"]
+        );
+        assert_eq!(
+            lines("trixie"),
+            [
+                "deb http://deb.example.invalid/debian trixie main contrib",
+                "deb http://deb.example.invalid/debian trixie-updates main contrib",
+                "deb http://sec.example.invalid/debian-security trixie-security main",
+            ]
+        );
+        // The host's own suite is as before; a third-party suite is never renamed.
+        assert_eq!(lines("bookworm").len(), 3);
+        assert!(!lines("trixie").iter().any(|l| l.contains("other.example")));
     }
 
     #[test]

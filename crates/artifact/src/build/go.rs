@@ -1,0 +1,340 @@
+//! A Go module built at a pinned version:
+//!
+//! ```yaml
+//! artifact:
+//!   go:
+//!     module: github.com/kopia/kopia
+//!     version: v0.23.1            # a tag, or a pseudo-version naming a commit
+//!     sum: h1:0+V5Au8fD+190vQbklG0DaWD6I4clmbwlmJTqtI0y0Q=   # go.sum's hash of the module
+//!     package: .
+//!     toolchain: go1.26.8         # GOTOOLCHAIN: the Go that builds it
+//!     ldflags: -s -w -X github.com/kopia/kopia/repo.BuildVersion=0.23.1
+//!   sha256: <the built binary's SHA-256>
+//! ```
+//!
+//! The build is hermetic: `CGO_ENABLED=0`, `-trimpath`, the baseline x86-64
+//! (`GOAMD64=v1`: the TCG guest CPU lacks newer instructions), no VCS stamp,
+//! module and build caches of labrun's own, the host's `GOFLAGS` replaced
+//! and no workspace. The module comes from the proxy the host's Go is set up
+//! for (`GOPROXY`, `GOSUMDB` are the host's); its hash must equal `sum`, and
+//! its dependencies are checked against its own go.sum by `go build`.
+
+use super::{BuildCtx, Recipe, is_plain_word};
+use crate::error::ArtifactError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoBuild {
+    /// The module path, e.g. `github.com/restic/restic`.
+    pub module: String,
+    /// A semantic version tag or a pseudo-version.
+    pub version: String,
+    /// The module's hash as go.sum writes it (`h1:...`).
+    pub sum: String,
+    /// The main package inside the module (`.` or `./cmd/restic`).
+    #[serde(default = "dot")]
+    pub package: String,
+    /// The Go toolchain, as `GOTOOLCHAIN` names it (`go1.26.8`). Where it is
+    /// not the installed Go, the go command fetches it through the proxy.
+    pub toolchain: String,
+    /// Build tags, as the project's release build sets them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// `-ldflags`, as the project's release build sets them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ldflags: Option<String>,
+    /// The binary's name; by default the package's last path element (the
+    /// module's for `.`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+}
+
+fn dot() -> String {
+    ".".into()
+}
+
+impl GoBuild {
+    pub fn binary_name(&self) -> &str {
+        if let Some(b) = &self.binary {
+            return b;
+        }
+        let from = if self.package == "." {
+            self.module.as_str()
+        } else {
+            self.package.as_str()
+        };
+        let last = from
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or(from);
+        // A major-version suffix (`.../v3`) is not the program's name.
+        if last.len() > 1 && last.starts_with('v') && last[1..].bytes().all(|b| b.is_ascii_digit())
+        {
+            let rest = from
+                .trim_end_matches('/')
+                .trim_end_matches(last)
+                .trim_end_matches('/');
+            return rest.rsplit('/').next().unwrap_or(last);
+        }
+        last
+    }
+
+    /// Shapes only (no I/O): what reaches the go command's line is a plain
+    /// word, the sum is go.sum's form.
+    pub fn validate(&self) -> Result<(), ArtifactError> {
+        let bad = |problem: String| ArtifactError::Spec {
+            field: "go",
+            problem,
+        };
+        if !is_plain_word(&self.module, b"./-_~") || !self.module.contains('/') {
+            return Err(bad(format!(
+                "module {:?} is not a module path (e.g. github.com/restic/restic)",
+                self.module
+            )));
+        }
+        if !self.version.starts_with('v') || !is_plain_word(&self.version, b".-+") {
+            return Err(bad(format!(
+                "version {:?} is not a module version: a tag such as v0.19.1, or a \
+                 pseudo-version such as v0.0.0-20241219135422-065ae5086857",
+                self.version
+            )));
+        }
+        if !self.sum.starts_with("h1:") || self.sum.len() != 47 {
+            return Err(bad(format!(
+                "sum {:?} is not a module hash as go.sum writes it (h1: and 44 base64 \
+                 characters); `go mod download -json {}@{}` prints it as \"Sum\"",
+                self.sum, self.module, self.version
+            )));
+        }
+        let package_ok = self.package == "."
+            || (self.package.starts_with("./")
+                && is_plain_word(&self.package[2..], b"./-_")
+                && !self.package.contains(".."));
+        if !package_ok {
+            return Err(bad(format!(
+                "package {:?} must be `.` or a path inside the module such as ./cmd/restic",
+                self.package
+            )));
+        }
+        let toolchain_ok = self
+            .toolchain
+            .strip_prefix("go")
+            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+        if !toolchain_ok {
+            return Err(bad(format!(
+                "toolchain {:?} must name an exact Go release such as go1.26.8 (the pin \
+                 includes the compiler)",
+                self.toolchain
+            )));
+        }
+        if let Some(t) = self.tags.iter().find(|t| !is_plain_word(t, b"_.")) {
+            return Err(bad(format!("tag {t:?} is not a build tag")));
+        }
+        if let Some(b) = &self.binary
+            && !is_plain_word(b, b"._-")
+        {
+            return Err(bad(format!("binary {b:?} must be a plain file name")));
+        }
+        if self
+            .ldflags
+            .as_deref()
+            .is_some_and(|l| l.contains(['\n', '\0']))
+        {
+            return Err(bad("ldflags must be one line".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The part of `go mod download -json` labrun reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Downloaded {
+    #[serde(default)]
+    dir: String,
+    #[serde(default)]
+    sum: String,
+    #[serde(default)]
+    error: String,
+}
+
+/// The environment every go command of a build runs with.
+fn go_env(cmd: &mut tokio::process::Command, cache_dir: &Path, toolchain: &str) {
+    let go = cache_dir.join("go");
+    cmd.env("GOTOOLCHAIN", toolchain)
+        .env("GOMODCACHE", go.join("mod"))
+        .env("GOCACHE", go.join("build-cache"))
+        .env("GOPATH", go.join("path"))
+        // The host's GOFLAGS (-mod=vendor, -buildvcs=...) would change the
+        // build; -modcacherw lets labrun's cache be removed like any folder.
+        .env("GOFLAGS", "-modcacherw")
+        .env("GOWORK", "off")
+        .env("CGO_ENABLED", "0")
+        .env("GOOS", "linux")
+        .env("GOARCH", "amd64")
+        .env("GOAMD64", "v1")
+        .env("LC_ALL", "C");
+}
+
+impl Recipe for GoBuild {
+    fn describe(&self) -> String {
+        format!(
+            "go build {}@{} ({}) with {}",
+            self.module, self.version, self.package, self.toolchain
+        )
+    }
+
+    fn binary_name(&self) -> &str {
+        GoBuild::binary_name(self)
+    }
+
+    fn inputs(&self) -> serde_json::Value {
+        serde_json::json!({"go": self})
+    }
+
+    async fn toolchain(&self, ctx: &BuildCtx<'_>) -> Result<String, ArtifactError> {
+        let mut cmd = ctx.command("go");
+        cmd.arg("version");
+        go_env(&mut cmd, ctx.cache_dir, &self.toolchain);
+        for (k, v) in ctx.extra_env {
+            cmd.env(k, v);
+        }
+        let fail = |found: String| ArtifactError::Toolchain {
+            name: ctx.name.to_string(),
+            wanted: self.toolchain.clone(),
+            found,
+            hint: "install Go (Debian: golang-go; any Go from 1.21 on fetches the pinned \
+                   toolchain itself through the module proxy), or pin the toolchain the \
+                   host has (`go version`)"
+                .into(),
+        };
+        let out = cmd
+            .output()
+            .await
+            .map_err(|e| fail(format!("cannot run `go`: {e}")))?;
+        let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            return Err(fail(format!(
+                "`go version` with GOTOOLCHAIN={} failed: {err}",
+                self.toolchain
+            )));
+        }
+        // "go version go1.26.8 linux/amd64"
+        if line.split_whitespace().nth(2) != Some(self.toolchain.as_str()) {
+            return Err(fail(line));
+        }
+        Ok(line)
+    }
+
+    async fn build(&self, ctx: &mut BuildCtx<'_>, out: &Path) -> Result<String, ArtifactError> {
+        let at = format!("{}@{}", self.module, self.version);
+        let mut dl = ctx.command("go");
+        dl.args(["mod", "download", "-json", &at]);
+        go_env(&mut dl, ctx.cache_dir, &self.toolchain);
+        // `go mod download` prints its JSON (with "Error") and exits 1 when the
+        // proxy refuses: read the JSON either way.
+        let step = format!("go mod download {at}");
+        let json = match ctx.run(&step, dl, out).await {
+            Ok(stdout) => stdout,
+            Err(ArtifactError::Build { detail, .. }) => {
+                return Err(ctx.failed(
+                    &step,
+                    format!(
+                        "{detail}; the module proxy the host's Go uses (`go env GOPROXY`) \
+                         does not serve this version: pin one it serves"
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let got: Downloaded = serde_json::from_str(&json)
+            .map_err(|e| ctx.failed(&step, format!("unreadable answer: {e}")))?;
+        if !got.error.is_empty() {
+            return Err(ctx.failed(&step, got.error));
+        }
+        if got.sum != self.sum {
+            return Err(ArtifactError::ModuleSumMismatch {
+                name: ctx.name.to_string(),
+                module: at,
+                expected: self.sum.clone(),
+                actual: got.sum,
+            });
+        }
+        let target = out.join(self.binary_name());
+        let mut build = ctx.command("go");
+        build.args(["build", "-trimpath", "-buildvcs=false"]);
+        if !self.tags.is_empty() {
+            build.arg("-tags").arg(self.tags.join(","));
+        }
+        if let Some(l) = &self.ldflags {
+            build.arg("-ldflags").arg(l);
+        }
+        build.arg("-o").arg(&target).arg(&self.package);
+        go_env(&mut build, ctx.cache_dir, &self.toolchain);
+        ctx.run(
+            &format!("go build {} in {at}", self.package),
+            build,
+            Path::new(&got.dir),
+        )
+        .await?;
+        let mut info = ctx.command("go");
+        info.arg("version").arg("-m").arg(&target);
+        go_env(&mut info, ctx.cache_dir, &self.toolchain);
+        ctx.run("go version -m", info, out).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kopia() -> GoBuild {
+        GoBuild {
+            module: "github.com/kopia/kopia".into(),
+            version: "v0.23.1".into(),
+            sum: "h1:0+V5Au8fD+190vQbklG0DaWD6I4clmbwlmJTqtI0y0Q=".into(),
+            package: ".".into(),
+            toolchain: "go1.26.8".into(),
+            tags: vec![],
+            ldflags: None,
+            binary: None,
+        }
+    }
+
+    #[test]
+    fn binary_names() {
+        assert_eq!(kopia().binary_name(), "kopia");
+        let mut r = kopia();
+        r.module = "github.com/restic/restic".into();
+        r.package = "./cmd/restic".into();
+        assert_eq!(r.binary_name(), "restic");
+        r.module = "example.com/tool/v3".into();
+        r.package = ".".into();
+        assert_eq!(r.binary_name(), "tool");
+        r.binary = Some("x".into());
+        assert_eq!(r.binary_name(), "x");
+    }
+
+    #[test]
+    fn shapes_are_checked() {
+        assert!(kopia().validate().is_ok());
+        let cases: Vec<(fn(&mut GoBuild), &str)> = vec![
+            (|g| g.module = "kopia".into(), "module path"),
+            (|g| g.version = "0.23.1".into(), "module version"),
+            (|g| g.sum = "abc".into(), "go.sum"),
+            (|g| g.package = "../x".into(), "inside the module"),
+            (|g| g.toolchain = "local".into(), "exact Go release"),
+            (|g| g.tags = vec!["a b".into()], "build tag"),
+        ];
+        for (mutate, words) in cases {
+            let mut g = kopia();
+            mutate(&mut g);
+            let err = g.validate().unwrap_err().to_string();
+            assert!(err.contains(words), "{err}");
+        }
+    }
+}

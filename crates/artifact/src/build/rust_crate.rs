@@ -1,0 +1,220 @@
+//! A crate from crates.io built with `cargo install --locked`:
+//!
+//! ```yaml
+//! artifact:
+//!   crate:
+//!     name: rustic-rs
+//!     version: 0.11.4
+//!     binary: rustic
+//!     toolchain: 1.95.0       # the rustc that builds it (`rustc --version`)
+//!   sha256: <the built binary's SHA-256>
+//! ```
+//!
+//! `--locked` builds with the crate's own Cargo.lock, whose checksums cargo
+//! verifies for every dependency. The registry is the one the host's cargo is
+//! configured for. Paths that differ between machines (the cargo home, the
+//! build folder) are remapped, so the same inputs give the same bytes; the
+//! target is the baseline x86-64 CPU.
+
+use super::{BuildCtx, Recipe, is_plain_word};
+use crate::error::ArtifactError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrateBuild {
+    pub name: String,
+    /// An exact version (`cargo install NAME@=VERSION`).
+    pub version: String,
+    /// The binary of the crate to install.
+    pub binary: String,
+    /// The rustc release that builds it, as `rustc --version` prints it.
+    pub toolchain: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_default_features: bool,
+}
+
+impl CrateBuild {
+    pub fn validate(&self) -> Result<(), ArtifactError> {
+        let bad = |problem: String| ArtifactError::Spec {
+            field: "crate",
+            problem,
+        };
+        if !is_plain_word(&self.name, b"-_") {
+            return Err(bad(format!("name {:?} is not a crate name", self.name)));
+        }
+        let semver = |v: &str| {
+            v.split(['-', '+']).next().is_some_and(|core| {
+                let parts: Vec<&str> = core.split('.').collect();
+                parts.len() == 3
+                    && parts
+                        .iter()
+                        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            }) && is_plain_word(v, b".-+")
+        };
+        if !semver(&self.version) {
+            return Err(bad(format!(
+                "version {:?} must be an exact version such as 0.11.4",
+                self.version
+            )));
+        }
+        if !semver(&self.toolchain) {
+            return Err(bad(format!(
+                "toolchain {:?} must be the exact rustc release that builds it, such as 1.95.0",
+                self.toolchain
+            )));
+        }
+        if !is_plain_word(&self.binary, b"-_.") {
+            return Err(bad(format!(
+                "binary {:?} must be a plain file name",
+                self.binary
+            )));
+        }
+        if let Some(f) = self.features.iter().find(|f| !is_plain_word(f, b"-_/")) {
+            return Err(bad(format!("feature {f:?} is not a feature name")));
+        }
+        Ok(())
+    }
+}
+
+/// The cargo home the host's cargo uses: its registry sources live there,
+/// so it is the prefix to remap.
+fn cargo_home(extra: &[(std::ffi::OsString, std::ffi::OsString)]) -> PathBuf {
+    if let Some((_, v)) = extra.iter().rev().find(|(k, _)| k == "CARGO_HOME") {
+        return PathBuf::from(v);
+    }
+    if let Some(v) = std::env::var_os("CARGO_HOME") {
+        return PathBuf::from(v);
+    }
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+        .join(".cargo")
+}
+
+impl Recipe for CrateBuild {
+    fn describe(&self) -> String {
+        format!(
+            "cargo install --locked {}@{} (bin {}) with rustc {}",
+            self.name, self.version, self.binary, self.toolchain
+        )
+    }
+
+    fn binary_name(&self) -> &str {
+        &self.binary
+    }
+
+    fn inputs(&self) -> serde_json::Value {
+        serde_json::json!({"crate": self})
+    }
+
+    async fn toolchain(&self, ctx: &BuildCtx<'_>) -> Result<String, ArtifactError> {
+        let mut cmd = ctx.command("rustc");
+        cmd.arg("-vV");
+        for (k, v) in ctx.extra_env {
+            cmd.env(k, v);
+        }
+        let fail = |found: String| ArtifactError::Toolchain {
+            name: ctx.name.to_string(),
+            wanted: format!("rustc {}", self.toolchain),
+            found,
+            hint: "install that Rust release (rustup toolchain install VERSION, then \
+                   RUSTUP_TOOLCHAIN=VERSION), or pin the one the host has (`rustc --version`)"
+                .into(),
+        };
+        let out = cmd
+            .output()
+            .await
+            .map_err(|e| fail(format!("cannot run `rustc`: {e}")))?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let first = text.lines().next().unwrap_or("").to_string();
+        // "rustc 1.95.0 (59807616e 2026-04-14)"
+        if !out.status.success() || first.split_whitespace().nth(1) != Some(self.toolchain.as_str())
+        {
+            return Err(fail(first));
+        }
+        Ok(text)
+    }
+
+    async fn build(&self, ctx: &mut BuildCtx<'_>, out: &Path) -> Result<String, ArtifactError> {
+        let target = out.join("target");
+        let home = cargo_home(ctx.extra_env);
+        let rustflags = format!(
+            "-C target-cpu=x86-64 --remap-path-prefix={}=/cargo-home --remap-path-prefix={}=/build",
+            home.display(),
+            out.display()
+        );
+        let mut cmd = ctx.command("cargo");
+        cmd.args(["install", "--locked", "--force", "--root"])
+            .arg(out.join("root"))
+            .arg("--target-dir")
+            .arg(&target)
+            .arg("--bin")
+            .arg(&self.binary);
+        if self.no_default_features {
+            cmd.arg("--no-default-features");
+        }
+        if !self.features.is_empty() {
+            cmd.arg("--features").arg(self.features.join(","));
+        }
+        cmd.arg(format!("{}@={}", self.name, self.version))
+            .env("RUSTFLAGS", rustflags)
+            .env_remove("CARGO_BUILD_RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env("CARGO_TERM_COLOR", "never");
+        let step = format!("cargo install {}@{}", self.name, self.version);
+        ctx.run(&step, cmd, out).await?;
+        let built = out.join("root/bin").join(&self.binary);
+        std::fs::rename(&built, out.join(&self.binary))
+            .map_err(|e| ctx.failed(&step, format!("no binary at {}: {e}", built.display())))?;
+        // The target folder is big (gigabytes for a large crate) and not needed again.
+        let _ = std::fs::remove_dir_all(&target);
+        Ok(format!(
+            "{}\ncargo install {}@={} --locked --bin {}",
+            self.describe(),
+            self.name,
+            self.version,
+            self.binary
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_checked() {
+        let ok = CrateBuild {
+            name: "rustic-rs".into(),
+            version: "0.11.4".into(),
+            binary: "rustic".into(),
+            toolchain: "1.95.0".into(),
+            features: vec![],
+            no_default_features: false,
+        };
+        assert!(ok.validate().is_ok());
+        let mut c = ok.clone();
+        c.version = "^0.11".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("exact version")
+        );
+        let mut c = ok.clone();
+        c.toolchain = "stable".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("rustc release")
+        );
+        let mut c = ok;
+        c.name = "--force".into();
+        assert!(c.validate().is_err());
+    }
+}
