@@ -1,8 +1,9 @@
-//! The default lab's commands, run for real with the Debian packages it pins
-//! (the host has the same ones: `scripts/host-setup.sh` installs restic,
+//! labs/debian12.yaml's commands, run for real with the Debian packages it
+//! pins (the host has the same ones: `scripts/host-setup.sh` installs restic,
 //! borgbackup and duplicity): init, full backup, change, incremental backup,
 //! restore, and the restored tree compared with the source. This is what
-//! catches a wrong flag or a missing `--force` before a VM ever boots.
+//! catches a wrong flag or a missing `--force` before a VM ever boots. The
+//! default lab's tools (built from source, borg from sid) run in the VM test.
 
 use labrun_lab::{CommandSpec, Lab, ToolSpec};
 use std::collections::BTreeMap;
@@ -71,7 +72,8 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 #[test]
 fn default_lab_commands_back_up_and_restore_with_the_pinned_packages() {
-    let lab = Lab::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lab.yaml")).unwrap();
+    let lab =
+        Lab::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs/debian12.yaml")).unwrap();
     for tool in &lab.tools {
         let bin = tool.install_path().replace("/usr/local/bin/", "/usr/bin/");
         assert!(
