@@ -99,9 +99,9 @@ const QUICK_LOOK_SECS: f64 = 1800.0;
 /// The sentence `bench` prints, with the `--scale` hint when a run is long.
 pub fn describe(e: &Estimate, scale: f64, emulated: bool) -> String {
     let mut text = format!(
-        "estimated duration: about {} ({:.2} GB dataset; this machine wrote {:.0} MB/s and hashed {:.0} MB/s just now; a rough guide)",
+        "estimated duration: about {} ({} dataset; this machine wrote {:.0} MB/s and hashed {:.0} MB/s just now; a rough guide)",
         human_duration(e.secs),
-        e.dataset_bytes as f64 / 1e9,
+        labrun_evidence::human::bytes(e.dataset_bytes as f64),
         e.rates.write_bytes_per_sec / 1e6,
         e.rates.sha256_bytes_per_sec / 1e6,
     );

@@ -64,7 +64,10 @@ pub fn step_line(r: &StepRecord) -> String {
         ));
     }
     if let Some(size) = r.repo_size_bytes {
-        line.push_str(&format!("  repo {:.3} GB", size as f64 / 1e9));
+        line.push_str(&format!(
+            "  repo {}",
+            labrun_evidence::human::bytes(size as f64)
+        ));
     }
     if let Some(v) = &r.verify {
         line.push_str(if v.passed {

@@ -61,7 +61,7 @@ const EXIT_CONNECTION_LOST: u8 = 3;
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let mut display = Mode::choose(args.quiet, args.plain).display();
     if args.up {
-        let code = crate::commands::up::bring_up(ctx).await?;
+        let code = crate::commands::up::bring_up(ctx, args.tools.as_deref()).await?;
         if code != ExitCode::SUCCESS {
             return Ok(code);
         }
@@ -248,14 +248,13 @@ async fn connect(access: &Access) -> anyhow::Result<labrun_ssh::Session> {
         })
 }
 
-/// Where each binary of the run came from: the lab's source in one line, and
-/// for a binary built here, the build's own record (toolchain, flags, the
-/// binary's embedded build info).
+/// Where each of the lab's tools came from (the lab's source in one line;
+/// for a binary built here, the build's own record: toolchain, flags, the
+/// binary's embedded build info), and whether this run runs it.
 fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> anyhow::Result<()> {
-    let tools: Vec<serde_json::Value> = lab
+    let tools: Vec<labrun_report::ToolSource> = lab
         .tools
         .iter()
-        .filter(|t| plan.tools.iter().any(|p| p.name == t.name))
         .map(|t| {
             let a = &t.artifact;
             let build = a
@@ -263,18 +262,19 @@ fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> anyh
                 .is_ok_and(|s| s.is_build())
                 .then(|| labrun_artifact::build::find_record(&ctx.cache_dir, &a.sha256))
                 .flatten();
-            serde_json::json!({
-                "name": t.name,
-                "version": t.version,
-                "source": a.provenance(),
-                "sha256": a.sha256,
-                "sha256_source": a.sha256_source,
-                "binary_sha256": a.binary_sha256,
-                "build": build,
-            })
+            labrun_report::ToolSource {
+                name: t.name.clone(),
+                version: Some(t.version.clone()),
+                source: a.provenance(),
+                run: plan.tools.iter().any(|p| p.name == t.name),
+                sha256: Some(a.sha256.clone()),
+                sha256_source: a.sha256_source.clone(),
+                binary_sha256: a.binary_sha256.clone(),
+                build,
+            }
         })
         .collect();
-    let path = raw.join("tool-sources.json");
+    let path = raw.join(labrun_report::TOOL_SOURCES_FILE);
     std::fs::write(&path, serde_json::to_vec_pretty(&tools)?)
         .with_context(|| format!("writing {}", path.display()))
 }
@@ -295,8 +295,32 @@ async fn record_binary_digests(
         .await?;
     std::fs::write(raw.join(labrun_report::BINARY_DIGESTS_FILE), &out.stdout)?;
     if out.exit_code != Some(0) {
+        let listed = String::from_utf8_lossy(&out.stdout);
+        let (present, missing): (
+            Vec<&labrun_evidence::ToolPlan>,
+            Vec<&labrun_evidence::ToolPlan>,
+        ) = plan.tools.iter().partition(|t| {
+            listed
+                .lines()
+                .any(|l| l.ends_with(&format!(" {}", t.binary)))
+        });
+        let names = |ts: &[&labrun_evidence::ToolPlan]| {
+            ts.iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let others = if present.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", or run the installed ones with `--tools {}`",
+                names(&present)
+            )
+        };
         bail!(
-            "a tool binary is missing in the guest: {}\n  install the lab's tools with `labrun up` (VM) or on the target machine",
+            "not installed in the guest: {} ({})\n  install them with `labrun up` (VM; `up --tools` installs a subset) or on the target machine{others}",
+            names(&missing),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }

@@ -45,10 +45,39 @@ fn resolutions(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
         let r = labrun_artifact::resolve_offline(image, cache, mirror);
         out.push_str(&format!("  {:<12} {r}\n", "vm image"));
     }
+    let (mut ready, mut download, mut cannot) = (Vec::new(), Vec::new(), Vec::new());
     for tool in &lab.tools {
         let r = labrun_artifact::resolve_offline(&tool.artifact, cache, mirror);
         out.push_str(&format!("  {:<12} {r}\n", tool.name));
+        match r {
+            labrun_artifact::Resolution::Download(url) => {
+                download.push(format!("{} ({url})", tool.name))
+            }
+            labrun_artifact::Resolution::Unresolvable(why) => {
+                cannot.push(format!("{} ({why})", tool.name))
+            }
+            _ => ready.push(tool.name.clone()),
+        }
     }
+    let none = || "none".to_string();
+    let list = |v: &[String]| if v.is_empty() { none() } else { v.join(", ") };
+    out.push_str(&format!("tools that can run here now: {}", list(&ready)));
+    if !download.is_empty() {
+        out.push_str(&format!(
+            "; need a download first (`labrun fetch`, or --mirror DIR offline): {}",
+            list(&download)
+        ));
+    }
+    if !cannot.is_empty() {
+        out.push_str(&format!("; cannot run here: {}", list(&cannot)));
+    }
+    if ready.len() < lab.tools.len() && !ready.is_empty() {
+        out.push_str(&format!(
+            "\n  run those alone with `labrun up --tools {0}` and `labrun bench --tools {0}`",
+            ready.join(",")
+        ));
+    }
+    out.push('\n');
     out
 }
 

@@ -7,31 +7,49 @@ use crate::context::Context;
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use labrun_artifact::InstallKind;
-use labrun_lab::Lab;
 use labrun_vm::{Paths, UpOutcome, UpProgress, VmError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
-pub struct Args {}
-
-pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
-    bring_up(ctx).await
+pub struct Args {
+    /// Fetch, install and check only these tools (comma-separated names from
+    /// the lab file); the others are not fetched at all.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub tools: Vec<String>,
 }
 
-/// `labrun up`, also called by `labrun bench --up`.
-pub async fn bring_up(ctx: &Context) -> anyhow::Result<ExitCode> {
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let wanted = (!args.tools.is_empty()).then_some(args.tools.as_slice());
+    bring_up(ctx, wanted).await
+}
+
+/// `labrun up`, also called by `labrun bench --up`; `wanted` picks tools.
+pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Result<ExitCode> {
     let (lab, mut cfg) = crate::lab_vm::load(ctx)?;
     // A wrong digest stops everything before anything is booted or installed.
-    let tools: Vec<&labrun_lab::ToolSpec> = lab.tools.iter().collect();
+    let tools = lab.selected_tools(wanted)?;
+    if tools.len() < lab.tools.len() {
+        let left: Vec<&str> = lab
+            .tools
+            .iter()
+            .filter(|t| !tools.iter().any(|w| w.name == t.name))
+            .map(|t| t.name.as_str())
+            .collect();
+        eprintln!(
+            "up: only {} of the lab's tools; not installed: {}",
+            tools.len(),
+            left.join(", ")
+        );
+    }
     let ready = fetch_and_extract(ctx, &tools)
         .await
         .context("fetching the lab's tools (nothing was started)")?;
     crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default())
         .await
         .context("fetching the lab's cloud image (nothing was started)")?;
-    let installs = tool_installs(&lab, &ready);
+    let installs = tool_installs(&tools, &ready);
     let paths = paths(ctx);
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let signals = tokio::spawn(async move {
@@ -119,8 +137,8 @@ pub async fn bring_up(ctx: &Context) -> anyhow::Result<ExitCode> {
 }
 
 /// What to push for each tool: the extracted binary, or the whole `.deb`.
-fn tool_installs(lab: &Lab, ready: &[Ready]) -> Vec<labrun_vm::ToolInstall> {
-    lab.tools
+fn tool_installs(tools: &[&labrun_lab::ToolSpec], ready: &[Ready]) -> Vec<labrun_vm::ToolInstall> {
+    tools
         .iter()
         .zip(ready)
         .map(|(tool, r)| {

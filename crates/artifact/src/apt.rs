@@ -46,9 +46,7 @@ pub(crate) async fn download(
         .tempdir_in(parent)
         .map_err(|e| io_err("cannot make a temporary folder in", e))?;
     let suite_opts = match &apt.suite {
-        Some(suite) => suite_lists(parent, suite)
-            .await
-            .map_err(|detail| fail(detail))?,
+        Some(suite) => suite_lists(parent, suite).await.map_err(&fail)?,
         None => Vec::new(),
     };
     // The spec was validated, so the package and version hold no option or

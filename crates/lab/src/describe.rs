@@ -224,11 +224,7 @@ fn source_of(a: &ArtifactSpec) -> String {
     a.provenance()
 }
 
-/// 10^9 bytes, as the published comparison counts.
+/// Decimal units, as the published comparison counts (the one formatter).
 fn gb(bytes: u64) -> String {
-    if bytes >= 1_000_000_000 {
-        format!("{:.2} GB", bytes as f64 / 1e9)
-    } else {
-        format!("{:.1} MB", bytes as f64 / 1e6)
-    }
+    labrun_evidence::human::bytes(bytes as f64)
 }

@@ -106,7 +106,7 @@ pub enum ImageSpec {
     /// labrun's Debian recipe for this suite (`bookworm`, `trixie`, `sid`).
     Debian(String),
     /// A pinned cloud image booted with a cloud-init NoCloud seed.
-    Cloud(ArtifactSpec),
+    Cloud(Box<ArtifactSpec>),
 }
 
 impl ImageSpec {

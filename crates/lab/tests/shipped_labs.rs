@@ -135,8 +135,52 @@ fn overrides_change_scale_cycles_and_tools() {
 }
 
 #[test]
-fn default_lab_uses_apt_and_installs_debs_where_needed() {
+fn the_default_lab_is_the_published_comparison() {
     let lab = Lab::load(&repo_root().join("lab.yaml")).unwrap();
+    let tools: Vec<(&str, &str)> = lab
+        .tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.version.as_str()))
+        .collect();
+    assert_eq!(
+        tools,
+        [("restic", "0.19.1"), ("borg", "1.4.5"), ("kopia", "0.23.1")]
+    );
+    // restic and kopia from their Go modules at the release tags, borg from
+    // sid's package, in a sid guest.
+    for t in &lab.tools {
+        match t.name.as_str() {
+            "restic" | "kopia" => {
+                let go = t.artifact.go.as_ref().expect("a Go module build");
+                assert_eq!(go.version, format!("v{}", t.version));
+                assert_eq!(go.toolchain, "go1.26.8");
+            }
+            _ => {
+                let apt = t.artifact.apt.as_ref().expect("an apt package");
+                assert_eq!(apt.suite.as_deref(), Some("sid"));
+            }
+        }
+    }
+    let labrun_lab::Machine::Vm(vm) = lab.machine() else {
+        panic!("the default lab runs in a VM")
+    };
+    assert_eq!(vm.image.suite(), Some("sid"));
+    assert!(lab.source.text.contains("--encryption=repokey-blake2"));
+    let plan = lab.to_plan("r", &PlanOverrides::default()).unwrap();
+    let bins: Vec<_> = plan.tools.iter().map(|t| t.binary.as_str()).collect();
+    assert_eq!(
+        bins,
+        [
+            "/usr/local/bin/restic",
+            "/usr/bin/borg",
+            "/usr/local/bin/kopia"
+        ]
+    );
+}
+
+#[test]
+fn the_debian12_lab_uses_apt_and_installs_debs_where_needed() {
+    let lab = Lab::load(&repo_root().join("labs/debian12.yaml")).unwrap();
     for t in &lab.tools {
         assert!(t.artifact.apt.is_some(), "{} must come from apt", t.name);
     }

@@ -23,6 +23,31 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
         ));
     }
 
+    let left_out: Vec<&str> = summary
+        .tool_sources
+        .iter()
+        .filter(|t| !t.run)
+        .map(|t| t.name.as_str())
+        .collect();
+    if !left_out.is_empty() {
+        let ran: Vec<&str> = summary
+            .tool_sources
+            .iter()
+            .filter(|t| t.run)
+            .map(|t| t.name.as_str())
+            .collect();
+        out.push(Warning::new(
+            WarningKind::ToolsSubset,
+            format!(
+                "This run measured {} of the lab's {} tools ({}); not run: {} (chosen with --tools).",
+                ran.len(),
+                summary.tool_sources.len(),
+                ran.join(", "),
+                left_out.join(", ")
+            ),
+        ));
+    }
+
     let timed: Vec<&StepRecord> = records.iter().filter(|r| r.timed).collect();
     let warm: Vec<&StepRecord> = timed.iter().copied().filter(|r| !r.cache_dropped).collect();
     if !warm.is_empty() {

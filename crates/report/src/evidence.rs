@@ -15,6 +15,38 @@ pub const RAW_DIR: &str = "raw";
 /// `sha256sum` output for the installed binaries, written by `bench`.
 pub const BINARY_DIGESTS_FILE: &str = "binary-sha256.txt";
 
+/// Where each of the lab's tools came from and whether this run ran it,
+/// written by `bench`.
+pub const TOOL_SOURCES_FILE: &str = "tool-sources.json";
+
+/// One tool of the lab in `tool-sources.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSource {
+    pub name: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The artifact's source in one line: download, apt package and suite,
+    /// or the build with its toolchain and flags.
+    #[serde(default)]
+    pub source: String,
+    /// False for a tool of the lab that this run left out (`--tools`).
+    #[serde(default = "yes")]
+    pub run: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_sha256: Option<String>,
+    /// For a binary built on the host: the build's own record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<serde_json::Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
 /// Everything the summary is made from.
 #[derive(Debug, Clone, Default)]
 pub struct RawRun {
@@ -24,6 +56,8 @@ pub struct RawRun {
     pub plan: Option<PlanView>,
     pub environment: Option<Environment>,
     pub binaries: Vec<BinaryDigest>,
+    /// Empty for runs made before labrun wrote it.
+    pub tool_sources: Vec<ToolSource>,
     /// Problems met while reading that do not stop the report.
     pub warnings: Vec<Warning>,
 }
@@ -90,6 +124,10 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
         &mut run.warnings,
         "the machine, acceleration and tool versions of this run are unknown",
     );
+    run.tool_sources = std::fs::read_to_string(raw.join(TOOL_SOURCES_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
     run.binaries = match std::fs::read_to_string(raw.join(BINARY_DIGESTS_FILE)) {
         Ok(text) => parse_binary_digests(&text),
         Err(_) => Vec::new(),

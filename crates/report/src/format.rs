@@ -1,19 +1,22 @@
 //! How figures read in the summaries, in the style of the published
 //! comparison: "140 s, range 122-168", "7.2 s, range 6.9-7.5", "3.86 GB",
-//! "455 MiB". The precision is chosen from the median and kept for the
-//! range, so the three numbers of one figure always line up.
+//! "455 MiB". The unit and precision are chosen from the median and kept for
+//! the range, so the three numbers of one figure always line up. Sizes and
+//! durations follow the one formatter every display uses
+//! ([`labrun_evidence::human`]).
 
 use crate::stats::Stat;
+use labrun_evidence::human;
 
-/// Seconds: whole seconds from 10 s up, one decimal below.
+/// Seconds: whole seconds from 10 s up, one decimal below, ms under 1 s.
 pub fn secs(v: f64) -> String {
-    format!("{} s", number(v, secs_decimals(v)))
+    human::duration(v)
 }
 
 /// "140 s, range 122-168"; a single cycle has no range.
 pub fn secs_range(s: &Stat) -> String {
-    let d = secs_decimals(s.median);
-    with_range(s, "s", d, 1.0)
+    let (unit, factor, decimals) = human::duration_unit(s.median);
+    with_range(s, unit, decimals, factor)
 }
 
 fn secs_decimals(v: f64) -> usize {
@@ -43,32 +46,20 @@ pub fn mib_value(v: f64) -> String {
     number(v, secs_decimals(v))
 }
 
-/// A size in bytes, as decimal units: GB (10^9, two decimals) as published;
-/// below 0.1 GB, MB (10^6, one decimal), so small-scale runs still show
-/// something; below 0.1 MB, kB.
+/// A size in bytes, in decimal units chosen per value, three significant
+/// digits: "3.86 GB", "210 MB", "4.10 kB".
 pub fn bytes(v: f64) -> String {
-    let (unit, div) = size_unit(v);
-    format!("{} {unit}", number(v / div, size_decimals(unit)))
+    human::bytes(v)
 }
 
 pub fn bytes_range(s: &Stat) -> String {
-    let (unit, div) = size_unit(s.median);
-    with_range(s, unit, size_decimals(unit), 1.0 / div)
-}
-
-fn size_unit(v: f64) -> (&'static str, f64) {
-    let a = v.abs();
-    if a >= 1e8 {
-        ("GB", 1e9)
-    } else if a >= 1e5 {
-        ("MB", 1e6)
+    let (unit, div) = human::size_unit(s.median);
+    let decimals = if unit == "B" {
+        0
     } else {
-        ("kB", 1e3)
-    }
-}
-
-fn size_decimals(unit: &str) -> usize {
-    if unit == "GB" { 2 } else { 1 }
+        human::sig3_decimals(s.median / div)
+    };
+    with_range(s, unit, decimals, 1.0 / div)
 }
 
 fn with_range(s: &Stat, unit: &str, decimals: usize, factor: f64) -> String {
@@ -86,12 +77,7 @@ fn with_range(s: &Stat, unit: &str, decimals: usize, factor: f64) -> String {
 
 /// Fixed decimals without a negative zero.
 fn number(v: f64, decimals: usize) -> String {
-    let s = format!("{v:.decimals$}");
-    if s.starts_with('-') && s[1..].bytes().all(|b| b == b'0' || b == b'.') {
-        s[1..].to_string()
-    } else {
-        s
-    }
+    human::fixed(v, decimals)
 }
 
 #[cfg(test)]
@@ -121,7 +107,11 @@ mod tests {
         assert_eq!(secs_range(&stat(7.0, 7.0, 7.0, 1)), "7.0 s");
         assert_eq!(secs(9.96), "10 s");
         assert_eq!(secs(9.94), "9.9 s");
-        assert_eq!(secs(0.04), "0.0 s");
+        assert_eq!(secs(0.04), "40 ms");
+        assert_eq!(
+            secs_range(&stat(0.04, 0.035, 0.048, 3)),
+            "40 ms, range 35-48"
+        );
     }
 
     #[test]
@@ -136,16 +126,22 @@ mod tests {
     #[test]
     fn sizes_in_decimal_units() {
         assert_eq!(bytes(3.86e9), "3.86 GB");
-        assert_eq!(bytes(0.21e9), "0.21 GB");
+        assert_eq!(bytes(0.21e9), "210 MB");
         assert_eq!(bytes(12_345_678.0), "12.3 MB");
-        assert_eq!(bytes(4_096.0), "4.1 kB");
+        assert_eq!(bytes(4_096.0), "4.10 kB");
         assert_eq!(
             bytes_range(&stat(3.861e9, 3.855e9, 3.87e9, 3)),
             "3.86 GB, range 3.86-3.87"
         );
-        assert_eq!(bytes_range(&stat(2.1e8, 2.09e8, 2.12e8, 3)), "0.21 GB");
-        assert_eq!(bytes_range(&stat(2.1e8, 2.0e8, 2.2e8, 1)), "0.21 GB");
-        assert_eq!(bytes(-1.0), "0.0 kB");
+        assert_eq!(
+            bytes_range(&stat(2.1e8, 2.09e8, 2.12e8, 3)),
+            "210 MB, range 209-212"
+        );
+        assert_eq!(bytes_range(&stat(2.1e8, 2.0e8, 2.2e8, 1)), "210 MB");
+        assert_eq!(
+            bytes_range(&stat(999.0, 998.0, 1001.0, 3)),
+            "999 B, range 998-1001"
+        );
     }
 
     #[test]

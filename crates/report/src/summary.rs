@@ -26,6 +26,9 @@ pub struct Summary {
     pub tools: Vec<ToolSummary>,
     pub environment: Option<Environment>,
     pub binaries: Vec<BinaryDigest>,
+    /// Where each of the lab's tools came from, and which this run ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_sources: Vec<crate::evidence::ToolSource>,
     pub failed_steps: Vec<FailedStep>,
     pub warnings: Vec<Warning>,
     /// Every measured figure of every record, flat.
@@ -154,6 +157,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         tools,
         environment: raw.environment.clone(),
         binaries: raw.binaries.clone(),
+        tool_sources: raw.tool_sources.clone(),
         failed_steps,
         warnings: raw.warnings.clone(),
         samples: sample::from_records(&raw.records),

@@ -27,6 +27,8 @@ pub enum WarningKind {
     MissingPlan,
     /// Records carry more than one run id.
     MixedRuns,
+    /// The run measured only some of the lab's tools (`--tools`).
+    ToolsSubset,
 }
 
 impl Warning {

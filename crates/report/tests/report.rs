@@ -189,7 +189,7 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     assert_eq!(walls, 43, "one per record");
 
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
-    assert!(md.contains("| restic 0.19.1 | 95 s, range 93-98 | 7.2 s, range 6.9-7.5 | 14 s, range 14-15 | 3.86 GB | 0.21 GB |"), "{md}");
+    assert!(md.contains("| restic 0.19.1 | 95 s, range 93-98 | 7.2 s, range 6.9-7.5 | 14 s, range 14-15 | 3.86 GB | 211 MB, range 208-214 |"), "{md}");
     assert!(md.contains("| 41 s, range 40-44 |"), "{md}");
     assert!(md.contains("FAIL in cycle 2 (2 of 3 passed)"), "{md}");
     assert!(md.contains("changed: small/0013/f-00417.bin"), "{md}");

@@ -10,6 +10,7 @@
 //! break an older report.
 
 pub mod event;
+pub mod human;
 pub mod manifest;
 pub mod plan;
 pub mod record;

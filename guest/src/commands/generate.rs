@@ -68,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 pub fn gb(bytes: u64) -> String {
-    format!("{:.3} GB", bytes as f64 / 1e9)
+    labrun_evidence::human::bytes(bytes as f64)
 }
 
 /// The totals by class, one per line.

@@ -322,7 +322,8 @@ mod tests {
     #[test]
     fn shapes_are_checked() {
         assert!(kopia().validate().is_ok());
-        let cases: Vec<(fn(&mut GoBuild), &str)> = vec![
+        type Mutation = fn(&mut GoBuild);
+        let cases: Vec<(Mutation, &str)> = vec![
             (|g| g.module = "kopia".into(), "module path"),
             (|g| g.version = "0.23.1".into(), "module version"),
             (|g| g.sum = "abc".into(), "go.sum"),

@@ -12,7 +12,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Time per phase per tool, seconds.
 pub struct TimeChart;
-/// Repository size after the full backup and growth after the incremental, GB.
+/// Repository size after the full backup and growth after the incremental, in
+/// the decimal unit of the largest bar (one unit per chart).
 pub struct RepoSizeChart;
 /// Peak memory per phase per tool, MiB.
 pub struct MemoryChart;
@@ -37,7 +38,15 @@ impl Exporter for RepoSizeChart {
         "chart-repo-size.svg"
     }
     fn serialize(&self, s: &Summary) -> Result<Vec<u8>> {
-        let gb = 1e-9;
+        let largest = s
+            .tools
+            .iter()
+            .flat_map(|t| [t.repo_size_after_full, t.growth_after_incremental])
+            .flatten()
+            .map(|st| st.median)
+            .fold(0.0, f64::max);
+        let (unit, div) = labrun_evidence::human::size_unit(largest);
+        let gb = 1.0 / div;
         let mut rows = Vec::new();
         for (i, t) in s.tools.iter().enumerate() {
             if let Some(st) = t.repo_size_after_full {
@@ -58,7 +67,11 @@ impl Exporter for RepoSizeChart {
         draw(
             self.file_name(),
             "Repository size (median, min-max range)",
-            "GB (10^9 bytes)",
+            &if unit == "B" {
+                "bytes".to_string()
+            } else {
+                format!("{unit} (10^{} bytes)", div.log10().round())
+            },
             &rows,
         )
     }
@@ -246,16 +259,11 @@ fn draw_unguarded(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> 
     Ok(svg.into_bytes())
 }
 
-/// The median, with the range when there is one, at the precision of the
-/// unit the axis names.
+/// The median, with the range when there is one, in the unit the axis
+/// names, three significant digits (the precision of the median).
 fn value_label(s: &Stat) -> String {
-    let v = |x: f64| {
-        if x.abs() < 10.0 {
-            format!("{x:.2}")
-        } else {
-            format!("{x:.0}")
-        }
-    };
+    let decimals = labrun_evidence::human::sig3_decimals(s.median);
+    let v = |x: f64| labrun_evidence::human::fixed(x, decimals);
     let (min, max) = (v(s.min), v(s.max));
     if s.n > 1 && min != max {
         format!("{} ({min}-{max})", v(s.median))

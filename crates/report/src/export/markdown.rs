@@ -32,7 +32,7 @@ pub fn render(s: &Summary) -> String {
         "Each figure is the median over cycles with its min-max range (\"140 s, range 122-168\"); \
          for an even number of cycles the median is the mean of the two middle values. {cycles}. \
          Failed steps are left out of the figures; \"(2 of 3)\" marks a figure made from fewer cycles. \
-         Sizes are in GB (10^9 bytes), memory in MiB (2^20 bytes).\n"
+         Sizes are in decimal units (kB = 10^3 bytes, MB = 10^6, GB = 10^9), memory in MiB (2^20 bytes).\n"
     );
 
     out.push_str("## Results\n\n");
@@ -112,6 +112,15 @@ pub fn render(s: &Summary) -> String {
         out.push_str("\nInstalled binaries (SHA-256):\n\n");
         for b in &s.binaries {
             let _ = writeln!(out, "- `{}` `{}`", b.sha256, b.path);
+        }
+    }
+
+    let ran: Vec<_> = s.tool_sources.iter().filter(|t| t.run).collect();
+    if !ran.is_empty() {
+        out.push_str("\nWhere the binaries came from:\n\n");
+        for t in ran {
+            let version = t.version.as_deref().unwrap_or("");
+            let _ = writeln!(out, "- {} {version}: {}", t.name, t.source);
         }
     }
 
