@@ -255,7 +255,7 @@ fn up_ssh_status_down_leaves_nothing() {
     assert!(domain_running(&lab.domain()));
 
     // Idempotent: a second `up` sees it running and answering.
-    let again = lab.run_ok(&["up"]);
+    let again = lab.run_ok(&["up", "--tools", "restic,borg,kopia"]);
     assert!(again.contains("already up"), "{again}");
 
     assert_eq!(lab.run_ok(&["ssh", "--", "nproc"]).trim(), "4");
@@ -385,6 +385,9 @@ fn down_after_killed_up_leaves_nothing() {
     let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::new("vmtest-kill");
     ensure_image(&lab);
+    // The tools are built and cached first: the kill points below come
+    // within seconds of `up`'s start, not after a build of several minutes.
+    lab.run_ok(&["fetch"]);
     let state_root = lab.state();
     let state_file = move || {
         std::fs::read_dir(&state_root)
