@@ -65,7 +65,9 @@ pub(crate) struct BuildCtx<'a> {
 }
 
 impl BuildCtx<'_> {
-    /// A command with the caller's extra environment applied last.
+    /// A command without standard input, killed if the build is dropped.
+    /// The caller's extra environment is applied by [`BuildCtx::run`] (and by
+    /// the recipes' `toolchain`) after the recipe's own settings, so it wins.
     pub fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
         cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
