@@ -33,11 +33,13 @@ LABRUN := target/release/labrun
 # Under software emulation (no usable KVM) the full 6.10 GB protocol takes
 # hours: the default is a quick look. SCALE=1 is the published experiment.
 SCALE ?= 0.01
+# Cycles per tool; empty: the lab's own (3 in the default lab).
+CYCLES ?=
 LAB ?= lab.yaml
 
 ## bench: the main job: bring the VM up, run the cycles, always take it down
 bench: setup build
-	$(LABRUN) -f $(LAB) up && $(LABRUN) -f $(LAB) bench --scale $(SCALE); \
+	$(LABRUN) -f $(LAB) up && $(LABRUN) -f $(LAB) bench --scale $(SCALE) $(if $(CYCLES),--cycles $(CYCLES)); \
 	  rc=$$?; $(LABRUN) -f $(LAB) down; exit $$rc
 
 ## bench-agent: the agent's throughput and accuracy, as ratios against
