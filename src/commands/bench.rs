@@ -100,7 +100,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     let host = HostRun::new(&args.results, &run_id);
     std::fs::create_dir_all(host.raw())
         .with_context(|| format!("cannot create {}", host.raw().display()))?;
-    std::fs::write(host.raw().join("lab.yaml"), redact_secrets(&lab))?;
+    std::fs::write(host.raw().join("lab.yaml"), lab.redacted_source())?;
     write_tool_sources(ctx, &lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
@@ -431,18 +431,4 @@ fn newest_run(results: &Path) -> anyhow::Result<PathBuf> {
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .map(|e| e.path())
         .ok_or_else(|| anyhow::anyhow!("no run to attach to in {}", results.display()))
-}
-
-/// The lab file as run, with every secret value (repository passwords)
-/// replaced: evidence is meant to be published.
-fn redact_secrets(lab: &Lab) -> String {
-    let mut text = lab.source.text.clone();
-    for tool in &lab.tools {
-        for name in &tool.secret_env {
-            if let Some(value) = tool.env.get(name).filter(|v| !v.is_empty()) {
-                text = text.replace(value.as_str(), "<redacted>");
-            }
-        }
-    }
-    text
 }

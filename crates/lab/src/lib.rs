@@ -18,6 +18,7 @@ mod history;
 mod load;
 mod locate;
 mod plan;
+mod redact;
 mod schema;
 mod suggest;
 mod units;
@@ -27,6 +28,7 @@ pub use artifact_check::{ArtifactUse, validate_artifact};
 pub use error::{LabError, Problem};
 pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
+pub use redact::{REDACTED, redact};
 pub use schema::{
     Accel, CommandSpec, CommandsSpec, DatasetSpec, DiskCache, EverySpec, ImageSpec, Lab, Machine,
     TargetSpec, Timeouts, ToolSpec, VmSpec,
