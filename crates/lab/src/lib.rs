@@ -23,6 +23,7 @@ mod schema;
 mod suggest;
 mod units;
 mod validate;
+pub mod vm_limits;
 
 pub use artifact_check::{ArtifactUse, validate_artifact};
 pub use error::{LabError, Problem};

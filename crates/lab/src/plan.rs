@@ -9,7 +9,7 @@ use labrun_evidence::{CommandTemplate, DatasetPlan, Plan, Step, ToolCommands, To
 /// What the command line may change for one run without editing the lab.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PlanOverrides {
-    /// `--scale F`, in (0, 1].
+    /// `--scale F`, from 0.0001 to 100 (the agent's range).
     pub scale: Option<f64>,
     /// `--cycles N`, at least 1.
     pub cycles: Option<u32>,

@@ -202,7 +202,7 @@ pub enum DatasetSpec {
     Synthetic {
         #[serde(default = "default_seed")]
         seed: u64,
-        /// 1.0 = the published 6.10 GB; must be in (0, 1].
+        /// 1.0 = the published 6.10 GB; from 0.0001 to 100 (the agent's range).
         #[serde(default = "default_scale")]
         scale: f64,
         /// Seed of the 5% change; `seed + 1` when absent.

@@ -5,7 +5,7 @@
 use crate::artifact_check::{ArtifactUse, validate_artifact};
 use crate::error::Problem;
 use crate::schema::{CommandSpec, DatasetSpec, ImageSpec, Lab, TargetSpec, ToolSpec, VmSpec};
-use crate::units::ByteSize;
+use crate::vm_limits;
 use labrun_artifact::Extract;
 use labrun_evidence::plan::PLACEHOLDERS;
 use std::collections::BTreeSet;
@@ -18,10 +18,6 @@ const HOST_KEY_TYPES: &[&str] = &[
     "ecdsa-sha2-nistp521",
     "ssh-rsa",
 ];
-
-/// Smallest VM that boots Debian 12 and runs a backup tool.
-const MIN_MEMORY: ByteSize = ByteSize(256 << 20);
-const MIN_DISK: ByteSize = ByteSize(1 << 30);
 
 impl Lab {
     /// Every problem of the lab, in file order as far as possible. Empty
@@ -97,35 +93,19 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
             ),
         ));
     }
-    if vm.vcpus == 0 {
-        out.push(Problem::new(
-            "vm.vcpus",
-            "must be at least 1 (the protocol uses 4)",
-        ));
-    }
-    if vm.memory < MIN_MEMORY {
-        out.push(Problem::new(
-            "vm.memory",
-            format!(
-                "{} is too little: at least {} (the protocol uses 3GiB)",
-                vm.memory, MIN_MEMORY
-            ),
-        ));
-    }
-    if vm.disk < MIN_DISK {
-        out.push(Problem::new(
-            "vm.disk",
-            format!(
-                "{} is too small: at least {} (the full dataset needs about 40GiB)",
-                vm.disk, MIN_DISK
-            ),
-        ));
-    }
-    if vm.ssh_timeout.as_secs() == 0 {
-        out.push(Problem::new(
+    let rules = [
+        ("vm.vcpus", vm_limits::check_vcpus(vm.vcpus)),
+        ("vm.memory", vm_limits::check_memory(vm.memory.bytes())),
+        ("vm.disk", vm_limits::check_disk(vm.disk.bytes())),
+        (
             "vm.ssh_timeout",
-            "must be longer than 0s, e.g. `300s`",
-        ));
+            vm_limits::check_ssh_timeout(vm.ssh_timeout.as_secs()),
+        ),
+    ];
+    for (path, rule) in rules {
+        if let Err(msg) = rule {
+            out.push(Problem::new(path, msg));
+        }
     }
     for (i, p) in vm.packages.iter().enumerate() {
         if !is_debian_package(p) {
@@ -238,6 +218,16 @@ fn check_host_key(line: &str, out: &mut Vec<Problem>) {
         .all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c));
     if !base64 || key.len() % 4 != 0 || !key.starts_with("AAAA") {
         out.push(Problem::new(path, "the key is not base64 as OpenSSH writes it (`AAAA...`): copy the whole line of the .pub file"));
+        return;
+    }
+    // The connection's own parser: a type name that does not match the key
+    // blob (an ed25519 key labelled ssh-rsa) fails here, not at `bench`.
+    if let Err(e) = labrun_ssh::check_host_key_line(line) {
+        let msg = e.to_string();
+        out.push(Problem::new(
+            path,
+            msg.trim_start_matches("SSH: ").to_string(),
+        ));
     }
 }
 
@@ -257,15 +247,15 @@ fn validate_dataset(d: &DatasetSpec, out: &mut Vec<Problem>) {
     }
 }
 
-/// (0, 1]: 1 is the published 6.10 GB; smaller shrinks every size and count.
+/// The agent's own rule ([`labrun_dataset::DatasetParams::validate`]): what
+/// `check` accepts, the guest generates.
 pub fn check_scale(scale: f64) -> Result<(), String> {
-    if scale.is_finite() && scale > 0.0 && scale <= 1.0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "{scale} is out of range: expected a scale in (0, 1], e.g. 1 for the published 6.10 GB or 0.01 for a quick run"
-        ))
+    labrun_dataset::DatasetParams {
+        seed: labrun_dataset::DatasetParams::DEFAULT_SEED,
+        scale,
     }
+    .validate()
+    .map_err(|e| e.to_string())
 }
 
 fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {

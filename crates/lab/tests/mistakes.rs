@@ -149,7 +149,25 @@ const CASES: &[(&str, &str, &str)] = &[
         "      extract: raw",
     ),
     ("duplicate_tool_name", "  - name: borg", "  - name: restic"),
-    ("scale_out_of_range", "scale: 0.5", "scale: 1.5"),
+    ("scale_out_of_range", "scale: 0.5", "scale: 250"),
+    // The agent's own range: `check` refuses what the guest would.
+    (
+        "scale_below_the_agents_range",
+        "scale: 0.5",
+        "scale: 1e-300",
+    ),
+    (
+        "memory_beyond_any_machine",
+        "memory: 3GiB",
+        "memory: 18446744073709551615",
+    ),
+    // An ed25519 key labelled ssh-rsa: the connection's parser refuses it,
+    // so `check` does too.
+    (
+        "host_key_type_does_not_match_its_key",
+        "vm:\n  vcpus: 4\n  memory: 3GiB\n  accel: auto\n  ssh_timeout: 300s\n",
+        "target:\n  host: 127.0.0.1\n  port: 2222\n  user: lab\n  key: id_ed25519\n  host_key: ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIDYCZFgOBmVSFzHX7jn1QRTq3YwwYgdCKmVASoHTtMtL\n",
+    ),
     ("zero_cycles_and_no_tools", "cycles: 3", "cycles: 0"),
     ("restore_without_target", r#", --target, "{target}"]"#, "]"),
     (

@@ -125,13 +125,16 @@ fn overrides_change_scale_cycles_and_tools() {
         .to_plan(
             "r",
             &PlanOverrides {
-                scale: Some(2.0),
+                scale: Some(200.0),
                 ..Default::default()
             },
         )
         .unwrap_err()
         .to_string();
-    assert!(err.starts_with("--scale: 2 is out of range"), "{err}");
+    assert!(
+        err.starts_with("--scale: scale 200 is out of range: use a number from 0.0001 to 100"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -58,6 +58,13 @@ pub(crate) fn fingerprint(key: &PublicKey) -> String {
     key.fingerprint(HashAlg::Sha256).to_string()
 }
 
+/// Refuses what the connection would refuse: a line that is not an OpenSSH
+/// public key, including one whose type name does not match its key blob.
+/// `labrun check` applies it to a lab's pinned host key.
+pub fn check_host_key_line(line: &str) -> Result<(), SshError> {
+    parse_public_line(line).map(|_| ())
+}
+
 /// Parses a pinned host key line (`ssh-ed25519 AAAA... [comment]`).
 pub(crate) fn parse_public_line(line: &str) -> Result<PublicKey, SshError> {
     PublicKey::from_openssh(line.trim()).map_err(|e| {

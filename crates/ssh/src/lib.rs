@@ -40,7 +40,7 @@ pub mod test_support;
 pub use client::{
     ConnectOptions, Session, connect, connect_with, wait_until_ready, wait_until_ready_with,
 };
-pub use keys::{fingerprint_of_line, generate_ed25519, public_key_line};
+pub use keys::{check_host_key_line, fingerprint_of_line, generate_ed25519, public_key_line};
 /// Quotes one word for the remote POSIX shell (exec requests are one string).
 pub use shell::quote as shell_quote;
 

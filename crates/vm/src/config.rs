@@ -146,10 +146,10 @@ impl CloudImage {
 }
 
 fn check_disk_gib(disk_gib: u32) -> Result<(), VmError> {
-    if !(4..=4096).contains(&disk_gib) {
+    if let Err(reason) = labrun_lab::vm_limits::check_disk(u64::from(disk_gib) << 30) {
         return Err(VmError::Config {
             field: "disk",
-            reason: format!("{disk_gib} GiB is not between 4 and 4096 GiB"),
+            reason,
         });
     }
     Ok(())
@@ -224,21 +224,12 @@ impl VmConfig {
                 format!("`{}` is not a libvirt URI (e.g. qemu:///system)", self.uri),
             );
         }
-        if !(1..=64).contains(&self.vcpus) {
-            return bad("vcpus", format!("{} is not between 1 and 64", self.vcpus));
-        }
-        if !(512..=1024 * 1024).contains(&self.memory_mib) {
-            return bad(
-                "memory",
-                format!("{} MiB is not between 512 MiB and 1 TiB", self.memory_mib),
-            );
-        }
-        if !(10..=24 * 3600).contains(&self.ssh_timeout_secs) {
-            return bad(
-                "ssh_timeout",
-                format!("{} s is not between 10 s and 24 h", self.ssh_timeout_secs),
-            );
-        }
+        // The lab's rules, so that `up` refuses exactly what `check` does.
+        use labrun_lab::vm_limits;
+        vm_limits::check_vcpus(self.vcpus).or_else(|r| bad("vcpus", r))?;
+        vm_limits::check_memory(self.memory_mib.saturating_mul(1 << 20))
+            .or_else(|r| bad("memory", r))?;
+        vm_limits::check_ssh_timeout(self.ssh_timeout_secs).or_else(|r| bad("ssh_timeout", r))?;
         self.image.validate()
     }
 }

@@ -13,11 +13,21 @@ fn gb(bytes: u64) -> f64 {
     bytes as f64 / 1e9
 }
 
+/// A scale as a user would write it: `1e-300`, not three hundred zeros.
+fn shown_scale(scale: f64) -> String {
+    if scale == 0.0 || (1e-6..1e6).contains(&scale.abs()) {
+        scale.to_string()
+    } else {
+        format!("{scale:e}")
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
     #[error(
-        "scale {scale} is out of range: use a number from {min} to {max} \
+        "scale {shown} is out of range: use a number from {min} to {max} \
          (1 is the published 6.10 GB dataset, 0.01 about 61 MB)",
+        shown = shown_scale(*.scale),
         min = crate::layout::MIN_SCALE,
         max = crate::layout::MAX_SCALE
     )]
