@@ -192,6 +192,10 @@ fn problem_from_yaml(err: &YamlError, map: &SourceMap, text: &str) -> Problem {
                 pos = Some(p);
                 path = found.to_string();
             }
+            let unexpected = match unexpected.as_str() {
+                "unit value" => "an empty value",
+                other => other,
+            };
             format!("found {unexpected}, {}", explain_expected(expected))
         }
         YamlError::DuplicateMappingKey { key, .. } => match key {
@@ -247,6 +251,22 @@ fn plain_message(err: &YamlError) -> String {
 
 /// Rust type names mean little to a lab author: say what to write.
 fn explain_type(msg: &str) -> String {
+    // serde-saphyr's words for an empty value where text belongs.
+    if msg.starts_with("cannot deserialize null into string") {
+        return "found an empty value, expected text: write the value after the colon \
+                (or remove the key)"
+            .to_string();
+    }
+    // A one-key choice (`extract: {tar: bin/x}`) with more keys after it.
+    if msg.starts_with("expected end of mapping after enum variant value") {
+        return "this choice takes exactly one key (such as `tar: path/in/archive`): \
+                remove the other keys"
+            .to_string();
+    }
+    if let Some(i) = msg.find("internally tagged enum ") {
+        let ty = msg[i + "internally tagged enum ".len()..].trim();
+        return format!("{}{}", &msg[..i], tagged_block(ty));
+    }
     let table = [
         ("invalid u64", "expected a whole number ≥ 0"),
         ("invalid u32", "expected a whole number ≥ 0"),
@@ -270,7 +290,21 @@ fn explain_expected(expected: &str) -> String {
         "f64" | "f32" => "expected a number such as 0.01".into(),
         "a boolean" | "bool" => "expected true or false".into(),
         "a string" => "expected text (quote it if YAML reads it as something else)".into(),
-        other => format!("expected {other}"),
+        other => match other.strip_prefix("internally tagged enum ") {
+            Some(ty) => format!("expected {}", tagged_block(ty)),
+            None => format!("expected {other}"),
+        },
+    }
+}
+
+/// A block chosen by its `kind:` key, named by what it is in the lab.
+fn tagged_block(rust_type: &str) -> String {
+    match rust_type {
+        "DatasetSpec" => {
+            "a dataset: a mapping with `kind: synthetic` (and `seed`, `scale`) or `kind: git-history`"
+                .into()
+        }
+        _ => "a mapping with a `kind:` key".into(),
     }
 }
 

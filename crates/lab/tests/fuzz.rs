@@ -23,9 +23,53 @@ fn exercise(text: &str) {
             let _ = lab.to_plan("r", &PlanOverrides::default());
         }
         Err(e) => {
-            let _ = e.to_string();
+            let text = e.to_string();
             let _ = e.problems();
+            speaks_the_labs_language(&text);
         }
+    }
+}
+
+/// Words of the Rust program, not of the lab file: a message holding one
+/// leaks an implementation detail where it should say what to write.
+const RUST_INTERNALS: &[&str] = &[
+    "Option<",
+    "Vec<",
+    "Map<",
+    "Box<",
+    "internally tagged",
+    "enum ",
+    "struct ",
+    "Budget",
+    "DatasetSpec",
+    "ToolSpec",
+    "ArtifactSpec",
+    "ImageSpec",
+    "CommandSpec",
+    "u64",
+    "u32",
+    "f64",
+    "usize",
+    "unit value",
+];
+
+fn speaks_the_labs_language(message: &str) {
+    if let Ok(path) = std::env::var("LABRUN_FUZZ_MESSAGES") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{}", message.replace('\n', " | "));
+        }
+        return;
+    }
+    for word in RUST_INTERNALS {
+        assert!(
+            !message.contains(word),
+            "a message speaks Rust (`{word}`): {message}"
+        );
     }
 }
 
@@ -128,6 +172,7 @@ fn hostile_inputs_fail_fast() {
         let start = std::time::Instant::now();
         let err = Lab::from_text(&text, "hostile.yaml").unwrap_err();
         assert!(err.to_string().starts_with("hostile.yaml:"), "{err}");
+        speaks_the_labs_language(&err.to_string());
         assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
     }
     let big = "#".repeat((labrun_lab::MAX_LAB_BYTES + 1) as usize);

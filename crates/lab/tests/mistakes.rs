@@ -150,6 +150,19 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     ("duplicate_tool_name", "  - name: borg", "  - name: restic"),
     ("scale_out_of_range", "scale: 0.5", "scale: 250"),
+    // Serde's words (`use Option<String>`, `internally tagged enum
+    // DatasetSpec`, `enum variant value`) never reach the user.
+    ("empty_version", "    version: 0.19.1", "    version:"),
+    (
+        "empty_dataset",
+        "dataset:\n  kind: synthetic\n  seed: 7\n  scale: 0.5\n",
+        "dataset:\n",
+    ),
+    (
+        "extract_with_two_choices",
+        "      extract:\n        deb-install: /usr/bin/borg",
+        "      extract:\n        deb-install: /usr/bin/borg\n        tar: borg",
+    ),
     // The agent's own range: `check` refuses what the guest would.
     (
         "scale_below_the_agents_range",
