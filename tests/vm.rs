@@ -315,6 +315,33 @@ fn up_ssh_status_down_leaves_nothing() {
                 .unwrap_or_else(|| panic!("no {step} record for {tool}"));
             assert_eq!(r["ok"], true, "{tool} {step}: {r}");
             assert_eq!(r["cache_dropped"], true, "{tool} {step}: {r}");
+            // The guest's cgroup v2 (systemd's, memory and pids on; the
+            // agent enables io): whole-tree figures for every timed step.
+            let tree = &r["tree"];
+            assert!(tree["unavailable"].is_null(), "{tool} {step}: {tree}");
+            for figure in [
+                "resident_peak_bytes",
+                "charged_peak_bytes",
+                "disk_write_bytes",
+            ] {
+                assert!(
+                    tree[figure].as_u64().is_some(),
+                    "{tool} {step}: no {figure}: {tree}"
+                );
+            }
+            let resident = tree["resident_peak_bytes"].as_u64().unwrap_or(0);
+            let single = r["max_rss_kib"].as_u64().unwrap_or(0) * 1024;
+            // The tree holds the largest process; sampling every 250 ms may
+            // miss the very top of a short peak, not most of it.
+            assert!(
+                resident * 2 >= single,
+                "{tool} {step}: tree {resident} vs process {single}"
+            );
+            assert_eq!(
+                tree["leftovers"],
+                serde_json::json!([]),
+                "{tool} {step}: {tree}"
+            );
         }
     }
     let env: serde_json::Value =

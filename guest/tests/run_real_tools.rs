@@ -90,6 +90,22 @@ fn restic_and_borg_two_cycles_end_to_end() {
             assert!(r.cache_dropped, "{r:?}");
             let err = lab.evidence().join(r.stderr_path.as_ref().unwrap());
             assert!(err.is_file(), "{}", err.display());
+            // Each timed step ran in a cgroup of its own (this host's
+            // cgroup v2): the tree's CPU is at least the tool's own, nothing
+            // was left running, and its timeline is in the evidence.
+            let tree = r.tree.as_ref().expect("tree meters on a timed step");
+            assert_eq!(tree.unavailable, None, "{tree:?}");
+            assert!(tree.source.starts_with("cgroup2 "), "{tree:?}");
+            let tree_cpu = tree.user_secs.unwrap() + tree.sys_secs.unwrap();
+            assert!(
+                tree_cpu >= 0.9 * (r.user_secs + r.sys_secs),
+                "{tree:?} {r:?}"
+            );
+            assert!(tree.leftovers.is_empty(), "{tree:?}");
+            let timeline = lab.evidence().join(tree.timeline_path.as_ref().unwrap());
+            assert!(timeline.is_file(), "{}", timeline.display());
+        } else {
+            assert_eq!(r.tree, None, "{r:?}");
         }
     }
 

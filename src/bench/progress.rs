@@ -269,6 +269,7 @@ mod tests {
             bytes: None,
             files: None,
             error: None,
+            tree: None,
             history: None,
         };
         let line = step_line(&r);

@@ -91,6 +91,8 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
         }
     }
 
+    out.extend(tree_warnings(&timed));
+
     let run_ids: BTreeSet<&str> = records.iter().map(|r| r.run_id.as_str()).collect();
     if run_ids.len() > 1 {
         out.push(Warning::new(
@@ -99,6 +101,73 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
                 "records.jsonl mixes records of {} runs ({}): figures of different runs are summarized together.",
                 run_ids.len(),
                 examples(run_ids.iter().map(|s| s.to_string()))
+            ),
+        ));
+    }
+    out
+}
+
+/// What the steps' cgroups said about the meters themselves.
+fn tree_warnings(timed: &[&StepRecord]) -> Vec<Warning> {
+    let mut out = Vec::new();
+    let left: Vec<String> = timed
+        .iter()
+        .filter_map(|r| {
+            let t = r.tree.as_ref()?;
+            (!t.leftovers.is_empty())
+                .then(|| format!("{}: {}", step_name(r), t.leftovers.join(", ")))
+        })
+        .collect();
+    if !left.is_empty() {
+        out.push(Warning::new(
+            WarningKind::LeftoverProcesses,
+            format!(
+                "{} timed step{} left processes running after the tool exited; the agent killed them at the end of the step, and their CPU and memory are in the tree figures: {}.",
+                left.len(),
+                if left.len() == 1 { "" } else { "s" },
+                examples(left.into_iter())
+            ),
+        ));
+    }
+    let without: Vec<&StepRecord> = timed
+        .iter()
+        .copied()
+        // Evidence of agents before tree meters has no `tree` at all: its
+        // tables show "-" there, with nothing to warn about.
+        .filter(|r| r.tree.as_ref().is_some_and(|t| t.unavailable.is_some()))
+        .collect();
+    if let Some(first) = without.first() {
+        let why = first
+            .tree
+            .as_ref()
+            .and_then(|t| t.unavailable.clone())
+            .unwrap_or_default();
+        out.push(Warning::new(
+            WarningKind::NoTreeMeters,
+            format!(
+                "{} of {} timed steps have no whole-tree figures ({why}); their memory is the largest single process only.",
+                without.len(),
+                timed.len()
+            ),
+        ));
+    }
+    let heavy: Vec<String> = timed
+        .iter()
+        .filter_map(|r| {
+            let t = r.tree.as_ref()?;
+            let step_cpu = t.user_secs? + t.sys_secs?;
+            let share = t.agent_cpu_secs / step_cpu.max(r.wall_secs).max(1e-9);
+            (share >= 0.01).then(|| format!("{} {:.1}%", step_name(r), share * 100.0))
+        })
+        .collect();
+    if !heavy.is_empty() {
+        out.push(Warning::new(
+            WarningKind::AgentOverhead,
+            format!(
+                "The agent's own CPU (its sampling) reached 1% of a step's in {} step{}: {}.",
+                heavy.len(),
+                if heavy.len() == 1 { "" } else { "s" },
+                examples(heavy.into_iter())
             ),
         ));
     }

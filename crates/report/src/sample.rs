@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
-    /// `wall_time`, `user_cpu`, `system_cpu`, `peak_memory`, `repo_size`,
+    /// `wall_time`, `user_cpu`, `system_cpu`, `peak_memory` (largest
+    /// process), `tree_peak_memory`, `tree_charged_memory`, `tree_cpu`,
+    /// `disk_read`, `disk_written`, `repo_size`,
     /// `bytes`, `files`.
     pub metric: String,
     pub value: f64,
@@ -52,6 +54,23 @@ fn from_record(r: &StepRecord) -> Vec<Sample> {
     // 0 KiB means "not measured" (the field defaults to it), not a figure.
     if r.max_rss_kib > 0 {
         figures.push(("peak_memory", r.max_rss_kib as f64 / 1024.0, "MiB"));
+    }
+    if let Some(t) = &r.tree {
+        if let Some(b) = t.resident_peak_bytes {
+            figures.push(("tree_peak_memory", b as f64 / 1048576.0, "MiB"));
+        }
+        if let Some(b) = t.charged_peak_bytes {
+            figures.push(("tree_charged_memory", b as f64 / 1048576.0, "MiB"));
+        }
+        if let (Some(u), Some(y)) = (t.user_secs, t.sys_secs) {
+            figures.push(("tree_cpu", u + y, "s"));
+        }
+        if let Some(b) = t.disk_read_bytes {
+            figures.push(("disk_read", b as f64, "bytes"));
+        }
+        if let Some(b) = t.disk_write_bytes {
+            figures.push(("disk_written", b as f64, "bytes"));
+        }
     }
     if let Some(b) = r.repo_size_bytes {
         figures.push(("repo_size", b as f64, "bytes"));

@@ -68,8 +68,18 @@ pub struct PhaseSummary {
     pub wall_secs: Option<Stat>,
     pub user_secs: Option<Stat>,
     pub sys_secs: Option<Stat>,
-    /// Peak resident memory; records without a measurement (0) are left out.
+    /// Peak resident memory of the largest single process (`/usr/bin/time
+    /// -v`'s figure, the write-up's); records without one (0) are left out.
     pub peak_memory_mib: Option<Stat>,
+    /// Peak resident memory of the step's whole process tree (its cgroup).
+    #[serde(default)]
+    pub tree_memory_mib: Option<Stat>,
+    /// User + system CPU of the whole tree.
+    #[serde(default)]
+    pub tree_cpu_secs: Option<Stat>,
+    /// Bytes the tree wrote to disk (`io.stat`).
+    #[serde(default)]
+    pub disk_written_bytes: Option<Stat>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,6 +275,18 @@ fn summarize_phase<'a>(step: Step, records: impl Iterator<Item = &'a StepRecord>
                 .filter(|r| r.max_rss_kib > 0)
                 .map(|r| r.max_rss_kib as f64 / KIB_PER_MIB),
         ),
+        tree_memory_mib: Stat::of(ok.iter().filter_map(|r| {
+            let b = r.tree.as_ref()?.resident_peak_bytes?;
+            Some(b as f64 / (KIB_PER_MIB * 1024.0))
+        })),
+        tree_cpu_secs: Stat::of(ok.iter().filter_map(|r| {
+            let t = r.tree.as_ref()?;
+            Some(t.user_secs? + t.sys_secs?)
+        })),
+        disk_written_bytes: Stat::of(
+            ok.iter()
+                .filter_map(|r| r.tree.as_ref()?.disk_write_bytes.map(|b| b as f64)),
+        ),
     }
 }
 
@@ -346,6 +368,7 @@ mod tests {
             bytes: None,
             files: None,
             error: None,
+            tree: None,
             history: None,
         }
     }

@@ -29,6 +29,12 @@ pub enum WarningKind {
     MixedRuns,
     /// The run measured only some of the lab's tools (`--tools`).
     ToolsSubset,
+    /// A step left processes running; the agent killed them (named).
+    LeftoverProcesses,
+    /// Timed steps ran without tree figures (no writable cgroup v2).
+    NoTreeMeters,
+    /// The agent's own CPU during a step was 1% of the step's or more.
+    AgentOverhead,
 }
 
 impl Warning {

@@ -488,3 +488,52 @@ fn a_failed_step_ends_its_cycle_without_counting_as_missing() {
         "{md}"
     );
 }
+
+/// The tree figures of a step's cgroup are shown beside the largest
+/// process's, and what a tool left running is named in a warning.
+#[test]
+fn tree_meters_are_shown_beside_the_largest_process() {
+    let good = std::fs::read_to_string(fixture("two-tools").join("raw/records.jsonl")).unwrap();
+    let mut lines = Vec::new();
+    for line in good.lines() {
+        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
+        if r["tool"] == "borg" && r["step"] == "backup_full" {
+            r["tree"] = serde_json::json!({
+                "source": "cgroup2 /sys/fs/cgroup/labrun-agent/borg-c1-backup_full",
+                "user_secs": 160.0,
+                "sys_secs": 25.0,
+                "resident_peak_bytes": 200u64 << 20,
+                "charged_peak_bytes": 2900u64 << 20,
+                "disk_read_bytes": 6_100_000_000u64,
+                "disk_write_bytes": 5_600_000_000u64,
+                "processes_peak": 3,
+                "leftovers": if r["cycle"] == 2 { vec!["gpg-agent (pid 912)"] } else { vec![] },
+                "agent_cpu_secs": 0.4,
+                "samples": 640,
+                "timeline_path": "logs/borg/c1-backup_full.timeline.jsonl"
+            });
+        }
+        lines.push(r.to_string());
+    }
+    let (_t, run) = raw_with_records(&(lines.join("\n") + "\n"));
+    let s = summarize(&run).unwrap();
+    let borg = s.tools.iter().find(|t| t.tool == "borg").unwrap();
+    let full = borg.phase(Step::BackupFull).unwrap();
+    assert_eq!(full.tree_memory_mib.as_ref().unwrap().median, 200.0);
+    assert_eq!(full.tree_cpu_secs.as_ref().unwrap().median, 185.0);
+    assert!(warning_kinds(&s).contains(&WarningKind::LeftoverProcesses));
+    assert!(!warning_kinds(&s).contains(&WarningKind::AgentOverhead));
+    let leftover = s
+        .warnings
+        .iter()
+        .find(|w| w.kind == WarningKind::LeftoverProcesses)
+        .unwrap();
+    assert!(
+        leftover.message.contains("gpg-agent (pid 912)"),
+        "{}",
+        leftover.message
+    );
+    let md = labrun_report::export::markdown::render(&s);
+    assert!(md.contains("| 117 / 109 / 104 | 200 / - / - |"), "{md}");
+    assert!(md.contains("5.60 GB"), "{md}");
+}

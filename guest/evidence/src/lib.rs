@@ -21,7 +21,7 @@ pub use plan::{
     CommandTemplate, CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Step,
     ToolCommands, ToolPlan,
 };
-pub use record::{ExitStatus, HistoryPoint, StepRecord, VerifyOutcome};
+pub use record::{ExitStatus, HistoryPoint, StepRecord, TimelineRow, TreeMeters, VerifyOutcome};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -58,10 +58,99 @@ pub struct StepRecord {
     /// A human-readable reason when `ok` is false.
     #[serde(default)]
     pub error: Option<String>,
+    /// The step's whole process tree, from a cgroup of its own (timed tool
+    /// steps). `max_rss_kib` above stays the largest single process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<TreeMeters>,
     /// Git-history runs only: which snapshot of the series this step made,
     /// moved the tree to, restored or verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryPoint>,
+}
+
+/// What a timed step's whole process tree used, from the cgroup (v2) the
+/// agent ran it in: everything it started counts, including processes that
+/// left its process group or session (duplicity's `gpg-agent`). A figure is
+/// `None` where this kernel or cgroup does not offer it; `unavailable` says
+/// why there are no tree figures at all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeMeters {
+    /// The cgroup the step ran in, or why it could not have one.
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// `cpu.stat` user and system time of every process of the tree.
+    #[serde(default)]
+    pub user_secs: Option<f64>,
+    #[serde(default)]
+    pub sys_secs: Option<f64>,
+    /// Peak of the tree's resident memory: `anon` + `file_mapped` of
+    /// `memory.stat` (what the processes' RSS add up to), sampled every
+    /// [`TreeMeters::SAMPLE_MS`] ms and at the end.
+    #[serde(default)]
+    pub resident_peak_bytes: Option<u64>,
+    /// `memory.peak`: everything the kernel charged to the tree at its
+    /// peak, page cache of the files it read and wrote included. An upper
+    /// bound, not comparable with RSS.
+    #[serde(default)]
+    pub charged_peak_bytes: Option<u64>,
+    /// `io.stat` bytes read from and written to block devices.
+    #[serde(default)]
+    pub disk_read_bytes: Option<u64>,
+    #[serde(default)]
+    pub disk_write_bytes: Option<u64>,
+    /// Most processes alive at once (`pids.peak`, else the samples' peak).
+    #[serde(default)]
+    pub processes_peak: Option<u64>,
+    /// Names of the processes still in the cgroup once the command had
+    /// ended: the agent killed them, so nothing outlives its step.
+    #[serde(default)]
+    pub leftovers: Vec<String>,
+    /// The agent's own CPU while the step ran (its sampling included).
+    #[serde(default)]
+    pub agent_cpu_secs: f64,
+    /// Samples taken; their once-a-second rows are in `timeline_path`
+    /// (relative to the evidence directory).
+    #[serde(default)]
+    pub samples: u64,
+    #[serde(default)]
+    pub timeline_path: Option<String>,
+}
+
+impl TreeMeters {
+    /// How often the memory peak is sampled.
+    pub const SAMPLE_MS: u64 = 250;
+    /// One timeline row per this many samples (once a second).
+    pub const SAMPLES_PER_ROW: u64 = 4;
+
+    /// Tree figures that could not be taken, and why.
+    pub fn unavailable(source: impl Into<String>, why: impl Into<String>) -> TreeMeters {
+        TreeMeters {
+            source: source.into(),
+            unavailable: Some(why.into()),
+            ..TreeMeters::default()
+        }
+    }
+}
+
+/// One row of a step's timeline (`*.timeline.jsonl`): the tree's state at
+/// `t_secs` after the command started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineRow {
+    pub t_secs: f64,
+    #[serde(default)]
+    pub resident_bytes: Option<u64>,
+    #[serde(default)]
+    pub charged_bytes: Option<u64>,
+    /// Cumulative user + system CPU of the tree.
+    #[serde(default)]
+    pub cpu_secs: Option<f64>,
+    #[serde(default)]
+    pub disk_read_bytes: Option<u64>,
+    #[serde(default)]
+    pub disk_write_bytes: Option<u64>,
+    #[serde(default)]
+    pub processes: Option<u64>,
 }
 
 /// A point of a git-history series.

@@ -276,6 +276,7 @@ pub fn blank_record(
         bytes: None,
         files: None,
         error: None,
+        tree: None,
         history: None,
     }
 }

@@ -7,9 +7,15 @@
 //! CPU of its own in the figures. The tool gets its own process group, so a
 //! timeout (a sleeping watchdog thread) or a signal to the agent can kill the
 //! whole tree.
+//!
+//! A timed step also runs in a cgroup of its own ([`crate::run::cgroup`]):
+//! its whole tree is measured there (CPU, resident and charged memory, disk
+//! bytes, processes), sampled by a thread that sleeps between reads, and
+//! whatever the tool left running is killed and named when it ends.
 
+use crate::run::cgroup::{self, StepCgroup};
 use crate::run::interrupt::Interrupt;
-use labrun_evidence::ExitStatus;
+use labrun_evidence::{ExitStatus, TreeMeters};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
@@ -28,6 +34,17 @@ pub struct CommandSpec<'a> {
     pub stdout: &'a Path,
     pub stderr: &'a Path,
     pub timeout: Option<Duration>,
+    /// Measure the whole tree too (timed steps).
+    pub tree: Option<TreeSpec>,
+}
+
+/// The cgroup a step runs in (or why it has none) and where its timeline
+/// goes.
+pub struct TreeSpec {
+    pub cgroup: Result<StepCgroup, String>,
+    pub timeline: PathBuf,
+    /// `timeline` relative to the evidence directory, for the record.
+    pub timeline_rel: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +59,8 @@ pub struct Measurement {
     pub timed_out: bool,
     /// A stop signal reached the agent while the tool ran (and killed it).
     pub interrupted_by: Option<i32>,
+    /// The whole tree's figures, when [`CommandSpec::tree`] asked for them.
+    pub tree: Option<TreeMeters>,
 }
 
 impl Measurement {
@@ -89,6 +108,24 @@ pub fn run_measured(
         // Its own group: killing -pgid reaches every process of the tool,
         // and a Ctrl-C on the agent's terminal does not reach the tool.
         .process_group(0);
+    let cgroup = spec.tree.as_ref().and_then(|t| t.cgroup.as_ref().ok());
+    if let Some(cg) = cgroup {
+        let fd = cg.procs_fd();
+        // SAFETY: between fork and exec only write(2) runs, which is
+        // async-signal-safe; the fd was opened (O_CLOEXEC) before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                // "0": the writing process itself moves into the cgroup, so
+                // the tool's first instruction is already accounted there.
+                if libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        }
+    }
+    let cpu_before = cgroup::own_cpu_secs();
     // Until exec, the child is a copy of the agent, and the kernel folds that
     // copy's resident pages into the child's ru_maxrss (as GNU time's own
     // few hundred KiB are folded into its figures). So the agent keeps its
@@ -108,6 +145,7 @@ pub fn run_measured(
     // drop, and the reaping below is ours.
     drop(child);
     interrupt.set_group(pid);
+    let sampler = cgroup.map(|cg| cg.start_sampler(spec.tree.as_ref().map(|t| t.timeline.clone())));
 
     let watchdog = spec.timeout.map(|limit| Watchdog::start(pid, limit));
     let exited = wait_exited_keep_zombie(pid);
@@ -124,6 +162,19 @@ pub fn run_measured(
     }
     let (status, usage) = reap(pid).map_err(MeasureError::Wait)?;
     exited.map_err(MeasureError::Wait)?;
+    let sampled = sampler.map(|(stop, thread)| {
+        drop(stop);
+        thread.join().unwrap_or_default()
+    });
+    let tree = spec.tree.as_ref().map(|t| match &t.cgroup {
+        Ok(cg) => {
+            let agent_cpu = cgroup::own_cpu_secs() - cpu_before;
+            let mut meters = cg.finish(sampled.unwrap_or_default(), agent_cpu);
+            meters.timeline_path = Some(t.timeline_rel.clone());
+            meters
+        }
+        Err(why) => TreeMeters::unavailable("none", why.clone()),
+    });
     let exit = exit_status(status);
     // A limit or a signal that came as the tool was ending anyway did not
     // change its result: only a tool that died of our SIGKILL was stopped.
@@ -138,6 +189,7 @@ pub fn run_measured(
         exit,
         timed_out: watchdog_fired && killed,
         interrupted_by: interrupt.stopped_by().filter(|_| killed),
+        tree,
     })
 }
 
@@ -260,6 +312,7 @@ impl Watchdog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::cgroup::Cgroups;
     use std::sync::Arc;
 
     struct Run {
@@ -293,8 +346,30 @@ mod tests {
                 stdout: &out,
                 stderr: &err,
                 timeout,
+                tree: None,
             };
             run_measured(&spec, interrupt).unwrap()
+        }
+
+        /// `script` in a cgroup of its own under `cgroups`.
+        fn sh_tree(&self, script: &str, cgroups: &Cgroups, name: &str) -> Measurement {
+            let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
+            let out = self.dir.path().join("out");
+            let err = self.dir.path().join("err");
+            let spec = CommandSpec {
+                argv: &argv,
+                cwd: self.dir.path(),
+                env: &self.env,
+                stdout: &out,
+                stderr: &err,
+                timeout: None,
+                tree: Some(TreeSpec {
+                    cgroup: cgroups.for_step(name),
+                    timeline: self.dir.path().join("timeline.jsonl"),
+                    timeline_rel: "timeline.jsonl".into(),
+                }),
+            };
+            run_measured(&spec, &Interrupt::new()).unwrap()
         }
 
         fn path(&self, name: &str) -> PathBuf {
@@ -460,6 +535,97 @@ mod tests {
         assert_eq!(m.exit.signal, Some(libc::SIGKILL));
     }
 
+    /// This machine's cgroup v2, which the tree tests need: without it they
+    /// fail (they cannot show anything), they do not pass.
+    fn cgroups() -> Cgroups {
+        match Cgroups::open_at(None) {
+            c @ Cgroups::Available(_) => c,
+            Cgroups::Unavailable(why) => panic!("tree meters cannot be tested here: {why}"),
+        }
+    }
+
+    /// What GNU time and wait4 miss: a process that leaves its process
+    /// group and session (as duplicity's gpg-agent does) and burns CPU
+    /// after the tool exits. The cgroup counts its CPU, names it, and
+    /// kills it; nothing outlives the step.
+    #[test]
+    fn a_daemon_that_left_the_group_is_counted_named_and_killed() {
+        let r = Run::new();
+        let pidfile = r.path("daemon.pid");
+        let done = r.path("daemon.done");
+        // The daemon does a fixed amount of CPU work, says so, and sleeps on;
+        // the tool waits for that and exits.
+        let script = format!(
+            "setsid sh -c 'echo $$ > {p}; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; \
+             touch {d}; exec sleep 1000' & \
+             while [ ! -e {d} ]; do sleep 0.05; done",
+            p = pidfile.display(),
+            d = done.display()
+        );
+        let m = r.sh_tree(
+            &script,
+            &cgroups(),
+            &format!("test-daemon-{}", std::process::id()),
+        );
+        let tree = m.tree.clone().expect("tree meters asked for");
+        assert_eq!(tree.unavailable, None, "{tree:?}");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(tree.leftovers.len(), 1, "{tree:?}");
+        assert!(
+            tree.leftovers[0].contains(&format!("pid {pid}")),
+            "{tree:?}"
+        );
+        // Gone: kill(pid, 0) fails with ESRCH (it was reaped by init).
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: kill with signal 0 only checks for existence.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ");
+        assert!(!alive, "the daemon {pid} outlived its step");
+        // The daemon's loop is the tree's CPU, not the waited-for tool's
+        // (its rusage never sees a process it did not wait for).
+        let tree_cpu = tree.user_secs.unwrap() + tree.sys_secs.unwrap();
+        let waited_for = m.user_secs + m.sys_secs;
+        assert!(
+            tree_cpu > 0.1 && tree_cpu > 3.0 * waited_for,
+            "{tree:?} {m:?}"
+        );
+        // The timeline: a first row at the start, then one a second.
+        let rows = std::fs::read_to_string(r.path("timeline.jsonl")).unwrap();
+        let rows: Vec<labrun_evidence::TimelineRow> = rows
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len() as u64, tree.samples.div_ceil(4), "{rows:?}");
+        assert!(rows.iter().all(|r| r.cpu_secs.is_some()), "{rows:?}");
+        // The sampler's cost, and the cgroup gone with the step.
+        assert!(tree.agent_cpu_secs < 0.2, "{tree:?}");
+        assert!(tree.source.starts_with("cgroup2 "), "{tree:?}");
+        let dir = tree.source["cgroup2 ".len()..].split(" (").next().unwrap();
+        assert!(!Path::new(dir).exists(), "{dir} left behind");
+    }
+
+    #[test]
+    fn without_a_cgroup_the_record_says_why() {
+        let r = Run::new();
+        let none = Cgroups::open_at(Some(PathBuf::from("/nonexistent/cgroup")));
+        let m = r.sh_tree("true", &none, "x");
+        let tree = m.tree.clone().expect("tree meters asked for");
+        assert!(
+            tree.unavailable
+                .as_deref()
+                .unwrap_or("")
+                .contains("/nonexistent/cgroup"),
+            "{tree:?}"
+        );
+        assert!(m.exit.success());
+    }
+
     #[test]
     fn a_missing_program_is_a_spawn_error() {
         let r = Run::new();
@@ -472,6 +638,7 @@ mod tests {
             stdout: &out,
             stderr: &out,
             timeout: None,
+            tree: None,
         };
         let err = run_measured(&spec, &Interrupt::new()).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/tool"), "{err}");

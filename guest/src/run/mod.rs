@@ -3,6 +3,7 @@
 //! modules each do one job for it.
 
 pub mod cache;
+pub mod cgroup;
 pub mod env;
 pub mod error;
 pub mod evidence;

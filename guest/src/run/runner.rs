@@ -21,11 +21,12 @@
 //! the argument `.`, and restores into `{target}`, for every tool alike.
 
 use crate::run::cache::{CacheDrop, drop_page_cache};
+use crate::run::cgroup::Cgroups;
 use crate::run::env::{from_process, tool_env};
 use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::{Done, Evidence, FailedCycle, blank_record, unix_ms_now};
 use crate::run::interrupt::{InProcess, Interrupt, signal_name};
-use crate::run::measure::{CommandSpec, Measurement, run_measured};
+use crate::run::measure::{CommandSpec, Measurement, TreeSpec, run_measured};
 use crate::run::placeholders::{Vars, substitute};
 use crate::run::plan_check::{check_binaries, load_plan};
 use crate::run::remove::remove_trees;
@@ -144,6 +145,7 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
         records: 0,
         failed_steps: 0,
         failed_cycles: Vec::new(),
+        cgroups: Cgroups::open(),
     };
     match runner.run_all() {
         Ok(outcome) => Ok(outcome),
@@ -176,6 +178,8 @@ struct Runner<'p> {
     records: u64,
     failed_steps: u64,
     failed_cycles: Vec<FailedCycle>,
+    /// Where timed steps' cgroups are made (or why they cannot be).
+    cgroups: Cgroups,
 }
 
 /// One tool in one cycle: its directories and placeholders.
@@ -589,6 +593,15 @@ impl<'p> Runner<'p> {
         rec.stdout_path = Some(logs.stdout_rel.clone());
         rec.stderr_path = Some(logs.stderr_rel.clone());
         rec.started_unix_ms = unix_ms_now();
+        let label = format!("{}-{step}", log_prefix(tc));
+        let tree = timed.then(|| TreeSpec {
+            cgroup: self.cgroups.for_step(&format!("{}-{label}", tc.tool.name)),
+            timeline: logs.stdout.with_extension("timeline.jsonl"),
+            timeline_rel: format!(
+                "{}.timeline.jsonl",
+                logs.stdout_rel.trim_end_matches(".out")
+            ),
+        });
         let spec = CommandSpec {
             argv: &argv,
             cwd: &cwd,
@@ -596,6 +609,7 @@ impl<'p> Runner<'p> {
             stdout: &logs.stdout,
             stderr: &logs.stderr,
             timeout: self.timeout(),
+            tree,
         };
         let result = run_measured(&spec, &self.interrupt);
         rec.argv = argv;
@@ -673,6 +687,7 @@ impl<'p> Runner<'p> {
             stdout: &logs.stdout,
             stderr: &logs.stderr,
             timeout: self.timeout(),
+            tree: None,
         };
         let result = run_measured(&spec, &self.interrupt);
         self.scrub(tc.tool, &[&logs.stdout, &logs.stderr])
@@ -954,6 +969,7 @@ fn fill_measurement(rec: &mut StepRecord, m: &Measurement, timeout: Option<u64>,
     rec.user_secs = m.user_secs;
     rec.sys_secs = m.sys_secs;
     rec.max_rss_kib = m.max_rss_kib;
+    rec.tree = m.tree.clone();
     rec.exit = Some(m.exit.clone());
     rec.ok = m.succeeded();
     if !rec.ok {

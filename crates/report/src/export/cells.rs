@@ -72,6 +72,23 @@ pub fn phase_memory(summary: &Summary, p: &PhaseSummary) -> String {
     counted(summary, p, p.peak_memory_mib.as_ref(), format::mib_range)
 }
 
+pub fn phase_tree_memory(summary: &Summary, p: &PhaseSummary) -> String {
+    counted(summary, p, p.tree_memory_mib.as_ref(), format::mib_range)
+}
+
+pub fn phase_tree_cpu(summary: &Summary, p: &PhaseSummary) -> String {
+    counted(summary, p, p.tree_cpu_secs.as_ref(), format::secs_range)
+}
+
+pub fn phase_disk_written(summary: &Summary, p: &PhaseSummary) -> String {
+    counted(
+        summary,
+        p,
+        p.disk_written_bytes.as_ref(),
+        format::bytes_range,
+    )
+}
+
 pub fn phase_wall(summary: &Summary, p: &PhaseSummary) -> String {
     counted(summary, p, p.wall_secs.as_ref(), format::secs_range)
 }
@@ -88,13 +105,22 @@ pub fn growth(t: &ToolSummary) -> String {
         .map_or(NONE.into(), format::bytes_range)
 }
 
-/// Medians of the headline phases: "117 / 109 / 104".
+/// Medians of the headline phases' largest-process peaks: "117 / 109 / 104".
 pub fn memory_medians(t: &ToolSummary) -> String {
+    medians(t, |p| p.peak_memory_mib)
+}
+
+/// The same for the whole process tree.
+pub fn tree_memory_medians(t: &ToolSummary) -> String {
+    medians(t, |p| p.tree_memory_mib)
+}
+
+fn medians(t: &ToolSummary, stat: fn(&PhaseSummary) -> Option<Stat>) -> String {
     HEADLINE_PHASES
         .iter()
         .map(|&s| {
             t.phase(s)
-                .and_then(|p| p.peak_memory_mib)
+                .and_then(stat)
                 .map_or(NONE.into(), |m| format::mib_value(m.median))
         })
         .collect::<Vec<_>>()

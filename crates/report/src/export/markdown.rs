@@ -32,7 +32,9 @@ pub fn render(s: &Summary) -> String {
         "Each figure is the median over cycles with its min-max range (\"140 s, range 122-168\"); \
          for an even number of cycles the median is the mean of the two middle values. {cycles}. \
          Failed steps are left out of the figures; \"(2 of 3)\" marks a figure made from fewer cycles. \
-         Sizes are in decimal units (kB = 10^3 bytes, MB = 10^6, GB = 10^9), memory in MiB (2^20 bytes).\n"
+         Sizes are in decimal units (kB = 10^3 bytes, MB = 10^6, GB = 10^9), memory in MiB (2^20 bytes). \
+         Peak memory is given twice: the largest single process (what `/usr/bin/time -v` reports, the write-up's figure) \
+         and the step's whole process tree (its cgroup: every process it started, resident memory sampled every 250 ms).\n"
     );
 
     out.push_str("## Results\n\n");
@@ -45,7 +47,8 @@ pub fn render(s: &Summary) -> String {
             "Restore",
             "Repo size after full",
             "Growth after incremental",
-            "Peak memory (MiB) full / incr / restore",
+            "Peak memory (MiB), largest process: full / incr / restore",
+            "Peak memory (MiB), whole tree: full / incr / restore",
             "CPU user/sys (s) full, incr, restore",
             "Restore check",
         ],
@@ -59,6 +62,7 @@ pub fn render(s: &Summary) -> String {
                 cells::repo_size(t),
                 cells::growth(t),
                 cells::memory_medians(t),
+                cells::tree_memory_medians(t),
                 cells::cpu_medians(t),
                 cells::restore_check(t),
             ]
@@ -86,7 +90,10 @@ pub fn render(s: &Summary) -> String {
                 "Wall time",
                 "User CPU",
                 "System CPU",
-                "Peak memory",
+                "Peak memory (largest process)",
+                "Peak memory (whole tree)",
+                "CPU (whole tree)",
+                "Disk written (whole tree)",
                 "Cycles ok",
             ],
             s.tools.iter().filter_map(|t| {
@@ -97,6 +104,9 @@ pub fn render(s: &Summary) -> String {
                     cells::phase_cpu(s, p, true),
                     cells::phase_cpu(s, p, false),
                     cells::phase_memory(s, p),
+                    cells::phase_tree_memory(s, p),
+                    cells::phase_tree_cpu(s, p),
+                    cells::phase_disk_written(s, p),
                     cells::cycles_ok(s, p),
                 ])
             }),

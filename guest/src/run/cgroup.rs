@@ -1,0 +1,491 @@
+//! Every timed step in a cgroup (v2) of its own, so that its figures are
+//! its whole process tree's and nothing it started outlives it.
+//!
+//! `wait4`'s rusage only covers the descendants a process waited for, and
+//! its `ru_maxrss` is the largest single process: a tool that runs helpers
+//! beside itself (duplicity's gpg) or that daemonizes one into its own
+//! session (duplicity's `gpg-agent`) is under-counted, and the daemon runs
+//! on after the step. A cgroup holds every process forked inside it,
+//! whatever its process group or session, and the kernel accounts them
+//! together: `cpu.stat`, `memory.stat`/`memory.peak`, `io.stat`, `pids.*`.
+//!
+//! Layout: `<cgroup2 mount>/labrun-agent/agent-<pid>/<step>`, one subtree
+//! per agent process so that agents side by side never touch each other's
+//! steps; a subtree whose agent is dead (killed with SIGKILL) is emptied and
+//! removed by the next agent start. The agent enables the controllers it
+//! can (`memory`, `pids`, `io`) down to its steps, and says in the evidence
+//! which figures the kernel would not give.
+
+use labrun_evidence::{TimelineRow, TreeMeters};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The agent's own subtree under the cgroup2 mount.
+const SUBTREE: &str = "labrun-agent";
+/// Controllers asked for; `cpu.stat` needs none.
+const CONTROLLERS: [&str; 3] = ["memory", "pids", "io"];
+/// How long leftovers get to die after `cgroup.kill`.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// Where steps' cgroups are made, or why they cannot be.
+#[derive(Debug)]
+pub enum Cgroups {
+    Available(CgroupRoot),
+    Unavailable(String),
+}
+
+#[derive(Debug)]
+pub struct CgroupRoot {
+    dir: PathBuf,
+    /// Controllers enabled for the steps' cgroups.
+    enabled: Vec<String>,
+}
+
+impl Cgroups {
+    /// Finds the cgroup2 mount and makes the agent's subtree there.
+    /// `LABRUN_CGROUP_ROOT` names another mount (tests).
+    pub fn open() -> Cgroups {
+        Cgroups::open_at(std::env::var_os("LABRUN_CGROUP_ROOT").map(PathBuf::from))
+    }
+
+    /// [`Cgroups::open`] under `mount`, or the first cgroup2 mount if none.
+    pub fn open_at(mount: Option<PathBuf>) -> Cgroups {
+        let Some(mount) = mount.or_else(cgroup2_mount) else {
+            return Cgroups::Unavailable(
+                "no cgroup v2 file system is mounted (a cgroup v1 host): tree figures need \
+                 cgroup v2; the step's figures are its own process's and those it waited for"
+                    .into(),
+            );
+        };
+        match CgroupRoot::make(&mount) {
+            Ok(root) => Cgroups::Available(root),
+            Err(e) => Cgroups::Unavailable(format!(
+                "cannot make a cgroup under {} ({e}): tree figures need a writable cgroup v2 \
+                 (run the agent as root); the step's figures are its own process's",
+                mount.display()
+            )),
+        }
+    }
+
+    /// A fresh cgroup for one step, or the reason there is none.
+    pub fn for_step(&self, name: &str) -> Result<StepCgroup, String> {
+        match self {
+            Cgroups::Unavailable(why) => Err(why.clone()),
+            Cgroups::Available(root) => root.step(name).map_err(|e| {
+                format!(
+                    "cannot make the step's cgroup in {} ({e}): no tree figures for it",
+                    root.dir.display()
+                )
+            }),
+        }
+    }
+}
+
+impl CgroupRoot {
+    fn make(mount: &Path) -> io::Result<CgroupRoot> {
+        let shared = mount.join(SUBTREE);
+        create_if_missing(&shared)?;
+        end_dead_agents(&shared);
+        let dir = shared.join(format!("agent-{}", std::process::id()));
+        create_if_missing(&dir)?;
+        // Each controller on its own: one the kernel lacks must not stop
+        // the others. Down the chain from the mount's root (systemd may not
+        // have enabled them there); none of these holds a process (cgroup
+        // v2's no-internal-process rule).
+        for c in CONTROLLERS {
+            for level in [mount, &shared, &dir] {
+                let _ = fs::write(level.join("cgroup.subtree_control"), format!("+{c}"));
+            }
+        }
+        let enabled = fs::read_to_string(dir.join("cgroup.subtree_control"))?
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        Ok(CgroupRoot { dir, enabled })
+    }
+
+    fn step(&self, name: &str) -> io::Result<StepCgroup> {
+        let dir = self.dir.join(name);
+        if dir.exists() {
+            // A step of an agent that was killed: end what it left.
+            let _ = kill_all(&dir);
+            fs::remove_dir(&dir)?;
+        }
+        fs::create_dir(&dir)?;
+        let procs = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(dir.join("cgroup.procs"))?;
+        Ok(StepCgroup {
+            dir,
+            procs,
+            enabled: self.enabled.clone(),
+        })
+    }
+}
+
+impl Drop for CgroupRoot {
+    /// The agent's subtree goes with the agent (its steps' are gone by now).
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+fn create_if_missing(dir: &Path) -> io::Result<()> {
+    match fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Subtrees of agents that no longer run (SIGKILLed: no Drop ran): what
+/// their steps left running is killed, and the cgroups are removed.
+fn end_dead_agents(shared: &Path) {
+    let Ok(entries) = fs::read_dir(shared) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("agent-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let agent = entry.path();
+        if let Ok(steps) = fs::read_dir(&agent) {
+            for step in steps.flatten().filter(|s| s.path().is_dir()) {
+                let _ = kill_all(&step.path());
+                let _ = fs::remove_dir(step.path());
+            }
+        }
+        let _ = fs::remove_dir(&agent);
+    }
+}
+
+/// One step's cgroup, from before the spawn to after its last process.
+pub struct StepCgroup {
+    dir: PathBuf,
+    /// `cgroup.procs`, open before the fork: the child moves itself in
+    /// with one write(2), which is safe between fork and exec.
+    procs: File,
+    enabled: Vec<String>,
+}
+
+/// What one sample read.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sample {
+    resident: Option<u64>,
+    charged: Option<u64>,
+    user_usec: Option<u64>,
+    system_usec: Option<u64>,
+    read: Option<u64>,
+    written: Option<u64>,
+    processes: Option<u64>,
+}
+
+impl StepCgroup {
+    /// The fd the child writes "0" to (itself) before exec.
+    pub fn procs_fd(&self) -> RawFd {
+        self.procs.as_raw_fd()
+    }
+
+    /// Samples the tree every [`TreeMeters::SAMPLE_MS`] until `stop` is
+    /// dropped, writing a timeline row once a second to `timeline`.
+    pub fn start_sampler(
+        &self,
+        timeline: Option<PathBuf>,
+    ) -> (mpsc::Sender<()>, std::thread::JoinHandle<SamplerResult>) {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let dir = self.dir.clone();
+        let thread = std::thread::spawn(move || sample_until(&dir, timeline, &stopped));
+        (stop, thread)
+    }
+
+    /// After the command ended (and its process group was killed): names
+    /// and kills whatever is still in the cgroup, reads the final figures,
+    /// removes the cgroup.
+    pub fn finish(&self, sampled: SamplerResult, agent_cpu_secs: f64) -> TreeMeters {
+        let leftovers = process_names(&self.dir);
+        if !leftovers.is_empty() {
+            let _ = kill_all(&self.dir);
+        }
+        let last = read_sample(&self.dir);
+        let has = |c: &str| self.enabled.iter().any(|e| e == c);
+        let mut missing = Vec::new();
+        for c in CONTROLLERS {
+            if !has(c) {
+                missing.push(c);
+            }
+        }
+        let peak_of = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        TreeMeters {
+            source: format!(
+                "cgroup2 {}{}",
+                self.dir.display(),
+                if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (controllers not available here: {}; their figures are absent)",
+                        missing.join(", ")
+                    )
+                }
+            ),
+            unavailable: None,
+            user_secs: last.user_usec.map(usec),
+            sys_secs: last.system_usec.map(usec),
+            resident_peak_bytes: peak_of(sampled.resident_peak, last.resident),
+            charged_peak_bytes: read_u64(&self.dir.join("memory.peak")).or(sampled.charged_peak),
+            disk_read_bytes: last.read,
+            disk_write_bytes: last.written,
+            processes_peak: read_u64(&self.dir.join("pids.peak"))
+                .or(peak_of(sampled.processes_peak, None)),
+            leftovers,
+            agent_cpu_secs,
+            samples: sampled.samples,
+            timeline_path: None,
+        }
+    }
+}
+
+impl Drop for StepCgroup {
+    /// An empty cgroup is removed; one that could not be emptied stays for
+    /// the next agent start to end ([`CgroupRoot::step`]).
+    fn drop(&mut self) {
+        if !pids(&self.dir).is_empty() {
+            let _ = kill_all(&self.dir);
+        }
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// What the sampler saw.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SamplerResult {
+    resident_peak: Option<u64>,
+    charged_peak: Option<u64>,
+    processes_peak: Option<u64>,
+    samples: u64,
+}
+
+fn sample_until(
+    dir: &Path,
+    timeline: Option<PathBuf>,
+    stopped: &mpsc::Receiver<()>,
+) -> SamplerResult {
+    let mut out = timeline.and_then(|p| File::create(p).ok().map(io::BufWriter::new));
+    let mut result = SamplerResult::default();
+    let started = Instant::now();
+    let max = |peak: &mut Option<u64>, v: Option<u64>| {
+        if let Some(v) = v {
+            *peak = Some(peak.map_or(v, |p| p.max(v)));
+        }
+    };
+    loop {
+        let s = read_sample(dir);
+        max(&mut result.resident_peak, s.resident);
+        max(&mut result.charged_peak, s.charged);
+        max(&mut result.processes_peak, s.processes);
+        if result.samples % TreeMeters::SAMPLES_PER_ROW == 0
+            && let Some(w) = out.as_mut()
+        {
+            let row = TimelineRow {
+                t_secs: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+                resident_bytes: s.resident,
+                charged_bytes: s.charged,
+                cpu_secs: match (s.user_usec, s.system_usec) {
+                    (Some(u), Some(s)) => Some(usec(u + s)),
+                    _ => None,
+                },
+                disk_read_bytes: s.read,
+                disk_write_bytes: s.written,
+                processes: s.processes,
+            };
+            if let Ok(line) = serde_json::to_string(&row) {
+                let _ = writeln!(w, "{line}");
+            }
+        }
+        result.samples += 1;
+        match stopped.recv_timeout(Duration::from_millis(TreeMeters::SAMPLE_MS)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            _ => break,
+        }
+    }
+    if let Some(mut w) = out {
+        let _ = w.flush();
+    }
+    result
+}
+
+fn read_sample(dir: &Path) -> Sample {
+    let mut s = Sample::default();
+    if let Some(stat) = read_keyed(&dir.join("memory.stat")) {
+        let get = |k: &str| stat.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        s.resident = match (get("anon"), get("file_mapped")) {
+            (Some(a), Some(f)) => Some(a + f),
+            (a, _) => a,
+        };
+    }
+    s.charged = read_u64(&dir.join("memory.current"));
+    if let Some(cpu) = read_keyed(&dir.join("cpu.stat")) {
+        let get = |k: &str| cpu.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        s.user_usec = get("user_usec");
+        s.system_usec = get("system_usec");
+    }
+    if let Ok(text) = fs::read_to_string(dir.join("io.stat")) {
+        let (read, written) = io_bytes(&text);
+        s.read = Some(read);
+        s.written = Some(written);
+    }
+    s.processes = read_u64(&dir.join("pids.current"));
+    s
+}
+
+/// `io.stat`: one line per device, `8:0 rbytes=N wbytes=N rios=N ...`.
+fn io_bytes(text: &str) -> (u64, u64) {
+    let mut read = 0u64;
+    let mut written = 0u64;
+    for field in text.split_whitespace() {
+        if let Some(v) = field.strip_prefix("rbytes=") {
+            read = read.saturating_add(v.parse().unwrap_or(0));
+        } else if let Some(v) = field.strip_prefix("wbytes=") {
+            written = written.saturating_add(v.parse().unwrap_or(0));
+        }
+    }
+    (read, written)
+}
+
+/// `key value` lines (`memory.stat`, `cpu.stat`).
+fn read_keyed(path: &Path) -> Option<Vec<(String, u64)>> {
+    let file = File::open(path).ok()?;
+    let mut out = Vec::new();
+    for line in BufReader::new(file).lines() {
+        let line = line.ok()?;
+        let mut it = line.split_whitespace();
+        if let (Some(k), Some(v)) = (it.next(), it.next())
+            && let Ok(v) = v.parse()
+        {
+            out.push((k.to_string(), v));
+        }
+    }
+    Some(out)
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn usec(v: u64) -> f64 {
+    v as f64 / 1e6
+}
+
+fn pids(dir: &Path) -> Vec<u32> {
+    fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// `comm` of each process left in the cgroup, with its pid.
+fn process_names(dir: &Path) -> Vec<String> {
+    pids(dir)
+        .into_iter()
+        .map(|pid| {
+            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            format!("{} (pid {pid})", comm.trim())
+        })
+        .collect()
+}
+
+/// `cgroup.kill` (kernel 5.14+), else SIGKILL to each; then waits, a
+/// bounded time, until the cgroup is empty.
+fn kill_all(dir: &Path) -> io::Result<()> {
+    if fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        for pid in pids(dir) {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+    let deadline = Instant::now() + KILL_WAIT;
+    while !pids(dir).is_empty() {
+        if Instant::now() > deadline {
+            return Err(io::Error::other(format!(
+                "processes still in {} {} s after they were killed",
+                dir.display(),
+                KILL_WAIT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// The first cgroup2 mount of `/proc/self/mountinfo` (`/sys/fs/cgroup` on
+/// a unified host, `/sys/fs/cgroup/unified` on a hybrid one).
+fn cgroup2_mount() -> Option<PathBuf> {
+    cgroup2_mount_in(&fs::read_to_string("/proc/self/mountinfo").ok()?)
+}
+
+fn cgroup2_mount_in(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2")
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+    })
+}
+
+/// The agent's own CPU so far (all its threads; not its children).
+pub fn own_cpu_secs() -> f64 {
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: usage is valid and writable.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_stat_sums_devices() {
+        let text = "8:0 rbytes=100 wbytes=20 rios=1 wios=1 dbytes=0 dios=0\n\
+                    254:0 rbytes=5 wbytes=7 rios=1 wios=1\n";
+        assert_eq!(io_bytes(text), (105, 27));
+        assert_eq!(io_bytes(""), (0, 0));
+    }
+
+    #[test]
+    fn the_mountinfo_line_of_cgroup2_names_its_mount_point() {
+        let text = "25 30 0:23 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+                    41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            cgroup2_mount_in(text),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(
+            cgroup2_mount_in("25 30 0:23 / /x rw - cgroup cgroup rw\n"),
+            None
+        );
+    }
+}
