@@ -60,6 +60,8 @@ pub struct RawRun {
     pub tool_sources: Vec<ToolSource>,
     /// Problems met while reading that do not stop the report.
     pub warnings: Vec<Warning>,
+    /// The timed steps' tree samples, for the timeline chart.
+    pub timelines: Vec<crate::timeline::StepTimeline>,
 }
 
 /// The parts of `plan.json` a summary needs. Read leniently (the agent's own
@@ -112,6 +114,9 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
         ..RawRun::default()
     };
     run.records = read_records(&raw.join(files::RECORDS), &mut run.warnings)?;
+    let (timelines, unreadable) = crate::timeline::load(&raw, &run.records);
+    run.timelines = timelines;
+    run.warnings.extend(unreadable);
     run.plan = read_optional_json(
         &raw.join(files::PLAN),
         WarningKind::MissingPlan,

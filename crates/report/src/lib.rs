@@ -24,6 +24,7 @@ pub mod history;
 pub mod sample;
 pub mod stats;
 pub mod summary;
+pub mod timeline;
 pub mod warning;
 
 pub use environment::{ENVIRONMENT_FILE, Environment, Machine};

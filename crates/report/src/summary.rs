@@ -37,6 +37,9 @@ pub struct Summary {
     /// size and restore. Empty (and absent from JSON) for other runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<crate::history::SnapshotRow>,
+    /// The timed steps' tree samples (raw evidence; drawn, not serialized).
+    #[serde(skip)]
+    pub timelines: Vec<crate::timeline::StepTimeline>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,6 +175,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         warnings: raw.warnings.clone(),
         samples: sample::from_records(&raw.records),
         history: Vec::new(),
+        timelines: raw.timelines.clone(),
     };
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
     summary.history = crate::history::rows(&names, &raw.records);

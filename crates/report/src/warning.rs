@@ -35,6 +35,8 @@ pub enum WarningKind {
     NoTreeMeters,
     /// The agent's own CPU during a step was 1% of the step's or more.
     AgentOverhead,
+    /// A step's timeline file is missing or unreadable: it is not drawn.
+    UnreadableTimeline,
 }
 
 impl Warning {

@@ -536,4 +536,36 @@ fn tree_meters_are_shown_beside_the_largest_process() {
     let md = labrun_report::export::markdown::render(&s);
     assert!(md.contains("| 117 / 109 / 104 | 200 / - / - |"), "{md}");
     assert!(md.contains("5.60 GB"), "{md}");
+
+    // The timeline chart is drawn from the raw timeline files alone; one
+    // that is missing is said, not fatal.
+    let logs = run.join("raw/logs/borg");
+    std::fs::create_dir_all(&logs).unwrap();
+    let rows: Vec<String> = (0..30)
+        .map(|i| {
+            serde_json::json!({
+                "t_secs": i as f64,
+                "resident_bytes": (100 + i as u64 * 3) << 20,
+                "cpu_secs": i as f64 * 0.9,
+                "disk_read_bytes": i as u64 * 200_000_000,
+                "disk_write_bytes": i as u64 * 180_000_000,
+                "processes": 3
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(
+        logs.join("c1-backup_full.timeline.jsonl"),
+        rows.join("\n") + "\n",
+    )
+    .unwrap();
+    let (s, written) = make_report(&run).unwrap();
+    let chart = run.join("chart-timeline.svg");
+    assert!(written.contains(&chart), "{written:?}");
+    let text = std::fs::read_to_string(&chart).unwrap();
+    roxmltree::Document::parse(&text).unwrap();
+    assert!(text.contains("borg: Full backup"), "{text}");
+    // Cycles 2 and 3 name the same file (the fixture's), which exists now;
+    // a record naming a missing one warns.
+    assert!(!warning_kinds(&s).contains(&WarningKind::UnreadableTimeline));
 }

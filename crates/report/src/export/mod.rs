@@ -9,6 +9,7 @@ pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod terminal;
+pub mod timeline_chart;
 
 use crate::error::{ReportError, Result};
 use crate::summary::Summary;
@@ -37,6 +38,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(chart::RepoSizeChart),
         Box::new(chart::MemoryChart),
         Box::new(history::HistoryChart),
+        Box::new(timeline_chart::TimelineChart),
     ]
 }
 
