@@ -284,3 +284,18 @@ impl UpProgress for Spinner {
             .set_message(format!("waiting for SSH: {secs} s, attempt {n}"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_image_line_is_cut_between_characters() {
+        // Byte 100 falls inside an `é`: cutting there used to panic.
+        let line = format!("I: {}", "é".repeat(60));
+        let spinner = Spinner::new();
+        spinner.image_line(&line);
+        spinner.image_line("phase: \x1b[2J");
+        spinner.finish();
+    }
+}
