@@ -3,6 +3,10 @@
 //! This file reads like a table of contents: parse the command line, turn it
 //! into typed options, hand them to the command that does the work.
 
+// First, so that its `safe_println!` and friends are in scope everywhere.
+#[macro_use]
+mod terminal;
+
 mod bench;
 mod cli;
 mod commands;
@@ -28,7 +32,9 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::dispatch(&ctx, cli.command)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("labrun: error: {e:#}");
+            // The whole chain, escaped once: every cause may quote a lab
+            // file, a path or a remote machine's words.
+            safe_eprintln!("labrun: error: {e:#}");
             ExitCode::from(1)
         }
     }

@@ -1,7 +1,12 @@
 //! Rendering the agent's events. Three displays share one trait: a live one
 //! for terminals (indicatif), a line-per-event one for logs and CI, and a
 //! quiet one that prints only warnings.
+//!
+//! Every event comes from the guest (or a remote machine): its tool names,
+//! messages and errors are escaped before they reach the terminal, each kept
+//! on its own line (see `crate::terminal`).
 
+use crate::terminal::{bar_line, bar_text, one_line};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use labrun_evidence::{Event, Step, StepRecord};
 use std::io::IsTerminal;
@@ -44,11 +49,7 @@ impl Mode {
 
 /// One line per finished step, the figures a reader wants at a glance.
 pub fn step_line(r: &StepRecord) -> String {
-    let who = if r.tool.is_empty() {
-        "dataset"
-    } else {
-        &r.tool
-    };
+    let who = tool_or_dataset(&r.tool);
     let mut line = format!(
         "{who:<10} cycle {:<2} {:<19} {:>8.1} s",
         r.cycle,
@@ -79,7 +80,7 @@ pub fn step_line(r: &StepRecord) -> String {
     if !r.ok {
         line.push_str(&format!(
             "  FAILED: {}",
-            r.error.as_deref().unwrap_or("see the step's stderr log")
+            one_line(r.error.as_deref().unwrap_or("see the step's stderr log"))
         ));
     }
     line
@@ -92,9 +93,10 @@ fn plain_line(event: &Event) -> Option<String> {
             tools,
             cycles,
         } => format!(
-            "run {run_id}: {} x {cycles} cycles ({})",
+            "run {}: {} x {cycles} cycles ({})",
+            one_line(run_id),
             tools.len(),
-            tools.join(", ")
+            one_line(&tools.join(", "))
         ),
         Event::DatasetProgress { .. } => return None,
         Event::StepStarted { tool, cycle, step } => {
@@ -102,23 +104,29 @@ fn plain_line(event: &Event) -> Option<String> {
         }
         Event::StepFinished { record } => step_line(record),
         Event::CycleFinished { tool, cycle, ok } => format!(
-            "{tool:<10} cycle {cycle:<2} {}",
+            "{:<10} cycle {cycle:<2} {}",
+            one_line(tool),
             if *ok { "done" } else { "FAILED" }
         ),
-        Event::Warning { message } => format!("warning: {message}"),
+        Event::Warning { message } => format!("warning: {}", one_line(message)),
         Event::RunFinished {
             ok,
             stopped_because,
         } => match stopped_because {
-            Some(why) => format!("run stopped early: {why}"),
+            Some(why) => format!("run stopped early: {}", one_line(why)),
             None if *ok => "run finished: every step passed".to_string(),
             None => "run finished with failed steps".to_string(),
         },
     })
 }
 
-fn tool_or_dataset(tool: &str) -> &str {
-    if tool.is_empty() { "dataset" } else { tool }
+/// The step's tool from the event, escaped; "dataset" for the dataset's steps.
+fn tool_or_dataset(tool: &str) -> std::borrow::Cow<'_, str> {
+    if tool.is_empty() {
+        "dataset".into()
+    } else {
+        one_line(tool)
+    }
 }
 
 pub struct Plain;
@@ -126,11 +134,12 @@ pub struct Plain;
 impl Display for Plain {
     fn event(&mut self, event: &Event) {
         if let Some(line) = plain_line(event) {
-            eprintln!("{line}");
+            safe_eprintln!("{line}");
         }
     }
     fn note(&mut self, message: &str) {
-        eprintln!("{message}");
+        // The host's words, quoting paths and remote text: lines kept.
+        safe_eprintln!("{message}");
     }
     fn finish(&mut self) {}
 }
@@ -140,7 +149,7 @@ pub struct Quiet;
 impl Display for Quiet {
     fn event(&mut self, event: &Event) {
         if let Event::Warning { message } = event {
-            eprintln!("warning: {message}");
+            safe_eprintln!("warning: {}", one_line(message));
         }
     }
     fn note(&mut self, _: &str) {}
@@ -184,7 +193,10 @@ impl Display for Live {
                     ProgressStyle::with_template("{spinner} {msg} [{elapsed_precise}]")
                         .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 );
-                bar.set_message(format!("{} cycle {cycle}: {step}", tool_or_dataset(tool)));
+                bar.set_message(bar_line(&format!(
+                    "{} cycle {cycle}: {step}",
+                    tool_or_dataset(tool)
+                )));
                 bar.enable_steady_tick(Duration::from_millis(200));
                 self.spinner = Some(bar);
             }
@@ -219,14 +231,14 @@ impl Display for Live {
                     self.clear();
                 }
                 if let Some(line) = plain_line(other) {
-                    let _ = self.multi.println(line);
+                    let _ = self.multi.println(bar_line(&line));
                 }
             }
         }
     }
 
     fn note(&mut self, message: &str) {
-        let _ = self.multi.println(message);
+        let _ = self.multi.println(bar_text(message));
     }
 
     fn finish(&mut self) {
@@ -279,5 +291,52 @@ mod tests {
         r.ok = false;
         r.error = Some("exit 1".into());
         assert!(step_line(&r).contains("FAILED: exit 1"));
+
+        // The guest's words stay on the line, escaped.
+        r.tool = "res\x1b[2Jtic".into();
+        r.error = Some("boom\r\nok: every step passed\x07".into());
+        let line = step_line(&r);
+        assert!(
+            line.starts_with(r"res\x1b[2Jtic")
+                && line.contains(r"FAILED: boom\r\nok: every step passed\x07"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn event_text_from_the_guest_is_escaped_on_one_line() {
+        let hostile = "a\x1b]0;title\x07\n\r\u{202e}b";
+        let events = [
+            Event::RunStarted {
+                run_id: hostile.into(),
+                tools: vec![hostile.into()],
+                cycles: 1,
+            },
+            Event::StepStarted {
+                tool: hostile.into(),
+                cycle: 1,
+                step: Step::Init,
+            },
+            Event::CycleFinished {
+                tool: hostile.into(),
+                cycle: 1,
+                ok: true,
+            },
+            Event::Warning {
+                message: hostile.into(),
+            },
+            Event::RunFinished {
+                ok: false,
+                stopped_because: Some(hostile.into()),
+            },
+        ];
+        for e in &events {
+            let line = plain_line(e).expect("a line");
+            assert!(
+                !line.chars().any(labrun_evidence::printable::is_hazard),
+                "{line:?}"
+            );
+            assert!(line.contains(r"a\x1b]0;title\x07\n\r\u{202e}b"), "{line}");
+        }
     }
 }

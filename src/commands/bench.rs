@@ -73,7 +73,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     if args.down
         && let Err(e) = crate::commands::down::take_down(ctx).await
     {
-        eprintln!("labrun: warning: `--down` failed: {e:#}; run `labrun down`");
+        safe_eprintln!("labrun: warning: `--down` failed: {e:#}; run `labrun down`");
     }
     result
 }
@@ -189,7 +189,7 @@ async fn follow_to_end(
     };
     display.finish();
     if let FollowEnd::ConnectionLost(why) = end {
-        eprintln!(
+        safe_eprintln!(
             "labrun: the connection was lost ({why}); the run goes on in the guest.\n  evidence so far: {}\n  reconnect with: labrun bench --attach {}",
             host.raw().display(),
             remote.run_id
@@ -230,9 +230,9 @@ async fn wait_for_exit(session: &labrun_ssh::Session, remote: &RemoteRun, pid: u
 /// Writes the summary files and prints the table.
 fn summarize(host: &HostRun) -> anyhow::Result<ExitCode> {
     let (summary, written) = labrun_report::make_report(&host.dir)?;
-    print!("{}", labrun_report::render_terminal(&summary));
+    safe_print!("{}", labrun_report::render_terminal(&summary));
     for p in written {
-        println!("wrote {}", p.display());
+        safe_println!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
 }

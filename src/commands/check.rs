@@ -16,14 +16,15 @@ pub struct Args {
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let outcome = check(&ctx.lab_path, args.scale);
-    print!("{}", outcome.stdout);
+    // The description and the problems quote the lab file: escaped here.
+    safe_print!("{}", outcome.stdout);
     if let Some(lab) = &outcome.lab {
-        print!(
+        safe_print!(
             "{}",
             resolutions(lab, &ctx.cache_dir, ctx.mirror.as_deref())
         );
     }
-    eprint!("{}", outcome.stderr);
+    safe_eprint!("{}", outcome.stderr);
     Ok(ExitCode::from(outcome.status))
 }
 
@@ -36,27 +37,34 @@ struct Outcome {
 }
 
 /// Where each tool's artifact would come from on this machine, decided
-/// offline; an artifact nothing here provides is named.
+/// offline; an artifact nothing here provides is named. Names and URLs come
+/// from the lab file: each stays on its line, escaped.
 fn resolutions(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
+    use crate::terminal::one_line;
     let mut out = String::from("artifacts on this machine:\n");
     if let labrun_lab::Machine::Vm(vm) = lab.machine()
         && let labrun_lab::ImageSpec::Cloud(image) = &vm.image
     {
         let r = labrun_artifact::resolve_offline(image, cache, mirror);
-        out.push_str(&format!("  {:<12} {r}\n", "vm image"));
+        out.push_str(&format!(
+            "  {:<12} {}\n",
+            "vm image",
+            one_line(&r.to_string())
+        ));
     }
     let (mut ready, mut download, mut cannot) = (Vec::new(), Vec::new(), Vec::new());
     for tool in &lab.tools {
         let r = labrun_artifact::resolve_offline(&tool.artifact, cache, mirror);
-        out.push_str(&format!("  {:<12} {r}\n", tool.name));
+        let name = one_line(&tool.name);
+        out.push_str(&format!("  {name:<12} {}\n", one_line(&r.to_string())));
         match r {
             labrun_artifact::Resolution::Download(url) => {
-                download.push(format!("{} ({url})", tool.name))
+                download.push(format!("{name} ({})", one_line(&url)))
             }
             labrun_artifact::Resolution::Unresolvable(why) => {
-                cannot.push(format!("{} ({why})", tool.name))
+                cannot.push(format!("{name} ({})", one_line(&why)))
             }
-            _ => ready.push(tool.name.clone()),
+            _ => ready.push(name.into_owned()),
         }
     }
     let none = || "none".to_string();

@@ -24,13 +24,13 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         take_down(ctx).await?
     };
     for l in &report.left {
-        println!("left: {l}");
+        safe_println!("left: {l}");
     }
     if report.removed.is_empty() {
-        println!("nothing to remove");
+        safe_println!("nothing to remove");
     } else {
         for r in &report.removed {
-            println!("removed: {r}");
+            safe_println!("removed: {r}");
         }
     }
     Ok(ExitCode::SUCCESS)

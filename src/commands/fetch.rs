@@ -22,7 +22,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let lab = match Lab::load(&ctx.lab_path) {
         Ok(lab) => lab,
         Err(e) => {
-            eprintln!("labrun fetch: {e}");
+            safe_eprintln!("labrun fetch: {e}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -30,14 +30,14 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let tools = match lab.selected_tools(wanted) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("labrun fetch: {e}");
+            safe_eprintln!("labrun fetch: {e}");
             return Ok(ExitCode::from(2));
         }
     };
     let ready = match fetch_and_extract(ctx, &tools).await {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("labrun fetch: {e:#}");
+            safe_eprintln!("labrun fetch: {e:#}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -51,18 +51,18 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     {
         match crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default()).await {
             Ok(Some(image)) => {
-                println!("vm image: {}", image.path.display());
-                println!("  sha256   {} ok", image.sha256);
+                safe_println!("vm image: {}", image.path.display());
+                safe_println!("  sha256   {} ok", image.sha256);
                 count += 1;
             }
             Ok(None) => {}
             Err(e) => {
-                eprintln!("labrun fetch: {e:#}");
+                safe_eprintln!("labrun fetch: {e:#}");
                 return Ok(ExitCode::from(1));
             }
         }
     }
-    println!(
+    safe_println!(
         "ok: {} artifact(s) verified in {}",
         count,
         labrun_artifact::Cache::new(&ctx.cache_dir).root().display()
@@ -101,21 +101,27 @@ pub async fn fetch_and_extract(ctx: &Context, tools: &[&ToolSpec]) -> anyhow::Re
 }
 
 fn print_row(tool: &ToolSpec, f: &FetchedArtifact, i: &Installable) {
+    use crate::terminal::one_line;
     // "cache", "mirror PATH", "apt PKG=VERSION", "file PATH" or the URL.
-    println!("{} {}: from {}", tool.name, tool.version, f.from);
-    println!("  file     {}", f.path.display());
-    println!("  sha256   {} ok", f.sha256);
+    safe_println!(
+        "{} {}: from {}",
+        one_line(&tool.name),
+        one_line(&tool.version),
+        one_line(&f.from.to_string())
+    );
+    safe_println!("  file     {}", f.path.display());
+    safe_println!("  sha256   {} ok", f.sha256);
     let pinned = match &tool.artifact.binary_sha256 {
         Some(_) => "matches binary_sha256",
         None => "recorded (binary_sha256 not pinned)",
     };
     match &i.kind {
-        InstallKind::Binary => println!("  binary   {}", i.path.display()),
+        InstallKind::Binary => safe_println!("  binary   {}", i.path.display()),
         InstallKind::Deb { binary_path } => {
-            println!("  binary   {binary_path} (installed in the guest with dpkg -i)")
+            safe_println!("  binary   {binary_path} (installed in the guest with dpkg -i)")
         }
     }
-    println!("  binary sha256 {} {pinned}", i.binary_sha256);
+    safe_println!("  binary sha256 {} {pinned}", i.binary_sha256);
 }
 
 /// An indicatif bar on stderr (indicatif draws nothing when stderr is not a
@@ -139,7 +145,10 @@ impl Progress for Bar {
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
-        bar.set_message(format!("{name} from {}", source.kind()));
+        bar.set_message(crate::terminal::bar_line(&format!(
+            "{name} from {}",
+            source.kind()
+        )));
         self.bar = Some(bar);
     }
 
@@ -164,17 +173,19 @@ impl Progress for Bar {
             bar.enable_steady_tick(std::time::Duration::from_millis(250));
             bar
         });
-        bar.set_message(format!("building {name}: {what}"));
+        bar.set_message(crate::terminal::bar_line(&format!(
+            "building {name}: {what}"
+        )));
         // Without a terminal the spinner draws nothing: say each step once.
         if bar.is_hidden() {
-            eprintln!("labrun: building {name}: {what}");
+            safe_eprintln!("labrun: building {name}: {what}");
         }
     }
 
     fn notice(&mut self, message: &str) {
         match &self.bar {
-            Some(b) => b.suspend(|| eprintln!("labrun fetch: {message}")),
-            None => eprintln!("labrun fetch: {message}"),
+            Some(b) => b.suspend(|| safe_eprintln!("labrun fetch: {message}")),
+            None => safe_eprintln!("labrun fetch: {message}"),
         }
     }
 }

@@ -35,7 +35,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                     if let Some(image) =
                         crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut bar).await?
                     {
-                        println!(
+                        safe_println!(
                             "cloud image {} verified (sha256 {}); labrun builds nothing for it",
                             image.path.display(),
                             image.sha256
@@ -45,7 +45,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                 }
             };
             if !force && let Some(img) = labrun_vm::image::cached(&paths.cache_dir, &spec)? {
-                println!("image {} is cached at {}", img.digest, img.dir.display());
+                safe_println!("image {} is cached at {}", img.digest, img.dir.display());
                 return Ok(ExitCode::SUCCESS);
             }
             labrun_vm::preflight::preflight(&cfg, &paths.cache_dir, &paths.state_root, true)?;
@@ -56,13 +56,13 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                 r = labrun_vm::image::build(&paths.cache_dir, &spec, &paths.apt_dir, force, &mut on_line) => r,
                 _ = super::up::wait_for_interrupt() => {
                     spinner.finish();
-                    eprintln!("labrun: interrupted: the partial build was removed");
+                    safe_eprintln!("labrun: interrupted: the partial build was removed");
                     return Ok(ExitCode::from(130));
                 }
             };
             spinner.finish();
             let img = built?;
-            println!(
+            safe_println!(
                 "image {} built in {:.0} s at {}",
                 img.digest,
                 started.elapsed().as_secs_f64(),
@@ -76,11 +76,11 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                 let m = e.path().join("image.json");
                 if let Ok(text) = std::fs::read_to_string(&m) {
                     found = true;
-                    println!("{}  {}", e.path().display(), text.replace('\n', " "));
+                    safe_println!("{}  {}", e.path().display(), text.replace('\n', " "));
                 }
             }
             if !found {
-                println!("no cached image under {}", dir.display());
+                safe_println!("no cached image under {}", dir.display());
             }
         }
     }

@@ -41,7 +41,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!(
+            safe_eprintln!(
                 "labrun pin: cannot read {}: {e}; give the lab file with -f",
                 path.display()
             );
@@ -65,34 +65,34 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let outcome = match fetcher.plan_pin(path, &text, &request).await {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("labrun pin: {e}");
+            safe_eprintln!("labrun pin: {e}");
             return Ok(ExitCode::from(1));
         }
     };
     // The edit must leave a lab that loads; otherwise the file is left alone.
     if let Err(e) = Lab::from_text(&outcome.new_text, &path.display().to_string()) {
-        eprintln!(
+        safe_eprintln!(
             "labrun pin: the pinned lab would not load, so {} was left unchanged:\n{e}",
             path.display()
         );
         return Ok(ExitCode::from(1));
     }
     let old = outcome.old_sha256.as_deref().unwrap_or("(none)");
-    println!("{} {}:", args.tool, args.version);
+    safe_println!("{} {}:", args.tool, args.version);
     if let Some(url) = &outcome.url {
-        println!("  url            {url}");
+        safe_println!("  url            {url}");
     }
-    println!("  sha256         {old} -> {}", outcome.sha256);
-    println!("  sha256_source  {}", outcome.sha256_source);
+    safe_println!("  sha256         {old} -> {}", outcome.sha256);
+    safe_println!("  sha256_source  {}", outcome.sha256_source);
     if args.dry_run {
-        println!("dry run: {} not written", path.display());
+        safe_println!("dry run: {} not written", path.display());
         return Ok(ExitCode::SUCCESS);
     }
     if let Err(e) = write_lab(path, &outcome.new_text) {
-        eprintln!("labrun pin: {e}");
+        safe_eprintln!("labrun pin: {e}");
         return Ok(ExitCode::from(1));
     }
-    println!(
+    safe_println!(
         "ok: wrote {}; run `labrun fetch --tools {}` to verify the file",
         path.display(),
         args.tool

@@ -14,10 +14,10 @@ pub struct Args {
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let (summary, written) = labrun_report::make_report(&args.run_dir)?;
-    print!("{}", labrun_report::render_terminal(&summary));
-    println!();
+    safe_print!("{}", labrun_report::render_terminal(&summary));
+    safe_println!();
     for path in &written {
-        println!("wrote {}", path.display());
+        safe_println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,20 +15,29 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let root = ctx.state_root.clone();
     let labs = tokio::task::spawn_blocking(move || labrun_vm::status(&root)).await??;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&labs)?);
+        // JSON for programs: escaped the JSON way, so it parses the same.
+        let json = serde_json::to_string_pretty(&labs)?;
+        println!("{}", labrun_evidence::printable::printable_json(&json));
         return Ok(ExitCode::SUCCESS);
     }
     if labs.is_empty() {
-        println!("nothing is up");
+        safe_println!("nothing is up");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    safe_println!(
         "{:<22} {:<8} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} IMAGE",
-        "DOMAIN", "STATE", "PHASE", "SINCE", "PORT", "VCPU", "MEM MiB", "ACCEL"
+        "DOMAIN",
+        "STATE",
+        "PHASE",
+        "SINCE",
+        "PORT",
+        "VCPU",
+        "MEM MiB",
+        "ACCEL"
     );
     for l in labs {
         let phase = serde_json::to_value(l.phase)?;
-        println!(
+        safe_println!(
             "{:<22} {:<8} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} {}",
             l.domain_name,
             l.state,

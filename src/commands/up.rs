@@ -37,7 +37,7 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
             .filter(|t| !tools.iter().any(|w| w.name == t.name))
             .map(|t| t.name.as_str())
             .collect();
-        eprintln!(
+        safe_eprintln!(
             "up: only {} of the lab's tools; not installed: {}",
             tools.len(),
             left.join(", ")
@@ -62,7 +62,7 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
     signals.abort();
     match outcome {
         Ok(UpOutcome::AlreadyUp { state }) => {
-            println!(
+            safe_println!(
                 "{} is already up (since {}, SSH on 127.0.0.1:{}): nothing to do",
                 state.domain_name,
                 state.created,
@@ -77,7 +77,7 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
             boot,
             image_built,
         }) => {
-            eprintln!("up: installing {} tool(s)", installs.len());
+            safe_eprintln!("up: installing {} tool(s)", installs.len());
             let installed = tokio::select! {
                 r = install_checked(&session, &installs, &ready) => r,
                 _ = wait_for_interrupt() => Err(VmError::Cancelled.into()),
@@ -89,7 +89,7 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
                     drop(lock);
                     let removed =
                         labrun_vm::down(&cfg.uri, &paths.state_root, &cfg.lab_name, &cfg.lab_path)?;
-                    eprintln!(
+                    safe_eprintln!(
                         "labrun: removed {} after the failure",
                         removed.removed.join(", ")
                     );
@@ -105,14 +105,16 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
             std::fs::write(&digests, labrun_vm::tools::digest_lines(&installed))
                 .with_context(|| format!("writing {}", digests.display()))?;
             for t in &installed {
-                println!(
+                safe_println!(
                     "installed {} at {} (sha256 {} checked in the guest)",
-                    t.name, t.guest_path, t.binary_sha256
+                    t.name,
+                    t.guest_path,
+                    t.binary_sha256
                 );
             }
             let _ = session.close().await;
             drop(lock);
-            println!(
+            safe_println!(
                 "{} is up: SSH ready {:.1} s after start{}, 127.0.0.1:{}, {} vCPU, {} MiB, {}",
                 state.domain_name,
                 boot.as_secs_f64(),
@@ -129,7 +131,7 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
             Ok(ExitCode::SUCCESS)
         }
         Err(VmError::Cancelled) => {
-            eprintln!("labrun: interrupted: everything this `up` made was removed");
+            safe_eprintln!("labrun: interrupted: everything this `up` made was removed");
             Ok(ExitCode::from(130))
         }
         Err(e) => Err(e.into()),
@@ -230,9 +232,9 @@ impl Spinner {
     /// terminal (CI logs), where indicatif draws nothing.
     fn line(&self, text: String) {
         if self.bar.is_hidden() {
-            eprintln!("{text}");
+            safe_eprintln!("{text}");
         } else {
-            self.bar.println(text);
+            self.bar.println(crate::terminal::bar_line(&text));
         }
     }
 
@@ -243,7 +245,8 @@ impl Spinner {
 
 impl UpProgress for Spinner {
     fn warn(&self, message: &str) {
-        self.bar.suspend(|| eprintln!("\n*** WARNING: {message}\n"));
+        self.bar
+            .suspend(|| safe_eprintln!("\n*** WARNING: {message}\n"));
     }
 
     fn step(&self, message: &str) {
@@ -251,7 +254,7 @@ impl UpProgress for Spinner {
             *t = Instant::now();
         }
         self.line(format!("up: {message}"));
-        self.bar.set_message(message.to_string());
+        self.bar.set_message(crate::terminal::bar_line(message));
     }
 
     fn image_line(&self, line: &str) {
@@ -264,9 +267,10 @@ impl UpProgress for Spinner {
             ));
         }
         if line.starts_with("I: ") || line.starts_with("phase:") || line.starts_with("E: ") {
-            let mut l = line.to_string();
-            l.truncate(100);
-            self.bar.set_message(format!("image: {l}"));
+            // By characters: `String::truncate` panics inside a multi-byte one.
+            let l: String = line.chars().take(100).collect();
+            self.bar
+                .set_message(crate::terminal::bar_line(&format!("image: {l}")));
         }
     }
 
@@ -278,5 +282,20 @@ impl UpProgress for Spinner {
             .unwrap_or(0);
         self.bar
             .set_message(format!("waiting for SSH: {secs} s, attempt {n}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_image_line_is_cut_between_characters() {
+        // Byte 100 falls inside an `é`: cutting there used to panic.
+        let line = format!("I: {}", "é".repeat(60));
+        let spinner = Spinner::new();
+        spinner.image_line(&line);
+        spinner.image_line("phase: \x1b[2J");
+        spinner.finish();
     }
 }

@@ -5,7 +5,17 @@ use labrun_artifact::ArtifactSpec;
 use labrun_artifact::Extract;
 use labrun_dataset::{DatasetParams, Layout, layout};
 use labrun_evidence::Step;
-use std::fmt::Write;
+use labrun_evidence::printable::printable;
+
+/// `writeln!` for one line of the description, escaped as a whole: its
+/// values come from the lab file, and none may drive the terminal or start
+/// a line of its own (a fake "ok: ... is valid" under the real output).
+macro_rules! push_line {
+    ($s:expr, $($arg:tt)*) => {{
+        $s.push_str(&printable(&format!($($arg)*)));
+        $s.push('\n');
+    }};
+}
 
 impl Lab {
     /// Dataset totals by class at the scale a run would use.
@@ -50,10 +60,10 @@ impl Lab {
     pub fn describe(&self, scale_override: Option<f64>) -> String {
         let mut s = String::new();
         let file = self.source.file.display();
-        let _ = writeln!(s, "lab `{}` ({file}, digest {})", self.name, self.digest());
+        push_line!(s, "lab `{}` ({file}, digest {})", self.name, self.digest());
         if !self.description.trim().is_empty() {
             for line in self.description.trim().lines() {
-                let _ = writeln!(s, "  {line}");
+                push_line!(s, "  {line}");
             }
         }
 
@@ -68,7 +78,7 @@ impl Lab {
                     }
                     ImageSpec::Cloud(a) => format!("cloud image {}", source_of(a)),
                 };
-                let _ = writeln!(
+                push_line!(
                     s,
                     "machine: VM on {}: {} vCPU, {} memory, {} disk, image {image}, accel {}, disk cache {}, SSH wait up to {}",
                     vm.uri,
@@ -80,7 +90,7 @@ impl Lab {
                     vm.ssh_timeout
                 );
                 if !vm.packages.is_empty() {
-                    let _ = writeln!(s, "image packages: {}", vm.packages.join(" "));
+                    push_line!(s, "image packages: {}", vm.packages.join(" "));
                 }
             }
             Machine::Target(t) => {
@@ -89,7 +99,7 @@ impl Lab {
                     [kind, k] => format!("{kind} {}...", k.get(..24).unwrap_or(k)),
                     _ => t.host_key.clone(),
                 };
-                let _ = writeln!(
+                push_line!(
                     s,
                     "machine: existing host {}@{}:{} (key {}, host key pinned: {short})",
                     t.user,
@@ -103,7 +113,7 @@ impl Lab {
         if let Some(source) = self.history_source() {
             crate::history::describe(&source, &mut s);
             describe_history_steps(self, &source, &mut s);
-            let _ = writeln!(s, "tools ({}):", self.tools.len());
+            push_line!(s, "tools ({}):", self.tools.len());
             for t in &self.tools {
                 describe_tool(&mut s, t);
             }
@@ -116,7 +126,7 @@ impl Lab {
                 seed, change_seed, ..
             } => {
                 let change = change_seed.unwrap_or(seed.wrapping_add(1));
-                let _ = writeln!(
+                push_line!(
                     s,
                     "dataset: synthetic, seed {seed}, change seed {change}, scale {scale}"
                 );
@@ -131,12 +141,12 @@ impl Lab {
             ("total", l.total_files(), l.total_bytes()),
         ];
         for (class, files, bytes) in rows {
-            let _ = writeln!(s, "  {class:<13} {files:>7} files {:>9}", gb(bytes));
+            push_line!(s, "  {class:<13} {files:>7} files {:>9}", gb(bytes));
         }
 
         let steps = self.timed_step_count(self.cycles, self.tools.len());
         let names: Vec<&str> = Step::protocol().iter().map(|st| st.as_str()).collect();
-        let _ = writeln!(
+        push_line!(
             s,
             "cycles: {}; timed steps: {} per tool and cycle ({}), {steps} in all; a step is stopped after {}",
             self.cycles,
@@ -145,7 +155,7 @@ impl Lab {
             self.timeouts.step
         );
 
-        let _ = writeln!(s, "tools ({}):", self.tools.len());
+        push_line!(s, "tools ({}):", self.tools.len());
         for t in &self.tools {
             describe_tool(&mut s, t);
         }
@@ -164,29 +174,30 @@ fn describe_history_steps(lab: &Lab, source: &labrun_evidence::HistorySource, s:
         }
         None => "per tool and cycle: init, then a backup and a restore per selected commit".into(),
     };
-    let _ = writeln!(
+    push_line!(
         s,
         "cycles: {}; timed steps: {per_cycle}; a step is stopped after {}",
-        lab.cycles, lab.timeouts.step
+        lab.cycles,
+        lab.timeouts.step
     );
 }
 
 fn describe_tool(s: &mut String, t: &ToolSpec) {
     let a = &t.artifact;
-    let _ = writeln!(s, "  {} {} -> {}", t.name, t.version, t.install_path());
-    let _ = writeln!(s, "    from    {}", source_of(a));
+    push_line!(s, "  {} {} -> {}", t.name, t.version, t.install_path());
+    push_line!(s, "    from    {}", source_of(a));
     let built = a.source().is_ok_and(|src| src.is_build());
     let what = if built { " (the built binary)" } else { "" };
-    let _ = writeln!(s, "    sha256  {}{what}", a.sha256);
+    push_line!(s, "    sha256  {}{what}", a.sha256);
     if let Some(src) = &a.sha256_source {
-        let _ = writeln!(s, "    digest  from {src}");
+        push_line!(s, "    digest  from {src}");
     }
     let binary = a
         .binary_sha256
         .as_deref()
         .unwrap_or("(recorded at fetch time)");
     if !built {
-        let _ = writeln!(
+        push_line!(
             s,
             "    extract {}, binary sha256 {binary}",
             short_extract(&a.extract)
@@ -204,7 +215,7 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
                 }
             })
             .collect();
-        let _ = writeln!(s, "    env     {}", env.join(" "));
+        push_line!(s, "    env     {}", env.join(" "));
     }
 }
 
@@ -227,4 +238,53 @@ fn source_of(a: &ArtifactSpec) -> String {
 /// Decimal units, as the published comparison counts (the one formatter).
 fn gb(bytes: u64) -> String {
     labrun_evidence::human::bytes(bytes as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Lab;
+
+    const HOSTILE: &str = r#"name: hostile
+description: "one\x1b[2J\n\r✓ lab is valid\u202e"
+vm: {vcpus: 1, memory: 1GiB, disk: 4GiB}
+dataset: {kind: synthetic, seed: 1, scale: 0.01}
+cycles: 1
+tools:
+  - name: restic
+    version: "0.14.0\nok: lab.yaml is valid\x07"
+    artifact:
+      url: "https://example.invalid/restic\x1b[31m.bz2"
+      sha256: 9d7e8c210736f3f15ed7cf425ab56aa5259b07d8422b958494bfd4359b5024d1
+      sha256_source: "the site\x1b]0;owned\x07"
+      extract: bz2
+    env: {RESTIC_PASSWORD: "x\x1b[2J"}
+    commands:
+      version: ["{bin}", version]
+      init: ["{bin}", init, -r, "{repo}"]
+      backup: ["{bin}", backup, -r, "{repo}", "{source}"]
+      restore: ["{bin}", restore, latest, -r, "{repo}", --target, "{target}"]
+      snapshots: ["{bin}", snapshots, -r, "{repo}"]
+"#;
+
+    #[test]
+    fn lab_text_is_escaped_and_kept_on_its_line() {
+        let lab = Lab::from_text(HOSTILE, "lab.yaml").expect("a valid lab");
+        let text = lab.describe(None);
+        let raw: Vec<char> = text
+            .chars()
+            .filter(|&c| c != '\n' && labrun_evidence::printable::is_hazard(c))
+            .collect();
+        assert!(raw.is_empty(), "{raw:?} in:\n{text}");
+        for shown in [
+            "  one\\x1b[2J\n",
+            "  \\r✓ lab is valid\\u{202e}\n",
+            "restic 0.14.0\\nok: lab.yaml is valid\\x07 -> ",
+            "restic\\x1b[31m.bz2",
+            "from the site\\x1b]0;owned\\x07",
+            "RESTIC_PASSWORD=x\\x1b[2J",
+        ] {
+            assert!(text.contains(shown), "no {shown:?} in:\n{text}");
+        }
+        assert!(!text.lines().any(|l| l.starts_with("ok:")), "{text}");
+    }
 }

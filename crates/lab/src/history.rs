@@ -135,7 +135,10 @@ pub(crate) fn describe(source: &HistorySource, s: &mut String) {
             };
             let _ = writeln!(
                 s,
-                "dataset: git-history, repository {path} (pushed into the guest as a bundle when this host has it, else read where it is on the machine under test, with its git), {which}"
+                "dataset: git-history, repository {} (pushed into the guest as a bundle when this host has it, else read where it is on the machine under test, with its git), {}",
+                // From the lab file: kept on this line, escaped (describe.rs).
+                labrun_evidence::printable::printable(path),
+                labrun_evidence::printable::printable(&which)
             );
         }
     }

@@ -13,6 +13,7 @@ pub mod event;
 pub mod human;
 pub mod manifest;
 pub mod plan;
+pub mod printable;
 pub mod record;
 
 pub use event::Event;

@@ -1,5 +1,10 @@
 //! `summary.md`: the published comparison's table, per-phase detail, the
 //! environment, what failed, warnings, and how to re-make the page.
+//!
+//! Names, versions, errors and the environment come from the lab and the
+//! guest; a control character in them would drive the terminal of whoever
+//! `cat`s the file. The page is escaped as a whole once it is made
+//! (newlines and tabs kept); `raw/` keeps the bytes as they were.
 
 use super::Exporter;
 use super::cells::{self, NONE};
@@ -21,6 +26,11 @@ impl Exporter for Markdown {
 }
 
 pub fn render(s: &Summary) -> String {
+    let page = page(s);
+    labrun_evidence::printable::printable_text(&page).into_owned()
+}
+
+fn page(s: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# labrun summary: {}\n", s.run_id);
     let cycles = match s.cycles_planned {

@@ -1,8 +1,11 @@
 //! The plain-text table `bench` and `report` print: aligned columns, ASCII
-//! only, then the warnings.
+//! only, then the warnings. Tool names, versions and warnings come from the
+//! lab and the guest: each is escaped and kept on its line before it is
+//! aligned, so it can neither drive the terminal nor break the table.
 
 use super::cells;
 use crate::summary::Summary;
+use labrun_evidence::printable::{printable, printable_text};
 
 const GAP: &str = "  ";
 
@@ -34,14 +37,19 @@ pub fn render_terminal(s: &Summary) -> String {
             cells::restore_check(t),
         ]);
     }
-    let mut out = format!("run {}\n", s.run_id);
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| printable(c).into_owned()).collect())
+        .collect();
+    let mut out = format!("run {}\n", printable(&s.run_id));
     out.push_str(&aligned(&rows));
     for w in &s.warnings {
         out.push_str("warning: ");
-        out.push_str(&w.message);
+        out.push_str(&printable(&w.message));
         out.push('\n');
     }
-    out
+    // Whatever a future line adds: nothing in the table drives a terminal.
+    printable_text(&out).into_owned()
 }
 
 /// Left-aligned columns separated by two spaces, a dashed line under the header.
