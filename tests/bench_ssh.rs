@@ -8,6 +8,7 @@ mod run_output;
 
 use labrun_ssh::test_support::Sshd;
 use run_output::{only_run_dir, records};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -132,6 +133,9 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
     assert!(text.contains("estimated duration"), "{text}");
     let run = only_run_dir(&results);
     assert_complete(&run, 2);
+    // The plan held the tools' passwords; a target machine lives on.
+    let remote = remote_run(dir.path(), &run);
+    assert!(remote.is_dir() && !remote.join("plan.json").exists());
 }
 
 #[test]
@@ -179,4 +183,169 @@ fn attach_finishes_a_run_whose_client_was_killed() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_complete(&run, 2);
+}
+
+/// The folder of run `run` on the target (here, on this machine).
+fn remote_run(dir: &Path, run: &Path) -> PathBuf {
+    dir.join("remote/runs")
+        .join(run.file_name().expect("run folder name"))
+}
+
+/// Signals the process group `pgid` (the agent's wrapper leads it), and
+/// kills it should the test fail while it is stopped.
+struct AgentGroup(i32);
+
+impl AgentGroup {
+    fn signal(&self, signal: &str) -> bool {
+        Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg("--")
+            .arg(format!("-{}", self.0))
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for AgentGroup {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.signal("KILL");
+        }
+    }
+}
+
+#[test]
+fn a_bench_killed_as_the_agent_starts_leaves_a_run_to_attach_and_blocks_a_second_one() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = write_lab(dir.path(), &sshd, 2, 0.001);
+    let results = dir.path().join("results");
+    // A debug build of labrun stops right after it started the agent, before
+    // it notes the pid: where a `bench` killed at the wrong moment stops.
+    let mut child = labrun(&lab, &results, &[])
+        .env("LABRUN_TEST_HANG_AFTER_AGENT_START", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn labrun");
+    let mut said = String::new();
+    for line in BufReader::new(child.stderr.take().expect("stderr")).lines() {
+        let line = line.expect("labrun's stderr");
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains("test hook: the agent started") {
+            break;
+        }
+    }
+    assert!(said.contains("test hook"), "labrun ended first:\n{said}");
+    let run = only_run_dir(&results);
+    let remote = remote_run(dir.path(), &run);
+    let wrapper: i32 = std::fs::read_to_string(remote.join("agent.pid"))
+        .expect("agent.pid in the guest")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // The agent held still once it holds the machine's marker, so it is
+    // sure to be running when the second `bench` looks (a tiny run could
+    // otherwise end first).
+    let run_id = run.file_name().unwrap().to_string_lossy().into_owned();
+    let lock = dir.path().join("remote/agent.lock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let taken = || {
+        let text = std::fs::read_to_string(&lock).unwrap_or_default();
+        serde_json::from_str::<labrun_evidence::AgentMarker>(text.trim())
+            .is_ok_and(|m| m.run_id == run_id)
+    };
+    while !taken() {
+        assert!(
+            Instant::now() < deadline,
+            "the agent never took {}",
+            lock.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let agent = AgentGroup(wrapper);
+    assert!(
+        agent.signal("STOP"),
+        "cannot stop the agent's group {wrapper}"
+    );
+    child.kill().expect("SIGKILL labrun");
+    let _ = child.wait();
+
+    let second = labrun(&lab, &results, &[]).output().expect("second bench");
+    let text = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "a second run started:\n{text}");
+    assert!(
+        text.contains("already going on")
+            && text.contains(&format!("labrun bench --attach {run_id}")),
+        "{text}"
+    );
+    assert_eq!(
+        only_run_dir(&results),
+        run,
+        "the refused bench made a run folder"
+    );
+
+    assert!(agent.signal("CONT"));
+    let out = labrun(&lab, &results, &["--attach"])
+        .output()
+        .expect("run labrun --attach");
+    assert!(
+        out.status.success(),
+        "attach failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_complete(&run, 2);
+    // The plan held the tools' passwords; the machine lives on.
+    assert!(
+        !remote.join("plan.json").exists(),
+        "the plan is left on the target"
+    );
+}
+
+/// A small tmpfs, unmounted when dropped (the tests run as root, as CI does).
+struct TinyDisk(PathBuf);
+
+impl TinyDisk {
+    fn mount(at: &Path, size: &str) -> TinyDisk {
+        std::fs::create_dir_all(at).expect("mount point");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .expect("mount");
+        assert!(status.success(), "mounting a tmpfs needs root, as in CI");
+        TinyDisk(at.to_path_buf())
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_dataset_the_target_cannot_hold_is_refused_with_what_to_do() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 0.05 is a 305 MB dataset, about 1.25 GB of disk in a run; the target's
+    // folder has 128 MB (a third of it the agent).
+    let lab = write_lab(dir.path(), &sshd, 1, 0.05);
+    let _disk = TinyDisk::mount(&dir.path().join("remote"), "128m");
+    let results = dir.path().join("results");
+    let started = Instant::now();
+    let out = labrun(&lab, &results, &[]).output().expect("run labrun");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(120), "{text}");
+    for needle in [
+        "the agent could not run",
+        "not enough free space",
+        "--scale",
+        "vm.disk",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
 }

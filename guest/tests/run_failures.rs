@@ -450,3 +450,161 @@ fn without_root_the_cache_is_not_dropped_and_the_records_say_so() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("not root"), "{warnings:?}");
 }
+
+#[test]
+fn evidence_reached_through_a_symlink_into_the_work_tree_is_refused() {
+    let lab = Lab::new();
+    let plan = no_cache_drop(base_plan("sym", 1, vec![sh_tool("fine", json!({}))]));
+    lab.write_plan(&plan);
+    std::fs::create_dir_all(lab.work()).unwrap();
+    let run = |work: &std::path::Path, evidence: &std::path::Path| {
+        std::process::Command::new(AGENT)
+            .arg("run")
+            .arg("--plan")
+            .arg(lab.plan_path())
+            .arg("--work")
+            .arg(work)
+            .arg("--evidence")
+            .arg(evidence)
+            .output()
+            .unwrap()
+    };
+    // The work folder spelled through a symlink; the evidence under its target.
+    let work_link = lab.path("work-link");
+    std::os::unix::fs::symlink(lab.work(), &work_link).unwrap();
+    let out = run(&work_link, &lab.work().join("sym/evidence"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("overlap"), "{}", stderr(&out));
+    assert!(!lab.work().join("sym").exists(), "nothing was created");
+    // The evidence folder spelled through a symlink into the work folder.
+    let ev_link = lab.path("ev-link");
+    std::os::unix::fs::symlink(lab.work(), &ev_link).unwrap();
+    let out = run(&lab.work(), &ev_link.join("sym/evidence"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("overlap"), "{}", stderr(&out));
+    assert!(!lab.work().join("sym").exists(), "nothing was created");
+    // A symlink that leads nowhere cannot be resolved: refused too.
+    let dangling = lab.path("dangling");
+    std::os::unix::fs::symlink(lab.path("nowhere/at/all"), &dangling).unwrap();
+    let out = run(&lab.work(), &dangling.join("evidence"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot resolve evidence directory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_plan_with_the_passwords_is_removed_however_the_run_ends() {
+    let run_removing = |lab: &Lab, plan: &serde_json::Value| {
+        lab.write_plan(plan);
+        lab.command().arg("--remove-plan").output().unwrap()
+    };
+    // Passed: the evidence keeps the plan, without the password.
+    let lab = Lab::new();
+    let out = run_removing(
+        &lab,
+        &no_cache_drop(base_plan("passed", 1, vec![sh_tool("fine", json!({}))])),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !lab.plan_path().exists(),
+        "the plan is left after a passing run"
+    );
+    let kept = std::fs::read_to_string(lab.evidence().join("plan.json")).unwrap();
+    assert!(
+        kept.contains("<redacted>") && !kept.contains(PASSWORD),
+        "{kept}"
+    );
+    // A step failed.
+    let lab = Lab::new();
+    let failing = sh_tool(
+        "failing",
+        json!({"init": {"argv": ["{bin}", "-c", "exit 3"]}}),
+    );
+    let out = run_removing(&lab, &no_cache_drop(base_plan("failed", 1, vec![failing])));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        !lab.plan_path().exists(),
+        "the plan is left after a failed run"
+    );
+    // Refused before it began.
+    let lab = Lab::new();
+    let mut ghost = sh_tool("ghost", json!({}));
+    ghost["binary"] = json!("/opt/nowhere/restic");
+    let out = run_removing(&lab, &base_plan("refused", 1, vec![ghost]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        !lab.plan_path().exists(),
+        "the plan is left after a refused run"
+    );
+    // Interrupted while a tool runs.
+    let lab = Lab::new();
+    let started = lab.path("started");
+    let script = format!(
+        "mkdir -p {{repo}}/snapshots; touch {}; sleep 60",
+        started.display()
+    );
+    let stuck = sh_tool("stuck", json!({"init": {"argv": ["{bin}", "-c", script]}}));
+    lab.write_plan(&no_cache_drop(base_plan("stopped", 1, vec![stuck])));
+    let mut child = lab
+        .command()
+        .arg("--remove-plan")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    assert!(
+        !lab.plan_path().exists(),
+        "the plan is left after a stopped run"
+    );
+    // Without the flag, a plan given by hand stays where it was.
+    let lab = Lab::new();
+    let out = lab.run(&no_cache_drop(base_plan(
+        "kept",
+        1,
+        vec![sh_tool("fine", json!({}))],
+    )));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(lab.plan_path().exists());
+}
+
+#[test]
+fn a_dataset_the_disk_cannot_hold_is_refused_before_any_of_it_is_written() {
+    let lab = Lab::new();
+    let _disk = TinyDisk::mount(lab.work(), "64m");
+    // Scale 0.05 is a 305 MB dataset: a run needs about 1.25 GB.
+    let mut plan = no_cache_drop(base_plan("too-big", 1, vec![sh_tool("fine", json!({}))]));
+    plan["dataset"]["scale"] = json!(0.05);
+    let started = Instant::now();
+    let out = lab.run(&plan);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    for needle in [
+        "not enough free space",
+        &lab.work().display().to_string(),
+        "bytes) is free",
+        "--scale",
+        "vm.disk",
+    ] {
+        assert!(err.contains(needle), "{needle:?} missing: {err}");
+    }
+    assert!(!lab.work().join("too-big").exists(), "a work tree was made");
+    assert!(!lab.evidence().exists(), "evidence was written");
+    // A dataset that fits runs on the same disk (scale 0.001: 6 MB).
+    let out = lab.run(&no_cache_drop(base_plan(
+        "fits",
+        1,
+        vec![sh_tool("fine", json!({}))],
+    )));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

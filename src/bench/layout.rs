@@ -37,6 +37,11 @@ impl RemoteRun {
     pub fn agent(&self) -> String {
         format!("{}/bin/labrun-agent", self.base)
     }
+    /// The marker a running agent holds locked: one per machine (per remote
+    /// base folder), whatever the run, so a second run is noticed.
+    pub fn agent_lock(&self) -> String {
+        format!("{}/agent.lock", self.base)
+    }
     pub fn dir(&self) -> String {
         format!("{}/runs/{}", self.base, self.run_id)
     }

@@ -8,7 +8,7 @@
 
 use crate::bench::layout::{RemoteRun, sh_quote};
 use anyhow::{Context as _, bail};
-use labrun_evidence::Plan;
+use labrun_evidence::{AgentMarker, Plan};
 use labrun_ssh::Session;
 use std::path::Path;
 
@@ -110,10 +110,15 @@ pub async fn start_agent(session: &Session, remote: &RemoteRun) -> anyhow::Resul
     let q = |s: String| sh_quote(&s);
     // The exit status is written by the wrapper shell when the agent ends, so
     // a later attach can tell "finished with 1" from "killed".
+    // The agent deletes the plan once read (it holds the tools' passwords,
+    // and an SSH target lives on after the run); the evidence keeps a
+    // redacted copy. The lock is the machine's, not the run's: a second
+    // agent refuses to start beside this one.
     let inner = format!(
-        "{agent} run --plan {plan} --work {work} --evidence {ev}; echo $? > {exit}",
+        "{agent} run --plan {plan} --remove-plan --lock {lock} --work {work} --evidence {ev}; echo $? > {exit}",
         agent = q(remote.agent()),
         plan = q(remote.plan()),
+        lock = q(remote.agent_lock()),
         work = q(remote.work()),
         ev = q(remote.evidence()),
         exit = q(remote.exit_file()),
@@ -134,6 +139,95 @@ pub async fn start_agent(session: &Session, remote: &RemoteRun) -> anyhow::Resul
     out.trim()
         .parse::<u32>()
         .with_context(|| format!("the guest did not report the agent's pid (got {out:?})"))
+}
+
+/// The pid `start_agent` left in the guest's pid file, if it got that far.
+pub async fn read_agent_pid(session: &Session, remote: &RemoteRun) -> anyhow::Result<Option<u32>> {
+    let out = session
+        .exec(&format!(
+            "cat {} 2>/dev/null; true",
+            sh_quote(&remote.pid_file())
+        ))
+        .await?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().parse().ok())
+}
+
+/// A run whose agent is alive on the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningAgent {
+    pub run_id: String,
+    pub pid: u32,
+}
+
+/// The run going on on the target, if any: the agent named in the
+/// machine's marker, if that very process (same start time, same boot)
+/// still runs. A marker left by a dead agent is no run: the next agent
+/// takes it over (and stops what that agent left running).
+pub async fn running_agent(
+    session: &Session,
+    remote: &RemoteRun,
+) -> anyhow::Result<Option<RunningAgent>> {
+    // The agent rewrites the marker in place while it runs; a read that
+    // catches a rewrite half done is read again.
+    let mut marker = None;
+    for _ in 0..3 {
+        let out = session
+            .exec(&format!(
+                "cat {} 2>/dev/null; true",
+                sh_quote(&remote.agent_lock())
+            ))
+            .await?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        if let Ok(m) = serde_json::from_str::<AgentMarker>(&text) {
+            marker = Some(m);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Not a marker at all: nothing to go by; the agent's own lock still
+    // keeps two agents apart.
+    let Some(marker) = marker else {
+        return Ok(None);
+    };
+    let out = session
+        .exec(&format!(
+            "cat /proc/sys/kernel/random/boot_id 2>/dev/null; echo; cat /proc/{}/stat 2>/dev/null; true",
+            marker.agent.pid
+        ))
+        .await?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (boot_id, stat) = text.split_once('\n').unwrap_or((&text, ""));
+    let alive = marker.agent.is_running(boot_id, stat);
+    Ok(alive.then_some(RunningAgent {
+        run_id: marker.run_id,
+        pid: marker.agent.pid,
+    }))
+}
+
+/// The end of what the agent wrote on stderr (its error, when it could not
+/// run), or a word on why there is none.
+pub async fn agent_error(session: &Session, remote: &RemoteRun) -> String {
+    let command = format!(
+        "tail -c 4000 {} 2>/dev/null",
+        sh_quote(&remote.agent_stderr())
+    );
+    match session.exec(&command).await {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if text.is_empty() {
+                format!("it wrote nothing on stderr ({})", remote.agent_stderr())
+            } else {
+                text
+            }
+        }
+        Err(e) => format!(
+            "its stderr ({}) could not be read: {e}",
+            remote.agent_stderr()
+        ),
+    }
 }
 
 /// The agent's state as seen from the guest.

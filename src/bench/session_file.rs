@@ -11,8 +11,11 @@ pub struct SessionFile {
     /// The lab file the run came from (absolute).
     pub lab_path: String,
     pub remote: RemoteRun,
-    /// The agent's pid in the guest.
-    pub agent_pid: u32,
+    /// The agent's pid in the guest. `None` in the file written just before
+    /// the agent is started (so a `bench` killed at that moment still leaves
+    /// a run to attach to): the guest's pid file has it then.
+    #[serde(default)]
+    pub agent_pid: Option<u32>,
     pub started_unix: u64,
 }
 
@@ -29,5 +32,34 @@ impl SessionFile {
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
         serde_json::from_slice(&bytes)
             .map_err(|e| anyhow::anyhow!("{} is not a labrun session file: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_written_before_the_agent_started_has_no_pid_and_older_files_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.json");
+        let mut s = SessionFile {
+            run_id: "r".into(),
+            lab_path: "/lab.yaml".into(),
+            remote: RemoteRun {
+                base: "/srv/labrun".into(),
+                run_id: "r".into(),
+            },
+            agent_pid: None,
+            started_unix: 1,
+        };
+        s.write(&path).unwrap();
+        assert_eq!(SessionFile::read(&path).unwrap().agent_pid, None);
+        s.agent_pid = Some(42);
+        s.write(&path).unwrap();
+        assert_eq!(SessionFile::read(&path).unwrap().agent_pid, Some(42));
+        let older = r#"{"run_id":"r","lab_path":"/l","remote":{"base":"/b","run_id":"r"},"agent_pid":7,"started_unix":1}"#;
+        std::fs::write(&path, older).unwrap();
+        assert_eq!(SessionFile::read(&path).unwrap().agent_pid, Some(7));
     }
 }

@@ -97,6 +97,15 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     let agent_sha = labrun_artifact::digest::sha256_file(&agent)
         .with_context(|| format!("reading the agent {}", agent.display()))?;
 
+    let session = connect(&access).await?;
+    let remote = RemoteRun {
+        base: access.remote_base.clone(),
+        run_id: run_id.clone(),
+    };
+    // Before anything is written, here or there: a second run beside a live
+    // one would skew both.
+    refuse_if_busy(&session, &remote, &access).await?;
+
     let host = HostRun::new(&args.results, &run_id);
     std::fs::create_dir_all(host.raw())
         .with_context(|| format!("cannot create {}", host.raw().display()))?;
@@ -104,11 +113,6 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     write_tool_sources(ctx, &lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
-    let session = connect(&access).await?;
-    let remote = RemoteRun {
-        base: access.remote_base.clone(),
-        run_id: run_id.clone(),
-    };
     record_binary_digests(&session, &plan, &host.raw()).await?;
     say_estimate(&session, &lab, &plan, &access, &remote, display).await;
 
@@ -129,16 +133,55 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
         host.raw().join(labrun_report::ENVIRONMENT_FILE),
         serde_json::to_vec_pretty(&env)?,
     )?;
-    let pid = remote::start_agent(&session, &remote).await?;
-    SessionFile {
+    // The session file first: a `bench` killed while the agent starts must
+    // still leave a run that `--attach` can find (the pid is then read from
+    // the guest), or the run would finish unseen and its evidence unpulled.
+    let mut session_file = SessionFile {
         run_id: run_id.clone(),
         lab_path: crate::lab_vm::lab_path(ctx)?.display().to_string(),
         remote: remote.clone(),
-        agent_pid: pid,
+        agent_pid: None,
         started_unix: started,
-    }
-    .write(&host.session_file())?;
+    };
+    session_file.write(&host.session_file())?;
+    let pid = remote::start_agent(&session, &remote).await?;
+    test_hook_after_agent_start();
+    session_file.agent_pid = Some(pid);
+    session_file.write(&host.session_file())?;
     follow_to_end(&session, &remote, pid, &host, display).await
+}
+
+/// Refuses to start beside a run that goes on on the target.
+async fn refuse_if_busy(
+    session: &labrun_ssh::Session,
+    remote: &RemoteRun,
+    access: &Access,
+) -> anyhow::Result<()> {
+    let Some(running) = remote::running_agent(session, remote)
+        .await
+        .context("checking for a run already going on on the target")?
+    else {
+        return Ok(());
+    };
+    bail!(
+        "a run is already going on on {host}: run {id} (agent pid {pid} there); a second one beside it would skew both.\n  follow it (and get its evidence) with: labrun bench --attach {id}   (Ctrl-C there stops it and keeps what it measured)\n  or stop it on the target with: kill {pid}",
+        host = access.target.host,
+        id = running.run_id,
+        pid = running.pid,
+    )
+}
+
+/// For tests (debug builds only): with `LABRUN_TEST_HANG_AFTER_AGENT_START`
+/// set, `bench` says so on stderr and stops right after the agent started,
+/// before it records the pid, so a test can kill it at that very point.
+fn test_hook_after_agent_start() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("LABRUN_TEST_HANG_AFTER_AGENT_START").is_some() {
+        eprintln!("labrun: test hook: the agent started; hanging until killed");
+        loop {
+            std::thread::park();
+        }
+    }
 }
 
 async fn attach(
@@ -153,12 +196,28 @@ async fn attach(
         args.results.join(id)
     };
     let host = HostRun { dir };
-    let s = SessionFile::read(&host.session_file())?;
+    let mut s = SessionFile::read(&host.session_file())?;
     let lab = Lab::load(Path::new(&s.lab_path))?;
     let access = machine::resolve(ctx, &lab)?;
     display.note(&format!("attaching to run {}", s.run_id));
     let session = connect(&access).await?;
-    follow_to_end(&session, &s.remote, s.agent_pid, &host, display).await
+    let pid = match s.agent_pid {
+        Some(pid) => pid,
+        // `bench` stopped while it started the agent: the guest knows.
+        None => {
+            let Some(pid) = remote::read_agent_pid(&session, &s.remote).await? else {
+                bail!(
+                    "run {} never started in the guest: `labrun bench` stopped before it started the agent (no {}); start a new run with `labrun bench`",
+                    s.run_id,
+                    s.remote.pid_file()
+                );
+            };
+            s.agent_pid = Some(pid);
+            s.write(&host.session_file())?;
+            pid
+        }
+    };
+    follow_to_end(&session, &s.remote, pid, &host, display).await
 }
 
 async fn follow_to_end(
@@ -198,6 +257,17 @@ async fn follow_to_end(
     }
     follower.pull_all().await.context("pulling the evidence")?;
     let state = remote::agent_state(session, remote, pid).await?;
+    if state == AgentState::Exited(AGENT_COULD_NOT_RUN) {
+        // Its reason is on its stderr, which the event stream does not carry
+        // when the run was refused before it began.
+        eprintln!(
+            "labrun: the agent could not run:\n{}",
+            remote::agent_error(session, remote).await
+        );
+        if !has_records(host) {
+            return Ok(ExitCode::from(1));
+        }
+    }
     let code = summarize(host)?;
     let exit = match state {
         AgentState::Exited(0) => code,
@@ -216,6 +286,14 @@ async fn follow_to_end(
         }
     };
     Ok(exit)
+}
+
+/// The agent's exit status when the run could not start or go on (its
+/// other statuses: 0 passed, 1 some step failed, 128+N stopped by signal N).
+const AGENT_COULD_NOT_RUN: i32 = 2;
+
+fn has_records(host: &HostRun) -> bool {
+    std::fs::metadata(host.raw().join(labrun_evidence::files::RECORDS)).is_ok_and(|m| m.len() > 0)
 }
 
 async fn wait_for_exit(session: &labrun_ssh::Session, remote: &RemoteRun, pid: u32) {

@@ -12,12 +12,14 @@
 pub mod event;
 pub mod human;
 pub mod manifest;
+pub mod marker;
 pub mod plan;
 pub mod printable;
 pub mod record;
 
 pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry};
+pub use marker::{AgentMarker, ProcessId};
 pub use plan::{
     CommandTemplate, CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Step,
     ToolCommands, ToolPlan,

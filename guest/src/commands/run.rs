@@ -17,6 +17,17 @@ pub struct Args {
     /// Where records, events, manifests and tool logs go; new or empty.
     #[arg(long, value_name = "DIR")]
     pub evidence: PathBuf,
+    /// The marker this agent holds locked while it runs, naming its run and
+    /// its running tool: a second agent with the same FILE refuses to start,
+    /// and the next one stops a tool a killed agent left running. Give every
+    /// run on a machine the same FILE (default: labrun-agent.lock in the
+    /// work folder).
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Delete the plan file once read (it holds the tools' passwords; the
+    /// evidence keeps a copy without them).
+    #[arg(long)]
+    pub remove_plan: bool,
 }
 
 /// Exit status: 0 every step passed, 1 some step failed (the run finished),
@@ -27,6 +38,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plan: args.plan,
         work: args.work,
         evidence: args.evidence,
+        lock: args.lock,
+        remove_plan: args.remove_plan,
         echo_events: true,
     };
     let outcome = execute(&opts, interrupt)?;

@@ -115,6 +115,25 @@ pub enum RunError {
         "the evidence directory {evidence} and the work tree {work} overlap: the work tree is deleted at the end, and evidence must stay small; give two separate directories"
     )]
     Overlap { work: PathBuf, evidence: PathBuf },
+    #[error("{}", another_agent(lock, run_id.as_deref(), *pid))]
+    AnotherAgent {
+        lock: PathBuf,
+        run_id: Option<String>,
+        pid: Option<u32>,
+    },
+    #[error(
+        "not enough free space in {dir}: the run needs about {} ({needed} bytes: the {} ({dataset} bytes) dataset up to {} times over, as the generated tree, a source copy, a repository and a restore), and {} ({free} bytes) is free; run with a smaller --scale (the dataset grows with it), or give the machine a bigger disk (`vm.disk` in the lab)",
+        gb(*needed),
+        gb(*dataset),
+        crate::run::space::WORST_CASE_DATASETS,
+        gb(*free)
+    )]
+    NotEnoughSpace {
+        dir: PathBuf,
+        dataset: u64,
+        needed: u64,
+        free: u64,
+    },
     #[error("cannot install the SIGTERM/SIGINT handler: {0}")]
     Signals(io::Error),
     #[error("dataset {phase} failed: {message}")]
@@ -132,6 +151,26 @@ impl RunError {
             source,
         }
     }
+}
+
+fn another_agent(lock: &std::path::Path, run_id: Option<&str>, pid: Option<u32>) -> String {
+    let who = match (run_id, pid) {
+        (Some(run), Some(pid)) => format!("run {run}, pid {pid}"),
+        _ => "its marker unreadable".to_string(),
+    };
+    let attach = run_id.map_or_else(
+        || "`labrun bench --attach`".to_string(),
+        |run| format!("`labrun bench --attach {run}`"),
+    );
+    let stop = pid.map_or_else(String::new, |pid| format!(", or stop it with `kill {pid}`"));
+    format!(
+        "another labrun-agent is running on this machine ({who}; it holds {}): two runs at once would skew each other's figures; wait for it, follow it with {attach}{stop}",
+        lock.display()
+    )
+}
+
+fn gb(bytes: u64) -> String {
+    labrun_evidence::human::bytes(bytes as f64)
 }
 
 /// Turns the error a user can act on into words: a full disk is the common

@@ -30,6 +30,10 @@ enum Wake<T> {
 
 type Waker = Box<dyn Fn(i32) + Send>;
 
+/// Told of every tool group started (`Some`) and ended (`None`), to keep a
+/// record that outlives the agent (see [`crate::run::agent_lock`]).
+pub type GroupRecorder = Box<dyn Fn(Option<i32>) + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     /// The first stop signal received.
@@ -44,6 +48,7 @@ struct State {
 #[derive(Default)]
 pub struct Interrupt {
     state: Mutex<State>,
+    recorder: Mutex<Option<GroupRecorder>>,
 }
 
 impl Interrupt {
@@ -92,9 +97,26 @@ impl Interrupt {
         self.lock().signal
     }
 
+    /// Has `recorder` told of every tool group from now on.
+    pub fn record_groups_with(&self, recorder: GroupRecorder) {
+        *self.recorder.lock().unwrap_or_else(|e| e.into_inner()) = Some(recorder);
+    }
+
+    fn record(&self, group: Option<i32>) {
+        if let Some(r) = self
+            .recorder
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            r(group);
+        }
+    }
+
     /// Registers the process group of the tool just started; kills it at
     /// once if a stop was requested before it could be registered.
     pub fn set_group(&self, group: i32) {
+        self.record(Some(group));
         let mut st = self.lock();
         st.group = group;
         if st.signal.is_some() {
@@ -105,6 +127,7 @@ impl Interrupt {
     /// The tool's group is about to be reaped: no signal may target it after.
     pub fn clear_group(&self) {
         self.lock().group = 0;
+        self.record(None);
     }
 
     /// Runs `work` on its own thread and waits for it (blocking, no polling)

@@ -2,21 +2,26 @@
 //! as evidence as they happen. [`runner`] is the run itself; the other
 //! modules each do one job for it.
 
+pub mod agent_lock;
 pub mod cache;
 pub mod cgroup;
 pub mod env;
 pub mod error;
 pub mod evidence;
 pub mod interrupt;
+pub mod leftover;
 pub mod measure;
 pub mod placeholders;
 pub mod plan_check;
+pub mod process;
 pub mod remove;
 pub mod repo_size;
 pub mod reset;
 pub mod rotation;
+pub mod run_dirs;
 pub mod runner;
 pub mod scrub;
+pub mod space;
 
 pub use error::RunError;
 pub use interrupt::Interrupt;

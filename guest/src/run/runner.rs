@@ -20,12 +20,14 @@
 //! against the changed manifest. So a lab backs up with cwd `{source}` and
 //! the argument `.`, and restores into `{target}`, for every tool alike.
 
+use crate::run::agent_lock::{AgentLock, DEFAULT_LOCK_NAME};
 use crate::run::cache::{CacheDrop, drop_page_cache};
 use crate::run::cgroup::Cgroups;
 use crate::run::env::{from_process, tool_env};
 use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::{Done, Evidence, FailedCycle, blank_record, unix_ms_now};
 use crate::run::interrupt::{InProcess, Interrupt, signal_name};
+use crate::run::leftover::{self, stop_leftover_tool};
 use crate::run::measure::{CommandSpec, Measurement, TreeSpec, run_measured};
 use crate::run::placeholders::{Vars, substitute};
 use crate::run::plan_check::{check_binaries, load_plan};
@@ -33,7 +35,9 @@ use crate::run::remove::remove_trees;
 use crate::run::repo_size::allocated_bytes;
 use crate::run::reset::reset_tree;
 use crate::run::rotation::cycle_order;
+use crate::run::run_dirs::resolve as resolve_dirs;
 use crate::run::scrub::scrub_file;
+use crate::run::space;
 use labrun_dataset::DatasetParams;
 use labrun_evidence::{
     CommandTemplate, DatasetPlan, EntryKind, Event, Manifest, Plan, SCHEMA_VERSION, Step,
@@ -56,6 +60,13 @@ pub struct RunOptions {
     pub plan: PathBuf,
     pub work: PathBuf,
     pub evidence: PathBuf,
+    /// The marker held while the run goes on (see [`crate::run::agent_lock`]);
+    /// `None`: [`DEFAULT_LOCK_NAME`] in the work folder.
+    pub lock: Option<PathBuf>,
+    /// Delete the plan file once read: it carries the tools' passwords, and
+    /// the machine may live on after the run (the evidence keeps a redacted
+    /// copy).
+    pub remove_plan: bool,
     /// Stream events on stdout too (the command does; tests need not).
     pub echo_events: bool,
 }
@@ -96,30 +107,37 @@ impl From<RunError> for Halt {
 }
 
 /// Runs the plan at `opts.plan`. `Err` when the run could not start (bad
-/// plan, missing binary, unusable directories) or could not go on (evidence
-/// could not be written); what was written until then stays.
+/// plan, missing binary, unusable directories, another agent running, too
+/// little disk) or could not go on (evidence could not be written); what was
+/// written until then stays.
 pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcome, RunError> {
-    let plan = load_plan(&opts.plan)?;
+    let plan = load_plan(&opts.plan);
+    let mut start_warnings = Vec::new();
+    if opts.remove_plan {
+        start_warnings.extend(remove_plan(&opts.plan));
+    }
+    let plan = plan?;
     check_binaries(&plan)?;
-    // Absolute: tools run in other directories, and every placeholder must
-    // mean the same place wherever a command runs.
-    let work = std::path::absolute(&opts.work)
-        .map_err(|e| RunError::io("cannot resolve work directory", &opts.work, e))?;
-    let root = work.join(&plan.run_id);
-    if root.exists() {
-        return Err(RunError::WorkExists { path: root });
+    let dirs = resolve_dirs(&opts.work, &opts.evidence, &plan.run_id)?;
+    let lock_path = opts
+        .lock
+        .clone()
+        .unwrap_or_else(|| dirs.work.join(DEFAULT_LOCK_NAME));
+    let (lock, previous) = AgentLock::acquire(&lock_path, &plan.run_id)?;
+    if let Some(previous) = &previous {
+        start_warnings.extend(stop_leftover_tool(previous, leftover::GRACE));
     }
-    let evidence_dir = std::path::absolute(&opts.evidence)
-        .map_err(|e| RunError::io("cannot resolve evidence directory", &opts.evidence, e))?;
-    // The work tree is removed at the end and holds gigabytes: evidence
-    // inside it would be lost, and it inside evidence would be pulled back.
-    if evidence_dir.starts_with(&root) || root.starts_with(&evidence_dir) {
-        return Err(RunError::Overlap {
-            work: root,
-            evidence: evidence_dir,
-        });
+    if let DatasetPlan::Synthetic { seed, scale, .. } = plan.dataset {
+        let dataset = labrun_dataset::layout(&DatasetParams { seed, scale }).total_bytes();
+        space::check_now(&dirs.work, dataset)?;
     }
-    let evidence = Evidence::create(&opts.evidence, opts.echo_events)?;
+    // From here on the marker names the tool that runs, so that the next
+    // agent can stop it should this one be killed.
+    let lock = Arc::new(lock);
+    let recorder = Arc::clone(&lock);
+    interrupt.record_groups_with(Box::new(move |group| recorder.record_tool(group)));
+    let evidence = Evidence::create(&dirs.evidence, opts.echo_events)?;
+    let root = dirs.root;
     std::fs::create_dir_all(&root)
         .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
     let (seed, scale, change_seed) = match plan.dataset {
@@ -142,6 +160,7 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
         changed_digest: None,
         source_reusable: false,
         warned: HashSet::new(),
+        start_warnings,
         records: 0,
         failed_steps: 0,
         failed_cycles: Vec::new(),
@@ -160,6 +179,19 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
     }
 }
 
+/// Deletes the plan just read; a failure is a warning for the evidence
+/// (the passwords stay on the machine), not a reason to refuse the run.
+fn remove_plan(plan: &Path) -> Option<String> {
+    match std::fs::remove_file(plan) {
+        Ok(()) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(format!(
+            "cannot remove the plan {} ({e}): it holds the tools' passwords; delete it by hand",
+            plan.display()
+        )),
+    }
+}
+
 struct Runner<'p> {
     plan: &'p Plan,
     ev: Evidence,
@@ -175,6 +207,8 @@ struct Runner<'p> {
     source_reusable: bool,
     /// Warnings already given (each once per run).
     warned: HashSet<String>,
+    /// Found before the evidence existed; given right after the run starts.
+    start_warnings: Vec<String>,
     records: u64,
     failed_steps: u64,
     failed_cycles: Vec<FailedCycle>,
@@ -202,6 +236,9 @@ impl<'p> Runner<'p> {
             tools: self.plan.tools.iter().map(|t| t.name.clone()).collect(),
             cycles: self.plan.cycles,
         })?;
+        for warning in std::mem::take(&mut self.start_warnings) {
+            self.warn_once(warning)?;
+        }
         self.generate_pristine()?;
         let plan = self.plan;
         for cycle in 1..=plan.cycles {

@@ -1,0 +1,95 @@
+//! Refusing a dataset the disk cannot hold, before any of it is written: a
+//! scale typed wrong would otherwise fill the machine's disk at full speed
+//! (tens of GB a minute) and fail an hour later, or take the machine down.
+//!
+//! The synthetic dataset's size is known from its parameters alone
+//! ([`labrun_dataset::layout`]). A git history's is not known before it is
+//! read, so it is not checked here.
+
+use crate::run::error::RunError;
+use std::path::Path;
+
+/// How many datasets the work folder holds at the worst moment of a tool
+/// cycle (see [`crate::run::runner`]): after the restore and before the
+/// verification starts removing, there are the generated tree, the tool
+/// cycle's source copy, the repository and the restored tree. The
+/// repository of incompressible data is about one dataset; the tenth on top
+/// is its growth by the incremental backup (the 5% change) and the tool's
+/// own metadata. A reflink copy (btrfs, XFS) costs less; this is the bound.
+pub const WORST_CASE_DATASETS: f64 = 4.1;
+
+/// The free bytes a run of a `dataset_bytes` dataset needs.
+pub fn needed_bytes(dataset_bytes: u64) -> u64 {
+    (dataset_bytes as f64 * WORST_CASE_DATASETS).ceil() as u64
+}
+
+/// Bytes an unprivileged writer may still use on the file system of `dir`.
+pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: zeroed statvfs is a valid out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a NUL-terminated path, st a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// Refuses the run when `free` bytes in `dir` cannot hold a run of a
+/// `dataset_bytes` dataset.
+pub fn check(dir: &Path, dataset_bytes: u64, free: u64) -> Result<(), RunError> {
+    let needed = needed_bytes(dataset_bytes);
+    if needed <= free {
+        return Ok(());
+    }
+    Err(RunError::NotEnoughSpace {
+        dir: dir.to_path_buf(),
+        dataset: dataset_bytes,
+        needed,
+        free,
+    })
+}
+
+/// [`check`] with the free space of `dir` as it is now.
+pub fn check_now(dir: &Path, dataset_bytes: u64) -> Result<(), RunError> {
+    let free =
+        free_bytes(dir).map_err(|e| RunError::io("cannot read the free space of", dir, e))?;
+    check(dir, dataset_bytes, free)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dataset_needs_four_trees_and_a_margin() {
+        assert_eq!(needed_bytes(1_000_000_000), 4_100_000_000);
+        assert_eq!(needed_bytes(0), 0);
+    }
+
+    #[test]
+    fn refuses_naming_needed_and_free_bytes_and_what_to_do() {
+        let dir = Path::new("/srv/labrun/work");
+        assert!(check(dir, 1_000, 4_100).is_ok());
+        let err = check(dir, 12_200_000_000, 30_000_000_000).unwrap_err();
+        let text = err.to_string();
+        for needle in [
+            "/srv/labrun/work",
+            "50020000000 bytes",
+            "30000000000 bytes",
+            "12200000000 bytes",
+            "--scale",
+            "vm.disk",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing: {text}");
+        }
+    }
+
+    #[test]
+    fn free_space_of_a_real_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(free_bytes(dir.path()).unwrap() > 0);
+        assert!(free_bytes(&dir.path().join("missing")).is_err());
+    }
+}
