@@ -102,6 +102,12 @@ fn restic_and_borg_two_cycles_end_to_end() {
                 "{tree:?} {r:?}"
             );
             assert!(tree.leftovers.is_empty(), "{tree:?}");
+            // The agent's own CPU while it waits and samples: a few ms plus
+            // at most 1% of the step.
+            assert!(
+                tree.agent_cpu_secs <= 0.02 + 0.01 * r.wall_secs,
+                "{tree:?} {r:?}"
+            );
             let timeline = lab.evidence().join(tree.timeline_path.as_ref().unwrap());
             assert!(timeline.is_file(), "{}", timeline.display());
         } else {

@@ -349,6 +349,7 @@ fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> anyh
                 sha256_source: a.sha256_source.clone(),
                 binary_sha256: a.binary_sha256.clone(),
                 build,
+                download: labrun_artifact::Cache::new(&ctx.cache_dir).download_record(&a.sha256),
             }
         })
         .collect();

@@ -38,7 +38,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => {
             safe_eprintln!("labrun fetch: {e:#}");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(if e.is::<Interrupted>() { 130 } else { 1 }));
         }
     };
     for (tool, r) in tools.iter().zip(&ready) {
@@ -49,14 +49,20 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     if wanted.is_none()
         && let Ok((_, mut cfg)) = crate::lab_vm::load(ctx)
     {
-        match crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default()).await {
-            Ok(Some(image)) => {
+        let mut bar = Bar::default();
+        let image = crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut bar);
+        match until_interrupted(image).await {
+            Err(interrupted) => {
+                safe_eprintln!("labrun fetch: {interrupted}");
+                return Ok(ExitCode::from(130));
+            }
+            Ok(Ok(Some(image))) => {
                 safe_println!("vm image: {}", image.path.display());
                 safe_println!("  sha256   {} ok", image.sha256);
                 count += 1;
             }
-            Ok(None) => {}
-            Err(e) => {
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
                 safe_eprintln!("labrun fetch: {e:#}");
                 return Ok(ExitCode::from(1));
             }
@@ -76,10 +82,38 @@ pub struct Ready {
     pub installable: Installable,
 }
 
+/// SIGINT or SIGTERM arrived during a fetch.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted (SIGINT or SIGTERM); no partial file was kept")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Runs `work` until it ends or SIGINT/SIGTERM arrives. On a signal the work
+/// is dropped, and with it the partial file it was writing (a temporary file
+/// deleted on drop); the signal's default action would end the process
+/// before any drop ran and leave the partial in the cache.
+async fn until_interrupted<T>(work: impl Future<Output = T>) -> Result<T, Interrupted> {
+    tokio::select! {
+        out = work => Ok(out),
+        () = crate::commands::up::wait_for_interrupt() => Err(Interrupted),
+    }
+}
+
 /// Fetches every tool's artifact and checks its SHA-256, then extracts the
 /// binaries. Every file is verified before any is extracted: a mismatch stops
-/// everything with nothing done for any tool.
+/// everything with nothing done for any tool. SIGINT or SIGTERM stops it with
+/// [`Interrupted`] and no partial file left.
 pub async fn fetch_and_extract(ctx: &Context, tools: &[&ToolSpec]) -> anyhow::Result<Vec<Ready>> {
+    until_interrupted(fetch_and_extract_all(ctx, tools)).await?
+}
+
+async fn fetch_and_extract_all(ctx: &Context, tools: &[&ToolSpec]) -> anyhow::Result<Vec<Ready>> {
     let fetcher = Fetcher::new(FetchOptions::new(ctx.cache_dir.clone(), ctx.mirror.clone()))?;
     let mut fetched = Vec::new();
     for tool in tools {
@@ -102,7 +136,8 @@ pub async fn fetch_and_extract(ctx: &Context, tools: &[&ToolSpec]) -> anyhow::Re
 
 fn print_row(tool: &ToolSpec, f: &FetchedArtifact, i: &Installable) {
     use crate::terminal::one_line;
-    // "cache", "mirror PATH", "apt PKG=VERSION", "file PATH" or the URL.
+    // "cache", "mirror PATH", "apt PKG=VERSION", "file PATH" or the URL
+    // (with every redirect: "URL -> URL2 -> URL3").
     safe_println!(
         "{} {}: from {}",
         one_line(&tool.name),

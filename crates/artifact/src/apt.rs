@@ -11,12 +11,15 @@ use crate::cache::find_in;
 use crate::error::ArtifactError;
 use crate::source::FileName;
 use crate::spec::AptPackage;
+use crate::stale::LockedTempDir;
 use std::path::{Path, PathBuf};
-use tempfile::TempDir;
+
+/// apt downloads into `<cache>/artifacts/.apt-*`, swept when stale.
+pub(crate) const TEMP_PREFIX: &str = ".apt-";
 
 /// The downloaded .deb, in a temporary folder that is removed when dropped.
 pub(crate) struct AptDownload {
-    pub _dir: TempDir,
+    pub _dir: LockedTempDir,
     pub path: PathBuf,
     pub file_name: String,
 }
@@ -41,9 +44,7 @@ pub(crate) async fn download(
     tokio::fs::create_dir_all(parent)
         .await
         .map_err(|e| io_err("cannot create the cache folder", e))?;
-    let dir = tempfile::Builder::new()
-        .prefix(".apt-")
-        .tempdir_in(parent)
+    let (dir, _) = crate::stale::temp_dir_in(parent, TEMP_PREFIX)
         .map_err(|e| io_err("cannot make a temporary folder in", e))?;
     let suite_opts = match &apt.suite {
         Some(suite) => suite_lists(parent, suite).await.map_err(&fail)?,

@@ -4,17 +4,23 @@
 //! Bytes are written to a `.partial-*` file in the final folder and renamed
 //! only once their digest matched, so a name in the cache always holds the
 //! bytes its folder promises (re-hashed before use all the same, since disks
-//! and people can change files).
+//! and people can change files). A partial a killed process left is removed
+//! before the next download ([`crate::stale`]).
 
 use crate::digest::to_hex;
 use crate::source::FileName;
+use crate::stale::{self, Swept};
 use sha2::{Digest, Sha256};
 use std::io;
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 use tokio::io::AsyncWriteExt;
 
-const PARTIAL_PREFIX: &str = ".partial-";
+pub(crate) const PARTIAL_PREFIX: &str = ".partial-";
+
+/// Beside a downloaded file: the URL it was asked for and every redirect
+/// that led to the bytes, for the evidence of the runs that use it.
+const DOWNLOAD_RECORD: &str = ".download.json";
 
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -49,20 +55,31 @@ impl Cache {
         find_in(&self.dir_for(sha256), name).into_iter().next()
     }
 
-    /// A new partial file in the folder of `sha256`, ready for bytes.
-    pub async fn partial(&self, sha256: &str) -> io::Result<Partial> {
+    /// A new partial file in the folder of `sha256`, ready for bytes, and
+    /// what was swept first: the partials that killed processes left in
+    /// any folder of the cache.
+    pub async fn partial(&self, sha256: &str) -> io::Result<(Partial, Swept)> {
         let dir = self.dir_for(sha256);
         tokio::fs::create_dir_all(&dir).await?;
-        let temp = tempfile::Builder::new()
-            .prefix(PARTIAL_PREFIX)
-            .tempfile_in(&dir)?;
-        let file = tokio::fs::File::from_std(temp.as_file().try_clone()?);
-        Ok(Partial {
-            temp,
-            file,
-            hasher: Sha256::new(),
-            bytes: 0,
+        let root = self.root.clone();
+        let made = tokio::task::spawn_blocking(move || {
+            let swept = stale::sweep_cache(&root, PARTIAL_PREFIX, crate::apt::TEMP_PREFIX);
+            stale::temp_file_in(&dir, PARTIAL_PREFIX).map(|(temp, more)| (temp, swept, more))
         })
+        .await
+        .map_err(|e| io::Error::other(e.to_string()))?;
+        let (temp, mut swept, more) = made?;
+        swept.add(more);
+        let file = tokio::fs::File::from_std(temp.as_file().try_clone()?);
+        Ok((
+            Partial {
+                temp,
+                file,
+                hasher: Sha256::new(),
+                bytes: 0,
+            },
+            swept,
+        ))
     }
 
     /// Gives the verified `temp` its final name in the folder of `sha256`.
@@ -70,6 +87,41 @@ impl Cache {
         let path = self.dir_for(sha256).join(name);
         temp.persist(&path).map_err(|e| e.error)?;
         Ok(path)
+    }
+
+    /// Records that the file of `sha256` came from `url` through `redirects`.
+    pub fn record_download(
+        &self,
+        sha256: &str,
+        file_name: &str,
+        url: &str,
+        redirects: &[String],
+    ) -> io::Result<()> {
+        let dir = self.dir_for(sha256);
+        let record = serde_json::json!({
+            "file": file_name,
+            "url": url,
+            "redirects": redirects,
+        });
+        // Written whole, then renamed: a reader never sees half a record.
+        let (mut temp, _) = stale::temp_file_in(&dir, PARTIAL_PREFIX)?;
+        std::io::Write::write_all(&mut temp, record.to_string().as_bytes())?;
+        temp.persist(dir.join(DOWNLOAD_RECORD))
+            .map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Drops the download record of `sha256` (its file comes from somewhere
+    /// else this time).
+    pub fn forget_download(&self, sha256: &str) {
+        let _ = std::fs::remove_file(self.dir_for(sha256).join(DOWNLOAD_RECORD));
+    }
+
+    /// The download record of `sha256`, if its file was downloaded:
+    /// `{"file", "url", "redirects": [...]}`.
+    pub fn download_record(&self, sha256: &str) -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(self.dir_for(sha256).join(DOWNLOAD_RECORD)).ok()?;
+        serde_json::from_str(&text).ok()
     }
 
     /// Removes the folder of `sha256` if nothing is left in it (after a
@@ -100,7 +152,8 @@ pub(crate) fn find_in(dir: &Path, name: &FileName) -> Vec<PathBuf> {
     found
 }
 
-/// A file being written into the cache and hashed on the way.
+/// A file being written into the cache and hashed on the way. It holds the
+/// lock that tells a sweep it is alive; dropped, it is deleted.
 pub struct Partial {
     temp: NamedTempFile,
     file: tokio::fs::File,

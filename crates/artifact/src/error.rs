@@ -35,6 +35,36 @@ pub enum ArtifactError {
         expected: u64,
     },
 
+    #[error("{name}: the download of {url} was stopped: {refused}")]
+    Redirect {
+        name: String,
+        url: String,
+        refused: crate::redirect::RedirectRefused,
+    },
+
+    #[error(
+        "{name}: {url} sends more than {limit} bytes, more than labrun accepts for one \
+         artifact; the download was stopped and nothing was kept. Check the URL in the lab file"
+    )]
+    TooLarge {
+        name: String,
+        url: String,
+        limit: u64,
+    },
+
+    #[error(
+        "{name}: the download of {url} did not finish within {}s ({received} bytes received); \
+         the partial file was not kept. Run again on a faster link, or use --mirror DIR with a \
+         complete copy",
+        limit.as_secs()
+    )]
+    TooSlow {
+        name: String,
+        url: String,
+        received: u64,
+        limit: std::time::Duration,
+    },
+
     #[error(
         "{name}: {url} answered HTTP {status}; check the URL (and the version in it) in the lab file"
     )]

@@ -128,9 +128,9 @@ fn write_binary(
         source: e,
     };
     std::fs::create_dir_all(out_dir).map_err(|e| io_err("cannot create", e))?;
-    let temp = tempfile::Builder::new()
-        .prefix(".partial-")
-        .tempfile_in(out_dir)
+    // Locked while written, so a run killed mid-extraction leaves a partial
+    // the next extraction here removes (crate::stale).
+    let (temp, _swept) = crate::stale::temp_file_in(out_dir, crate::cache::PARTIAL_PREFIX)
         .map_err(|e| io_err("cannot write into", e))?;
     let (file, actual) = copy_hashed(ctx, reader, temp.as_file())?;
     file.sync_all()

@@ -5,7 +5,7 @@ use crate::apt;
 use crate::cache::{Cache, find_in};
 use crate::digest::sha256_file;
 use crate::error::ArtifactError;
-use crate::http::{Http, NetPolicy};
+use crate::http::{Downloaded, Http, NetPolicy};
 use crate::progress::Progress;
 use crate::source::{FileName, Source};
 use crate::spec::{ArtifactSpec, SourceRef};
@@ -134,6 +134,9 @@ impl Fetcher {
             ));
         }
 
+        // Whatever brings the file now, an old download record is not its.
+        self.cache.forget_download(expected);
+
         if let Some(mirror) = &self.opts.mirror
             && let Some((path, from)) = self
                 .look_in_mirror(name, spec, mirror, &file_name, progress)
@@ -147,13 +150,32 @@ impl Fetcher {
                 let FileName::Exact(fname) = &file_name else {
                     return Err(no_file_name(name));
                 };
-                let (temp, actual) = self
+                let Downloaded {
+                    temp,
+                    sha256,
+                    redirects,
+                } = self
                     .http
                     .download(name, url, fname, &self.cache, expected, progress)
                     .await
                     .inspect_err(|_| self.cache.tidy(expected))?;
-                let path = self.commit_if_matching(name, url, temp, &actual, expected, fname)?;
-                Ok(done(path, Source::Url(url.to_string())))
+                let from = Source::Url {
+                    url: url.to_string(),
+                    redirects: redirects.clone(),
+                };
+                // A mismatch names the host that served the bytes.
+                let origin = from.to_string();
+                let path =
+                    self.commit_if_matching(name, &origin, temp, &sha256, expected, fname)?;
+                self.cache
+                    .record_download(expected, fname, url, &redirects)
+                    .map_err(|e| ArtifactError::Io {
+                        name: name.to_string(),
+                        what: "cannot write the download record in",
+                        path: self.cache.dir_for(expected),
+                        source: e,
+                    })?;
+                Ok(done(path, from))
             }
             SourceRef::File(src) => {
                 let FileName::Exact(fname) = &file_name else {
@@ -263,7 +285,10 @@ impl Fetcher {
         };
         let mut file = tokio::fs::File::open(src).await.map_err(read_err)?;
         let total = file.metadata().await.ok().map(|m| m.len());
-        let mut partial = self.cache.partial(expected).await.map_err(write_err)?;
+        let (mut partial, swept) = self.cache.partial(expected).await.map_err(write_err)?;
+        if !swept.is_empty() {
+            progress.notice(&format!("{swept} ({})", self.cache.root().display()));
+        }
         progress.start(name, from, total);
         let mut buf = vec![0u8; 1 << 20];
         let result = async {

@@ -1,13 +1,16 @@
 //! HTTP(S) downloads: timeouts, retries with exponential backoff on network
-//! errors, a byte count checked against Content-Length, hashing while the
-//! bytes stream into the cache.
+//! errors, a byte count checked against Content-Length, bounds on size and
+//! time, redirects judged and recorded ([`crate::redirect`]), hashing while
+//! the bytes stream into the cache.
 
 use crate::cache::Cache;
 use crate::error::ArtifactError;
 use crate::progress::Progress;
+use crate::redirect::{self, HopLog};
 use crate::source::Source;
 use std::time::Duration;
 use tempfile::NamedTempFile;
+use tokio::time::{Instant, timeout_at};
 
 /// How patient the client is.
 #[derive(Debug, Clone)]
@@ -21,6 +24,14 @@ pub struct NetPolicy {
     pub retries: u32,
     /// Wait before the first retry; doubled before each next one.
     pub backoff: Duration,
+    /// Redirects one request may follow.
+    pub max_redirects: usize,
+    /// The most bytes one download may bring: no artifact is bigger, and a
+    /// server that never stops (no Content-Length) must not fill the disk.
+    pub max_bytes: u64,
+    /// The longest one attempt may take, request to last byte: the read
+    /// timeout alone lets a server trickle a byte a minute forever.
+    pub max_duration: Duration,
 }
 
 impl Default for NetPolicy {
@@ -30,6 +41,11 @@ impl Default for NetPolicy {
             read_timeout: Duration::from_secs(60),
             retries: 3,
             backoff: Duration::from_secs(1),
+            max_redirects: 10,
+            // Tool binaries are MBs and cloud images a few GBs.
+            max_bytes: 16 << 30,
+            // A 4 GB image at 1 MB/s takes about 70 minutes.
+            max_duration: Duration::from_secs(3 * 3600),
         }
     }
 }
@@ -40,25 +56,42 @@ enum Failure {
     Stop(ArtifactError),
 }
 
+/// A finished download, not yet compared with the pin.
+pub(crate) struct Downloaded {
+    /// The partial file (deleted when dropped unless committed).
+    pub temp: NamedTempFile,
+    pub sha256: String,
+    /// The URLs the server redirected to, in order; the last one served the
+    /// bytes. Empty when the lab's URL did.
+    pub redirects: Vec<String>,
+}
+
 pub(crate) struct Http {
-    client: reqwest::Client,
     policy: NetPolicy,
 }
 
 impl Http {
     pub fn new(policy: NetPolicy) -> Result<Http, ArtifactError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(policy.connect_timeout)
-            .read_timeout(policy.read_timeout)
+        let http = Http { policy };
+        // A client is made per request (its redirect record is per request);
+        // this one only reports a broken TLS setup before any download.
+        http.client(HopLog::default())?;
+        Ok(http)
+    }
+
+    fn client(&self, hops: HopLog) -> Result<reqwest::Client, ArtifactError> {
+        reqwest::Client::builder()
+            .connect_timeout(self.policy.connect_timeout)
+            .read_timeout(self.policy.read_timeout)
+            .redirect(redirect::policy(self.policy.max_redirects, hops))
             .user_agent(concat!("labrun/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| ArtifactError::Client(error_chain(&e)))?;
-        Ok(Http { client, policy })
+            .map_err(|e| ArtifactError::Client(error_chain(&e)))
     }
 
     /// Downloads `url` into a partial file in the cache folder of
     /// `expected_sha256`; returns it with its actual digest (the caller
-    /// compares and commits).
+    /// compares and commits) and the redirects that led to it.
     pub async fn download(
         &self,
         name: &str,
@@ -67,7 +100,7 @@ impl Http {
         cache: &Cache,
         expected_sha256: &str,
         progress: &mut dyn Progress,
-    ) -> Result<(NamedTempFile, String), ArtifactError> {
+    ) -> Result<Downloaded, ArtifactError> {
         let mut attempt = 0;
         loop {
             let result = self
@@ -99,24 +132,54 @@ impl Http {
         cache: &Cache,
         expected_sha256: &str,
         progress: &mut dyn Progress,
-    ) -> Result<(NamedTempFile, String), Failure> {
+    ) -> Result<Downloaded, Failure> {
+        let deadline = Instant::now() + self.policy.max_duration;
+        let too_slow = |received| {
+            Failure::Stop(ArtifactError::TooSlow {
+                name: name.to_string(),
+                url: url.to_string(),
+                received,
+                limit: self.policy.max_duration,
+            })
+        };
+        let too_large = || {
+            Failure::Stop(ArtifactError::TooLarge {
+                name: name.to_string(),
+                url: url.to_string(),
+                limit: self.policy.max_bytes,
+            })
+        };
         let unreachable = |e: &reqwest::Error| ArtifactError::Unreachable {
             name: name.to_string(),
             url: url.to_string(),
             file_name: file_name.to_string(),
             detail: error_chain(e),
         };
-        let mut resp = self
-            .client
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| Failure::Retry(unreachable(&e)))?;
+        let hops = HopLog::default();
+        let client = self.client(hops.clone()).map_err(Failure::Stop)?;
+        let mut resp = match timeout_at(deadline, client.get(url).send()).await {
+            Err(_) => return Err(too_slow(0)),
+            Ok(Err(e)) => {
+                return Err(match redirect::refusal(&hops) {
+                    Some(refused) => Failure::Stop(ArtifactError::Redirect {
+                        name: name.to_string(),
+                        url: url.to_string(),
+                        refused,
+                    }),
+                    None => Failure::Retry(unreachable(&e)),
+                });
+            }
+            Ok(Ok(resp)) => resp,
+        };
+        let redirects = redirect::followed(&hops);
         let status = resp.status();
         if !status.is_success() {
             let err = ArtifactError::HttpStatus {
                 name: name.to_string(),
-                url: url.to_string(),
+                url: match redirects.last() {
+                    Some(last) => format!("{url} (redirected to {last})"),
+                    None => url.to_string(),
+                },
                 status: status.as_u16(),
             };
             return Err(if retryable(status) {
@@ -126,6 +189,9 @@ impl Http {
             });
         }
         let total = resp.content_length();
+        if total.is_some_and(|n| n > self.policy.max_bytes) {
+            return Err(too_large());
+        }
         let cache_io = |e: std::io::Error| {
             Failure::Stop(ArtifactError::Io {
                 name: name.to_string(),
@@ -134,8 +200,15 @@ impl Http {
                 source: e,
             })
         };
-        let mut partial = cache.partial(expected_sha256).await.map_err(cache_io)?;
-        progress.start(name, &Source::Url(url.to_string()), total);
+        let (mut partial, swept) = cache.partial(expected_sha256).await.map_err(cache_io)?;
+        if !swept.is_empty() {
+            progress.notice(&format!("{swept} ({})", cache.root().display()));
+        }
+        let from = Source::Url {
+            url: url.to_string(),
+            redirects: redirects.clone(),
+        };
+        progress.start(name, &from, total);
         let truncated = |received| ArtifactError::Truncated {
             name: name.to_string(),
             url: url.to_string(),
@@ -143,8 +216,21 @@ impl Http {
             expected: total.unwrap_or(0),
         };
         loop {
-            match resp.chunk().await {
+            let next = match timeout_at(deadline, resp.chunk()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    progress.finish();
+                    return Err(too_slow(partial.bytes()));
+                }
+            };
+            match next {
                 Ok(Some(chunk)) => {
+                    // Only a body without Content-Length gets here (hyper
+                    // ends a body at its Content-Length).
+                    if partial.bytes() + chunk.len() as u64 > self.policy.max_bytes {
+                        progress.finish();
+                        return Err(too_large());
+                    }
                     if let Err(e) = partial.write(&chunk).await {
                         progress.finish();
                         return Err(cache_io(e));
@@ -167,8 +253,12 @@ impl Http {
         {
             return Err(Failure::Retry(truncated(partial.bytes())));
         }
-        let (temp, sha, _) = partial.finish().await.map_err(cache_io)?;
-        Ok((temp, sha))
+        let (temp, sha256, _) = partial.finish().await.map_err(cache_io)?;
+        Ok(Downloaded {
+            temp,
+            sha256,
+            redirects,
+        })
     }
 
     /// A small text file (a checksum list), `None` if the server says 404.
@@ -192,6 +282,16 @@ impl Http {
     }
 
     async fn get_text_once(&self, url: &str, max_bytes: usize) -> Result<Option<String>, Failure> {
+        let deadline = Instant::now() + self.policy.max_duration;
+        let too_slow = || {
+            Failure::Stop(ArtifactError::Checksums {
+                url: url.to_string(),
+                problem: format!(
+                    "did not arrive within {}s",
+                    self.policy.max_duration.as_secs()
+                ),
+            })
+        };
         let unreachable = |e: &reqwest::Error| ArtifactError::Checksums {
             url: url.to_string(),
             problem: format!(
@@ -200,12 +300,21 @@ impl Http {
                 error_chain(e)
             ),
         };
-        let mut resp = self
-            .client
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| Failure::Retry(unreachable(&e)))?;
+        let hops = HopLog::default();
+        let client = self.client(hops.clone()).map_err(Failure::Stop)?;
+        let mut resp = match timeout_at(deadline, client.get(url).send()).await {
+            Err(_) => return Err(too_slow()),
+            Ok(Err(e)) => {
+                return Err(match redirect::refusal(&hops) {
+                    Some(refused) => Failure::Stop(ArtifactError::Checksums {
+                        url: url.to_string(),
+                        problem: refused.to_string(),
+                    }),
+                    None => Failure::Retry(unreachable(&e)),
+                });
+            }
+            Ok(Ok(resp)) => resp,
+        };
         let status = resp.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
@@ -222,9 +331,9 @@ impl Http {
             });
         }
         let mut body = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
+        while let Some(chunk) = timeout_at(deadline, resp.chunk())
             .await
+            .map_err(|_| too_slow())?
             .map_err(|e| Failure::Retry(unreachable(&e)))?
         {
             body.extend_from_slice(&chunk);

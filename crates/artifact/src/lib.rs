@@ -7,6 +7,8 @@
 //! extract         raw | bz2 | gz | tar member | deb member | deb-install
 //! checksums       upstream checksum lists, for `labrun pin`
 //! lab_edit        writing a pin into the lab file, comments kept
+//! redirect        which redirects a download follows; every hop recorded
+//! stale           partial files a killed run left, found by their free lock
 //! ```
 //! The library never prints: progress goes through the [`Progress`] trait.
 
@@ -23,9 +25,11 @@ pub mod http;
 pub mod lab_edit;
 pub mod pin;
 pub mod progress;
+pub mod redirect;
 pub mod resolve;
 pub mod source;
 pub mod spec;
+pub mod stale;
 
 pub use cache::Cache;
 pub use checksums::PublishedDigest;

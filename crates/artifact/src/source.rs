@@ -11,8 +11,10 @@ pub enum Source {
     Cache,
     /// The `--mirror` folder.
     Mirror(PathBuf),
-    /// Downloaded from this URL.
-    Url(String),
+    /// Downloaded from `url`, the lab's URL, through `redirects` (every
+    /// URL the server redirected to, in order; the last one served the
+    /// bytes; empty when `url` did).
+    Url { url: String, redirects: Vec<String> },
     /// Copied from this local path.
     File(PathBuf),
     /// `apt-get download PACKAGE=VERSION` with the host's apt configuration.
@@ -36,7 +38,7 @@ impl Source {
         match self {
             Source::Cache => "cache",
             Source::Mirror(_) => "mirror",
-            Source::Url(_) => "url",
+            Source::Url { .. } => "url",
             Source::File(_) => "file",
             Source::Apt { .. } => "apt",
             Source::Build { .. } => "build",
@@ -49,7 +51,13 @@ impl fmt::Display for Source {
         match self {
             Source::Cache => write!(f, "cache"),
             Source::Mirror(p) => write!(f, "mirror {}", p.display()),
-            Source::Url(u) => write!(f, "{u}"),
+            Source::Url { url, redirects } => {
+                write!(f, "{url}")?;
+                for hop in redirects {
+                    write!(f, " -> {hop}")?;
+                }
+                Ok(())
+            }
             Source::File(p) => write!(f, "file {}", p.display()),
             Source::Apt { package, version } => write!(f, "apt {package}={version}"),
             Source::Build { recipe, cached, .. } => {

@@ -43,7 +43,13 @@ async fn downloads_verifies_then_serves_from_cache_without_the_network() {
 
     let mut rec = Recorder::default();
     let got = f.fetch("tool", &spec, &mut rec).await.unwrap();
-    assert_eq!(got.from, Source::Url(spec.url.clone().unwrap()));
+    assert_eq!(
+        got.from,
+        Source::Url {
+            url: spec.url.clone().unwrap(),
+            redirects: vec![]
+        }
+    );
     assert_eq!(got.sha256, sha);
     assert_eq!(
         got.path,
@@ -278,7 +284,13 @@ async fn a_damaged_cached_copy_is_replaced_by_a_fresh_verified_one() {
     std::fs::write(&got.path, &damaged).unwrap();
     let mut rec = Recorder::default();
     let again = f.fetch("tool", &spec, &mut rec).await.unwrap();
-    assert_eq!(again.from, Source::Url(spec.url.clone().unwrap()));
+    assert_eq!(
+        again.from,
+        Source::Url {
+            url: spec.url.clone().unwrap(),
+            redirects: vec![]
+        }
+    );
     assert_eq!(std::fs::read(&again.path).unwrap(), body);
     assert_eq!(server.hits("/tool.bin"), 2);
     assert!(
@@ -314,5 +326,49 @@ async fn a_local_file_source_is_verified_and_cached() {
     assert!(
         matches!(err, ArtifactError::DigestMismatch { .. }),
         "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn partials_that_killed_runs_left_are_swept_by_the_next_download() {
+    let server = Server::start();
+    let body = payload(4_000);
+    let sha = sha256_hex(&body);
+    server.route("/tool.bin", vec![Reply::Body(body.clone())]);
+    let cache = tempfile::tempdir().unwrap();
+    let artifacts = cache.path().join("artifacts");
+    // Left by killed runs: in this artifact's folder, in another's (an old
+    // pin) and in an extraction folder. Nobody holds their locks.
+    let other = artifacts.join(sha256_hex(b"an older pin"));
+    let stale = [
+        artifacts.join(&sha).join(".partial-a1"),
+        other.join(".partial-b2"),
+        other.join("extracted").join(".partial-c3"),
+    ];
+    for p in &stale {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, vec![0u8; 500_000]).unwrap();
+    }
+    // One another process is still writing: it holds its lock.
+    let live = other.join(".partial-live");
+    let held = std::fs::File::create(&live).unwrap();
+    held.lock().unwrap();
+
+    let mut rec = Recorder::default();
+    let got = fetcher(cache.path(), None)
+        .fetch("tool", &url_spec(&server.url("/tool.bin"), &sha), &mut rec)
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(&got.path).unwrap(), body);
+    for p in &stale {
+        assert!(!p.exists(), "{} was left", p.display());
+    }
+    assert!(live.exists(), "a partial being written is not touched");
+    assert!(
+        rec.notices
+            .iter()
+            .any(|n| n.contains("removed 3 stale partial download(s), 1.5 MB")),
+        "{:?}",
+        rec.notices
     );
 }

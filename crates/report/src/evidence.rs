@@ -41,6 +41,10 @@ pub struct ToolSource {
     /// For a binary built on the host: the build's own record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<serde_json::Value>,
+    /// For a downloaded file: the URL asked for and every redirect that led
+    /// to the bytes (`{"file", "url", "redirects": [...]}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download: Option<serde_json::Value>,
 }
 
 fn yes() -> bool {

@@ -603,8 +603,9 @@ mod tests {
             .collect();
         assert_eq!(rows.len() as u64, tree.samples.div_ceil(4), "{rows:?}");
         assert!(rows.iter().all(|r| r.cpu_secs.is_some()), "{rows:?}");
-        // The sampler's cost, and the cgroup gone with the step.
-        assert!(tree.agent_cpu_secs < 0.2, "{tree:?}");
+        // (The sampler's cost is checked on a real agent, in
+        // tests/run_real_tools.rs: here the "agent" is the whole test binary,
+        // other tests' threads included.) The cgroup is gone with the step.
         assert!(tree.source.starts_with("cgroup2 "), "{tree:?}");
         let dir = tree.source["cgroup2 ".len()..].split(" (").next().unwrap();
         assert!(!Path::new(dir).exists(), "{dir} left behind");

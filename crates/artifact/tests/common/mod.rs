@@ -19,6 +19,20 @@ pub enum Reply {
     Truncated { body: Vec<u8>, claimed: usize },
     /// This status with a short text body.
     Status(u16),
+    /// 302 to this `Location` (a path on this server, or a whole URL).
+    Redirect(String),
+    /// 200 announcing `body`'s length, then sending `extra` bytes more.
+    Overlong { body: Vec<u8>, extra: usize },
+    /// 200 without Content-Length, bytes as fast as they are taken, forever.
+    Endless,
+    /// 200 without Content-Length, one byte every `every`, forever.
+    Trickle { every: Duration },
+    /// 200 with a correct Content-Length, `chunk` bytes every `pause`.
+    Slow {
+        body: Vec<u8>,
+        chunk: usize,
+        pause: Duration,
+    },
 }
 
 #[derive(Default)]
@@ -100,6 +114,45 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
         Reply::Body(b) => (200, b.clone(), b.len()),
         Reply::Truncated { body, claimed } => (200, body, claimed),
         Reply::Status(code) => (code, format!("status {code}\n").into_bytes(), 0),
+        Reply::Redirect(location) => {
+            let head = format!(
+                "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(head.as_bytes());
+            return;
+        }
+        Reply::Overlong { mut body, extra } => {
+            let claimed = body.len();
+            body.extend(std::iter::repeat_n(0x5a, extra));
+            (200, body, claimed)
+        }
+        Reply::Endless => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+            let block = vec![0x42u8; 64 * 1024];
+            while stream.write_all(&block).is_ok() {}
+            return;
+        }
+        Reply::Trickle { every } => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+            while stream.write_all(b"x").is_ok() {
+                std::thread::sleep(every);
+            }
+            return;
+        }
+        Reply::Slow { body, chunk, pause } => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            for part in body.chunks(chunk) {
+                if stream.write_all(part).is_err() {
+                    return;
+                }
+                std::thread::sleep(pause);
+            }
+            return;
+        }
     };
     let claimed = if status == 200 { claimed } else { body.len() };
     let head =
@@ -117,6 +170,7 @@ pub fn quick_net() -> NetPolicy {
         read_timeout: Duration::from_secs(5),
         retries: 2,
         backoff: Duration::from_millis(10),
+        ..NetPolicy::default()
     }
 }
 
