@@ -349,3 +349,36 @@ fn a_dataset_the_target_cannot_hold_is_refused_with_what_to_do() {
         assert!(text.contains(needle), "{needle:?} missing:\n{text}");
     }
 }
+
+/// A target that refuses the connection: the error says where and what to
+/// do, and no run folder is left behind.
+#[test]
+fn a_refused_connection_leaves_no_run_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = {
+        let sshd = Sshd::start().expect("sshd");
+        let lab = write_lab(dir.path(), &sshd, 1, 0.001);
+        // The client key lives with the server: keep a copy.
+        let text = std::fs::read_to_string(&lab).expect("lab");
+        let key = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("key: "))
+            .expect("the lab names its key")
+            .trim_matches('"')
+            .to_string();
+        let kept = dir.path().join("client_key");
+        std::fs::copy(&key, &kept).expect("copy the key");
+        std::fs::write(&lab, text.replace(&key, kept.to_str().unwrap())).expect("lab");
+        lab
+        // The server stops here: its port now refuses.
+    };
+    let results = dir.path().join("results");
+    let out = labrun(&lab, &results, &[]).output().expect("run labrun");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("cannot reach 127.0.0.1:"), "{text}");
+    let left: Vec<_> = std::fs::read_dir(&results)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "a refused bench left {left:?}");
+}

@@ -260,7 +260,8 @@ async fn follow_to_end(
     if state == AgentState::Exited(AGENT_COULD_NOT_RUN) {
         // Its reason is on its stderr, which the event stream does not carry
         // when the run was refused before it began.
-        eprintln!(
+        // Remote text: escaped (terminal.rs).
+        safe_eprintln!(
             "labrun: the agent could not run:\n{}",
             remote::agent_error(session, remote).await
         );
