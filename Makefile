@@ -35,11 +35,15 @@ LABRUN := target/release/labrun
 SCALE ?= 0.01
 # Cycles per tool; empty: the lab's own (3 in the default lab).
 CYCLES ?=
+# Some of the lab's tools only, comma-separated (e.g. TOOLS=borg,kopia); empty: all.
+TOOLS ?=
 LAB ?= lab.yaml
 
 ## bench: the main job: bring the VM up, run the cycles, always take it down
+## (SCALE=1 CYCLES=1 TOOLS=borg,kopia: the published scale, one cycle, some tools)
 bench: setup build
-	$(LABRUN) -f $(LAB) up && $(LABRUN) -f $(LAB) bench --scale $(SCALE) $(if $(CYCLES),--cycles $(CYCLES)); \
+	$(LABRUN) -f $(LAB) up $(if $(TOOLS),--tools $(TOOLS)) && \
+	  $(LABRUN) -f $(LAB) bench --scale $(SCALE) $(if $(CYCLES),--cycles $(CYCLES)) $(if $(TOOLS),--tools $(TOOLS)); \
 	  rc=$$?; $(LABRUN) -f $(LAB) down; exit $$rc
 
 ## bench-agent: the agent's throughput and accuracy, as ratios against
