@@ -17,6 +17,7 @@ mod error;
 mod history;
 mod load;
 mod locate;
+pub mod names;
 mod plan;
 mod redact;
 mod schema;

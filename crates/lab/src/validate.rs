@@ -24,7 +24,9 @@ impl Lab {
     /// means the lab can be run.
     pub fn validate(&self) -> Vec<Problem> {
         let mut out = Vec::new();
-        check_name(&self.name, "name", "lab", &mut out);
+        if let Err(msg) = crate::names::check_lab_name(&self.name) {
+            out.push(Problem::new("name", msg));
+        }
         if self.vm.is_some() && self.target.is_some() {
             out.push(Problem::new(
                 "target",

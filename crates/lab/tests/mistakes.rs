@@ -163,6 +163,9 @@ const CASES: &[(&str, &str, &str)] = &[
         "      extract:\n        deb-install: /usr/bin/borg",
         "      extract:\n        deb-install: /usr/bin/borg\n        tar: borg",
     ),
+    // `up` makes a libvirt domain and run ids of the name: `check` refuses
+    // what `up` would.
+    ("lab_name_up_would_refuse", "name: mini", "name: Bench.A"),
     // The agent's own range: `check` refuses what the guest would.
     (
         "scale_below_the_agents_range",

@@ -1,5 +1,7 @@
 //! The VM's own typed settings. The lab file's `vm:` section converts into
-//! this, so the crate builds and tests without the lab crate.
+//! this; the rules both apply (the lab name, the VM's limits) are the lab
+//! crate's (`labrun_lab::names`, `labrun_lab::vm_limits`), so that what
+//! `labrun check` accepts, `labrun up` accepts.
 
 use crate::error::VmError;
 use serde::{Deserialize, Serialize};
@@ -203,14 +205,8 @@ impl VmConfig {
     /// Checks every field without touching the host.
     pub fn validate(&self) -> Result<(), VmError> {
         let bad = |field, reason: String| Err(VmError::Config { field, reason });
-        if !is_lab_name(&self.lab_name) {
-            return bad(
-                "lab_name",
-                format!(
-                    "`{}` must be 1-40 characters of a-z, 0-9, `-` or `_`, starting with a letter or digit",
-                    self.lab_name
-                ),
-            );
+        if let Err(reason) = labrun_lab::names::check_lab_name(&self.lab_name) {
+            return bad("lab_name", reason);
         }
         if !self.lab_path.is_absolute() {
             return bad(
@@ -272,13 +268,6 @@ impl ImageSpec {
 /// `labrun-<lab>`: the prefix marks the domain as labrun's at a glance.
 pub fn domain_name(lab_name: &str) -> String {
     format!("labrun-{lab_name}")
-}
-
-fn is_lab_name(s: &str) -> bool {
-    (1..=40).contains(&s.len())
-        && s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 /// Debian policy: `[a-z0-9][a-z0-9+.-]+`, optionally `=version`. Nothing
