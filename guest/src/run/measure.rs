@@ -336,6 +336,26 @@ mod tests {
             timeout: Option<Duration>,
             interrupt: &Interrupt,
         ) -> Measurement {
+            self.sh_with(script, timeout, None, interrupt)
+        }
+
+        /// `script` in a cgroup of its own under `cgroups`.
+        fn sh_tree(&self, script: &str, cgroups: &Cgroups, name: &str) -> Measurement {
+            let tree = TreeSpec {
+                cgroup: cgroups.for_step(name),
+                timeline: self.dir.path().join("timeline.jsonl"),
+                timeline_rel: "timeline.jsonl".into(),
+            };
+            self.sh_with(script, None, Some(tree), &Interrupt::new())
+        }
+
+        fn sh_with(
+            &self,
+            script: &str,
+            timeout: Option<Duration>,
+            tree: Option<TreeSpec>,
+            interrupt: &Interrupt,
+        ) -> Measurement {
             let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
             let out = self.dir.path().join("out");
             let err = self.dir.path().join("err");
@@ -346,30 +366,9 @@ mod tests {
                 stdout: &out,
                 stderr: &err,
                 timeout,
-                tree: None,
+                tree,
             };
             run_measured(&spec, interrupt).unwrap()
-        }
-
-        /// `script` in a cgroup of its own under `cgroups`.
-        fn sh_tree(&self, script: &str, cgroups: &Cgroups, name: &str) -> Measurement {
-            let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
-            let out = self.dir.path().join("out");
-            let err = self.dir.path().join("err");
-            let spec = CommandSpec {
-                argv: &argv,
-                cwd: self.dir.path(),
-                env: &self.env,
-                stdout: &out,
-                stderr: &err,
-                timeout: None,
-                tree: Some(TreeSpec {
-                    cgroup: cgroups.for_step(name),
-                    timeline: self.dir.path().join("timeline.jsonl"),
-                    timeline_rel: "timeline.jsonl".into(),
-                }),
-            };
-            run_measured(&spec, &Interrupt::new()).unwrap()
         }
 
         fn path(&self, name: &str) -> PathBuf {
