@@ -28,8 +28,12 @@ impl Problem {
     }
 
     /// `file:line:column: path: message`, the form editors jump to.
+    /// One line: the path and message quote the lab, and a line break or
+    /// control character in a quoted value must not start a line of its
+    /// own (a fake "ok" after an error).
     pub fn render(&self, file: &str) -> String {
-        let mut out = file.to_string();
+        use labrun_evidence::printable::printable;
+        let mut out = printable(file).into_owned();
         if let Some(line) = self.line {
             out.push_str(&format!(":{line}"));
             if let Some(col) = self.column {
@@ -38,10 +42,10 @@ impl Problem {
         }
         out.push_str(": ");
         if !self.path.is_empty() {
-            out.push_str(&self.path);
+            out.push_str(&printable(&self.path));
             out.push_str(": ");
         }
-        out.push_str(&self.message);
+        out.push_str(&printable(&self.message));
         out
     }
 }

@@ -166,6 +166,13 @@ const CASES: &[(&str, &str, &str)] = &[
     // `up` makes a libvirt domain and run ids of the name: `check` refuses
     // what `up` would.
     ("lab_name_up_would_refuse", "name: mini", "name: Bench.A"),
+    // A value with a line break, quoted by its error, stays on the error's
+    // line: no fake "ok" line after it.
+    (
+        "a_quoted_line_break_stays_on_its_line",
+        "name: mini",
+        "name: \"mini\\nok: lab is valid\"",
+    ),
     // The agent's own range: `check` refuses what the guest would.
     (
         "scale_below_the_agents_range",
