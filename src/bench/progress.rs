@@ -63,6 +63,16 @@ pub fn step_line(r: &StepRecord) -> String {
             r.sys_secs,
             r.max_rss_kib / 1024
         ));
+        // The whole tree's peak, when the step had a cgroup.
+        if let Some(b) = r.tree.as_ref().and_then(|t| t.resident_peak_bytes) {
+            line.push_str(&format!(" (tree {} MiB)", b >> 20));
+        }
+        if let Some(t) = r.tree.as_ref().filter(|t| !t.leftovers.is_empty()) {
+            line.push_str(&format!(
+                "  left running, killed: {}",
+                one_line(&t.leftovers.join(", "))
+            ));
+        }
     }
     if let Some(size) = r.repo_size_bytes {
         line.push_str(&format!(
@@ -288,6 +298,18 @@ mod tests {
         assert!(line.contains("14.0 s"), "{line}");
         assert!(line.contains("peak 195 MiB"), "{line}");
         assert!(line.contains("restore verified"), "{line}");
+        r.tree = Some(labrun_evidence::TreeMeters {
+            resident_peak_bytes: Some(230 << 20),
+            leftovers: vec!["gpg-agent (pid 77)".into()],
+            ..Default::default()
+        });
+        let line = step_line(&r);
+        assert!(line.contains("peak 195 MiB (tree 230 MiB)"), "{line}");
+        assert!(
+            line.contains("left running, killed: gpg-agent (pid 77)"),
+            "{line}"
+        );
+        r.tree = None;
         r.ok = false;
         r.error = Some("exit 1".into());
         assert!(step_line(&r).contains("FAILED: exit 1"));
