@@ -30,12 +30,15 @@ pub fn printable_text(s: &str) -> Cow<'_, str> {
 /// back to the same string; outside strings JSON text is ASCII, so every one
 /// found is inside a string.
 pub fn printable_json(json: &str) -> Cow<'_, str> {
-    if !json.chars().any(is_hazard) {
+    // A raw line break or tab can only be JSON's own whitespace (inside
+    // strings serializers escape them): pretty output keeps its lines.
+    let hazard = |c: char| is_hazard(c) && !matches!(c, '\n' | '\t' | '\r');
+    if !json.chars().any(hazard) {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
-        if is_hazard(c) {
+        if hazard(c) {
             // Every hazard is in the Basic Multilingual Plane: one \uXXXX.
             let _ = write!(out, "\\u{:04x}", u32::from(c));
         } else {
@@ -136,5 +139,12 @@ mod tests {
         assert!(!shown.chars().any(is_hazard), "{shown}");
         let back: String = serde_json::from_str(&shown).unwrap();
         assert_eq!(back, value);
+        // Pretty JSON (what `labrun status --json` prints) keeps its lines
+        // and still parses to the same value.
+        let pretty = serde_json::to_string_pretty(&serde_json::json!([{"v": value}])).unwrap();
+        let shown = printable_json(&pretty);
+        assert_eq!(shown.lines().count(), pretty.lines().count(), "{shown}");
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back[0]["v"], value);
     }
 }
