@@ -42,9 +42,11 @@ pub struct CommandSpec<'a> {
 /// goes.
 pub struct TreeSpec {
     pub cgroup: Result<StepCgroup, String>,
-    pub timeline: PathBuf,
+    /// None for an untimed helper command: it gets a cgroup only so that
+    /// nothing it starts outlives it.
+    pub timeline: Option<PathBuf>,
     /// `timeline` relative to the evidence directory, for the record.
-    pub timeline_rel: String,
+    pub timeline_rel: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -145,7 +147,8 @@ pub fn run_measured(
     // drop, and the reaping below is ours.
     drop(child);
     interrupt.set_group(pid);
-    let sampler = cgroup.map(|cg| cg.start_sampler(spec.tree.as_ref().map(|t| t.timeline.clone())));
+    let sampler =
+        cgroup.map(|cg| cg.start_sampler(spec.tree.as_ref().and_then(|t| t.timeline.clone())));
 
     let watchdog = spec.timeout.map(|limit| Watchdog::start(pid, limit));
     let exited = wait_exited_keep_zombie(pid);
@@ -170,7 +173,7 @@ pub fn run_measured(
         Ok(cg) => {
             let agent_cpu = cgroup::own_cpu_secs() - cpu_before;
             let mut meters = cg.finish(sampled.unwrap_or_default(), agent_cpu);
-            meters.timeline_path = Some(t.timeline_rel.clone());
+            meters.timeline_path = t.timeline_rel.clone();
             meters
         }
         Err(why) => TreeMeters::unavailable("none", why.clone()),
@@ -343,8 +346,8 @@ mod tests {
         fn sh_tree(&self, script: &str, cgroups: &Cgroups, name: &str) -> Measurement {
             let tree = TreeSpec {
                 cgroup: cgroups.for_step(name),
-                timeline: self.dir.path().join("timeline.jsonl"),
-                timeline_rel: "timeline.jsonl".into(),
+                timeline: Some(self.dir.path().join("timeline.jsonl")),
+                timeline_rel: Some("timeline.jsonl".into()),
             };
             self.sh_with(script, None, Some(tree), &Interrupt::new())
         }

@@ -633,11 +633,11 @@ impl<'p> Runner<'p> {
         let label = format!("{}-{step}", log_prefix(tc));
         let tree = timed.then(|| TreeSpec {
             cgroup: self.cgroups.for_step(&format!("{}-{label}", tc.tool.name)),
-            timeline: logs.stdout.with_extension("timeline.jsonl"),
-            timeline_rel: format!(
+            timeline: Some(logs.stdout.with_extension("timeline.jsonl")),
+            timeline_rel: Some(format!(
                 "{}.timeline.jsonl",
                 logs.stdout_rel.trim_end_matches(".out")
-            ),
+            )),
         });
         let spec = CommandSpec {
             argv: &argv,
@@ -724,9 +724,28 @@ impl<'p> Runner<'p> {
             stdout: &logs.stdout,
             stderr: &logs.stderr,
             timeout: self.timeout(),
-            tree: None,
+            // A cgroup, not for figures: what a helper starts (duplicity's
+            // `collection-status` starts a gpg-agent) must not outlive it.
+            tree: Some(TreeSpec {
+                cgroup: self.cgroups.for_step(&format!(
+                    "{}-{}-{step}.{name}",
+                    tc.tool.name,
+                    log_prefix(tc)
+                )),
+                timeline: None,
+                timeline_rel: None,
+            }),
         };
         let result = run_measured(&spec, &self.interrupt);
+        if let Ok(m) = &result
+            && let Some(t) = m.tree.as_ref().filter(|t| !t.leftovers.is_empty())
+        {
+            let _ = self.warn_once(format!(
+                "{} `{name}` left processes running; they were killed: {}",
+                tc.tool.name,
+                t.leftovers.join(", ")
+            ));
+        }
         self.scrub(tc.tool, &[&logs.stdout, &logs.stderr])
             .map_err(|h| match h {
                 Halt::Fatal(e) => AuxHalt::Fatal(e),
