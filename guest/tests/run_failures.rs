@@ -439,14 +439,7 @@ fn without_root_the_cache_is_not_dropped_and_the_records_say_so() {
     let records = lab.records();
     assert!(records.iter().any(|r| r.timed));
     assert!(records.iter().all(|r| !r.cache_dropped), "{records:#?}");
-    let warnings: Vec<String> = lab
-        .events()
-        .into_iter()
-        .filter_map(|e| match e {
-            Event::Warning { message } => Some(message),
-            _ => None,
-        })
-        .collect();
+    let warnings = lab.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("not root"), "{warnings:?}");
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use labrun_evidence::{AgentMarker, Event};
+use labrun_evidence::AgentMarker;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -142,14 +142,7 @@ fn a_tool_left_running_by_a_killed_agent_is_stopped_by_the_next_one() {
     let out = agent(&next, &lock).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!running(pid), "the leftover tool {pid} still runs");
-    let warnings: Vec<String> = next
-        .events()
-        .into_iter()
-        .filter_map(|e| match e {
-            Event::Warning { message } => Some(message),
-            _ => None,
-        })
-        .collect();
+    let warnings = next.warnings();
     assert!(
         warnings.iter().any(|w| w.contains("killed-run")
             && w.contains(&format!("process group {pid}"))

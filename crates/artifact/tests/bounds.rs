@@ -17,6 +17,20 @@ fn fetcher(cache: &Path, net: NetPolicy) -> Fetcher {
 /// Without the bounds these downloads never end: the test fails instead.
 const TEST_LIMIT: Duration = Duration::from_secs(60);
 
+/// One fetch with `net`, failing the test if it is not over in TEST_LIMIT.
+async fn fetch_bounded(
+    cache: &Path,
+    net: NetPolicy,
+    spec: &labrun_artifact::ArtifactSpec,
+) -> Result<labrun_artifact::FetchedArtifact, ArtifactError> {
+    tokio::time::timeout(
+        TEST_LIMIT,
+        fetcher(cache, net).fetch("tool", spec, &mut NoProgress),
+    )
+    .await
+    .expect("bounded")
+}
+
 #[tokio::test]
 async fn bytes_past_the_content_length_are_not_taken() {
     let server = Server::start();
@@ -30,13 +44,9 @@ async fn bytes_past_the_content_length_are_not_taken() {
     );
     let cache = tempfile::tempdir().unwrap();
     let spec = url_spec(&server.url("/tool.bin"), &sha256_hex(&body));
-    let got = tokio::time::timeout(
-        TEST_LIMIT,
-        fetcher(cache.path(), quick_net()).fetch("tool", &spec, &mut NoProgress),
-    )
-    .await
-    .expect("bounded")
-    .unwrap();
+    let got = fetch_bounded(cache.path(), quick_net(), &spec)
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(&got.path).unwrap(), body);
 }
 
@@ -50,13 +60,7 @@ async fn an_endless_body_is_cut_at_the_size_bound() {
         max_bytes: 4 << 20,
         ..quick_net()
     };
-    let err = tokio::time::timeout(
-        TEST_LIMIT,
-        fetcher(cache.path(), net).fetch("tool", &spec, &mut NoProgress),
-    )
-    .await
-    .expect("bounded")
-    .unwrap_err();
+    let err = fetch_bounded(cache.path(), net, &spec).await.unwrap_err();
     assert!(
         matches!(err, ArtifactError::TooLarge { limit, .. } if limit == 4 << 20),
         "{err:?}"
@@ -106,13 +110,7 @@ async fn a_trickling_server_is_cut_at_the_time_bound() {
         ..quick_net()
     };
     let started = std::time::Instant::now();
-    let err = tokio::time::timeout(
-        TEST_LIMIT,
-        fetcher(cache.path(), net).fetch("tool", &spec, &mut NoProgress),
-    )
-    .await
-    .expect("bounded")
-    .unwrap_err();
+    let err = fetch_bounded(cache.path(), net, &spec).await.unwrap_err();
     assert!(
         matches!(err, ArtifactError::TooSlow { received, .. } if received > 0),
         "{err:?}"

@@ -87,6 +87,17 @@ impl Lab {
         read_lines(&self.evidence().join("events.jsonl"))
     }
 
+    /// The messages of the run's warning events, in order.
+    pub fn warnings(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Warning { message } => Some(message),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Every file under the evidence directory, as bytes.
     pub fn evidence_files(&self) -> Vec<(PathBuf, Vec<u8>)> {
         let mut out = Vec::new();
