@@ -32,12 +32,12 @@ fn a_failing_tool_fails_its_cycle_and_the_others_still_run() {
     let records = lab.records();
     assert_eq!(
         steps_of(&records, "failing", 1),
-        vec![Step::Generate, Step::Init, Step::BackupFull],
+        vec![Step::GENERATE, Step::INIT, Step::BACKUP_FULL],
         "the rest of the failed cycle is skipped"
     );
     let failed = records
         .iter()
-        .find(|r| r.tool == "failing" && r.step == Step::BackupFull)
+        .find(|r| r.tool == "failing" && r.step == Step::BACKUP_FULL)
         .unwrap();
     assert!(!failed.ok);
     assert_eq!(failed.exit.as_ref().unwrap().code, Some(3));
@@ -172,7 +172,7 @@ fn a_step_over_the_time_limit_is_killed_and_recorded() {
     let init = lab
         .records()
         .into_iter()
-        .find(|r| r.step == Step::Init)
+        .find(|r| r.step == Step::INIT)
         .unwrap();
     assert!(!init.ok);
     assert!(
@@ -197,9 +197,9 @@ fn a_restore_that_does_not_match_is_a_failed_verify_with_the_differences() {
     let out = lab.run(&no_cache_drop(base_plan("mismatch", 1, vec![lossy])));
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
     let records = lab.records();
-    let restore = records.iter().find(|r| r.step == Step::Restore).unwrap();
+    let restore = records.iter().find(|r| r.step == Step::RESTORE).unwrap();
     assert!(restore.ok, "the tool itself succeeded: {restore:?}");
-    let verify = records.iter().find(|r| r.step == Step::Verify).unwrap();
+    let verify = records.iter().find(|r| r.step == Step::VERIFY).unwrap();
     assert!(!verify.ok);
     let outcome = verify.verify.as_ref().unwrap();
     assert!(!outcome.passed);
@@ -266,14 +266,14 @@ fn snapshot_ids_and_repo_size_commands_are_used() {
             .find(|r| r.step == step && r.tool == "ids")
             .unwrap()
     };
-    assert_eq!(snap(Step::BackupFull).snapshot.as_deref(), Some("id-s1"));
+    assert_eq!(snap(Step::BACKUP_FULL).snapshot.as_deref(), Some("id-s1"));
     assert_eq!(
-        snap(Step::BackupIncremental).snapshot.as_deref(),
+        snap(Step::BACKUP_INCREMENTAL).snapshot.as_deref(),
         Some("id-s2")
     );
-    assert_eq!(snap(Step::Restore).snapshot.as_deref(), Some("id-s2"));
-    let full = snap(Step::BackupFull).repo_size_bytes.unwrap();
-    let incr = snap(Step::BackupIncremental).repo_size_bytes.unwrap();
+    assert_eq!(snap(Step::RESTORE).snapshot.as_deref(), Some("id-s2"));
+    let full = snap(Step::BACKUP_FULL).repo_size_bytes.unwrap();
+    let incr = snap(Step::BACKUP_INCREMENTAL).repo_size_bytes.unwrap();
     assert!(full > 1_000_000 && incr > full, "{full} {incr}");
     assert!(
         lab.evidence()
@@ -317,7 +317,7 @@ fn sigterm_mid_run_keeps_the_evidence_and_stops_the_tool() {
     let records = lab.records();
     assert_eq!(
         steps_of(&records, "stuck", 1),
-        vec![Step::Generate, Step::Init, Step::BackupFull]
+        vec![Step::GENERATE, Step::INIT, Step::BACKUP_FULL]
     );
     let last = records.last().unwrap();
     assert!(!last.ok);
@@ -392,7 +392,7 @@ fn a_full_disk_is_a_clear_error_and_keeps_the_evidence_so_far() {
     );
     // What was measured before is still there, whole.
     let records = lab.records();
-    assert!(!records.is_empty() && records[0].step == Step::Generate && records[0].ok);
+    assert!(!records.is_empty() && records[0].step == Step::GENERATE && records[0].ok);
     let last_stdout = String::from_utf8(out.stdout)
         .unwrap()
         .lines()

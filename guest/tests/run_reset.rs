@@ -44,7 +44,7 @@ fn every_tool_cycle_backs_up_the_pristine_tree() {
     let fingerprint = |tool: &str, cycle: u32| {
         let r = records
             .iter()
-            .find(|r| r.tool == tool && r.cycle == cycle && r.step == Step::BackupFull)
+            .find(|r| r.tool == tool && r.cycle == cycle && r.step == Step::BACKUP_FULL)
             .unwrap();
         std::fs::read_to_string(lab.evidence().join(r.stdout_path.as_ref().unwrap())).unwrap()
     };
@@ -58,7 +58,7 @@ fn every_tool_cycle_backs_up_the_pristine_tree() {
     let dataset_bytes = records[0].bytes.unwrap();
     let prepared: Vec<_> = records
         .iter()
-        .filter(|r| !r.tool.is_empty() && r.step == Step::Generate)
+        .filter(|r| !r.tool.is_empty() && r.step == Step::GENERATE)
         .collect();
     assert_eq!(prepared.len(), 4);
     assert_eq!(prepared[0].argv.first().map(String::as_str), Some("cp"));
@@ -91,7 +91,7 @@ fn a_source_that_cannot_be_reset_fails_that_cycle_only() {
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
     let records = lab.records();
     assert_eq!(steps_of(&records, "vandal", 1), full_cycle());
-    assert_eq!(steps_of(&records, "next", 1), vec![Step::Generate]);
+    assert_eq!(steps_of(&records, "next", 1), vec![Step::GENERATE]);
     let failed = records.iter().find(|r| r.tool == "next").unwrap();
     assert!(
         failed

@@ -60,7 +60,7 @@ const VERSION_MARK: &str = "labrun-version-of=";
 fn guest_script(tools: &[ToolPlan]) -> String {
     let mut script = PROBE.to_string();
     for tool in tools {
-        let Some(cmd) = &tool.commands.version else {
+        let Some(cmd) = tool.commands.get(labrun_evidence::command::roles::VERSION) else {
             continue;
         };
         let line = cmd
@@ -101,7 +101,10 @@ fn parse_guest(text: &str) -> (Machine, std::collections::BTreeMap<String, Strin
 fn failed_versions(tools: &[ToolPlan], why: &str) -> std::collections::BTreeMap<String, String> {
     tools
         .iter()
-        .filter(|t| t.commands.version.is_some())
+        .filter(|t| {
+            t.commands
+                .contains_key(labrun_evidence::command::roles::VERSION)
+        })
         .map(|t| (t.name.clone(), format!("(version command failed: {why})")))
         .collect()
 }
@@ -140,13 +143,16 @@ mod tests {
     #[test]
     fn one_script_probes_and_asks_every_tool_its_version() {
         let tool = |name: &str, argv: &[&str]| -> ToolPlan {
+            let mut commands = serde_json::json!({
+                "init": {"argv": ["{bin}"]}, "backup": {"argv": ["{bin}"]},
+                "restore": {"argv": ["{bin}"]},
+            });
+            if !argv.is_empty() {
+                commands["version"] = serde_json::json!({ "argv": argv });
+            }
             serde_json::from_value(serde_json::json!({
                 "name": name, "version": "1", "binary": format!("/opt/{name}"),
-                "commands": {
-                    "init": {"argv": ["{bin}"]}, "backup": {"argv": ["{bin}"]},
-                    "restore": {"argv": ["{bin}"]},
-                    "version": (!argv.is_empty()).then(|| serde_json::json!({"argv": argv})),
-                }
+                "commands": commands,
             }))
             .unwrap()
         };

@@ -223,7 +223,7 @@ impl Display for Live {
                         )
                         .unwrap_or_else(|_| ProgressStyle::default_bar()),
                     );
-                    b.set_message(if *phase == Step::Change {
+                    b.set_message(if *phase == Step::CHANGE {
                         "changing"
                     } else {
                         "writing"
@@ -268,7 +268,7 @@ mod tests {
             run_id: "r".into(),
             tool: "restic".into(),
             cycle: 2,
-            step: Step::Restore,
+            step: Step::RESTORE,
             order: 0,
             argv: vec![],
             started_unix_ms: 0,
@@ -292,6 +292,7 @@ mod tests {
             files: None,
             error: None,
             tree: None,
+            planned_kill: None,
             history: None,
         };
         let line = step_line(&r);
@@ -337,7 +338,7 @@ mod tests {
             Event::StepStarted {
                 tool: hostile.into(),
                 cycle: 1,
-                step: Step::Init,
+                step: Step::INIT,
             },
             Event::CycleFinished {
                 tool: hostile.into(),

@@ -51,9 +51,18 @@ impl Lab {
         }
     }
 
+    /// The protocol's timed steps, in order.
+    pub fn timed_steps(&self) -> Vec<Step> {
+        self.protocol
+            .iter()
+            .filter(|s| s.timed())
+            .map(|s| s.name())
+            .collect()
+    }
+
     /// Timed steps a full run makes: per tool and cycle, the protocol's.
     pub fn timed_step_count(&self, cycles: u32, tools: usize) -> u64 {
-        Step::protocol().len() as u64 * u64::from(cycles) * tools as u64
+        self.timed_steps().len() as u64 * u64::from(cycles) * tools as u64
     }
 
     /// A multi-line description; secrets are shown as `<secret>`.
@@ -145,7 +154,11 @@ impl Lab {
         }
 
         let steps = self.timed_step_count(self.cycles, self.tools.len());
-        let names: Vec<&str> = Step::protocol().iter().map(|st| st.as_str()).collect();
+        let timed = self.timed_steps();
+        let names: Vec<&str> = timed.iter().map(Step::as_str).collect();
+        if self.protocol != labrun_evidence::protocol::published() {
+            describe_protocol(&mut s, &self.protocol);
+        }
         push_line!(
             s,
             "cycles: {}; timed steps: {} per tool and cycle ({}), {steps} in all; a step is stopped after {}",
@@ -238,6 +251,52 @@ fn source_of(a: &ArtifactSpec) -> String {
 /// Decimal units, as the published comparison counts (the one formatter).
 fn gb(bytes: u64) -> String {
     labrun_evidence::human::bytes(bytes as f64)
+}
+
+/// A lab's own protocol, one step a line: what it runs and on what.
+fn describe_protocol(s: &mut String, steps: &[labrun_evidence::ProtocolStep]) {
+    use labrun_evidence::ProtocolStep;
+    push_line!(s, "protocol ({} steps per tool and cycle):", steps.len());
+    for step in steps {
+        let what = match step {
+            ProtocolStep::Source => "the pristine source tree (untimed)".to_string(),
+            ProtocolStep::Change => "the seeded 5% change (untimed)".to_string(),
+            ProtocolStep::Verify { .. } => {
+                "the restore checked against its snapshot's tree (untimed)".to_string()
+            }
+            ProtocolStep::Run(r) => {
+                let mut parts = vec![format!("runs `{}`", r.command)];
+                if let Some(l) = &r.makes {
+                    parts.push(format!("makes {l}"));
+                }
+                if let Some(l) = &r.restores {
+                    parts.push(format!("restores {l}"));
+                }
+                if let Some(l) = &r.snapshot {
+                    parts.push(format!("on {l}"));
+                }
+                parts.push(if r.timed {
+                    "timed".into()
+                } else {
+                    "untimed".into()
+                });
+                if r.timed && !r.drop_cache {
+                    parts.push("warm cache".into());
+                }
+                if r.repo_size {
+                    parts.push("repository size after".into());
+                }
+                if r.optional {
+                    parts.push("skipped by tools without it".into());
+                }
+                if let Some(k) = r.kill_after_secs {
+                    parts.push(format!("killed after {k} s"));
+                }
+                parts.join(", ")
+            }
+        };
+        push_line!(s, "  {:<20} {what}", step.name().as_str());
+    }
 }
 
 #[cfg(test)]

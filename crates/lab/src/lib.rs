@@ -28,12 +28,13 @@ pub mod vm_limits;
 
 pub use artifact_check::{ArtifactUse, validate_artifact};
 pub use error::{LabError, Problem};
+pub use labrun_evidence::{CommandTemplate, ProtocolStep, ToolCommands};
 pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};
 pub use schema::{
-    Accel, CommandSpec, CommandsSpec, DatasetSpec, DiskCache, EverySpec, ImageSpec, Lab, Machine,
-    TargetSpec, Timeouts, ToolSpec, VmSpec,
+    Accel, DatasetSpec, DiskCache, EverySpec, ImageSpec, Lab, Machine, TargetSpec, Timeouts,
+    ToolSpec, VmSpec,
 };
 pub use units::{ByteSize, Duration};
 pub use validate::{check_scale, placeholders};

@@ -314,7 +314,7 @@ fn unquoted_placeholder(text: &str, pos: Pos) -> Option<&str> {
     let rest = line.get(pos.column.checked_sub(1)?..)?;
     let inner = rest.strip_prefix('{')?;
     let word = &inner[..inner.find('}')?];
-    labrun_evidence::plan::PLACEHOLDERS
+    labrun_evidence::PLACEHOLDERS
         .contains(&word)
         .then_some(word)
 }

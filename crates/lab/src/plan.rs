@@ -1,10 +1,10 @@
 //! From a lab to the plan the agent runs (`labrun_evidence::Plan`).
 
 use crate::error::LabError;
-use crate::schema::{CommandSpec, DatasetSpec, Lab, ToolSpec};
+use crate::schema::{DatasetSpec, Lab, ToolSpec};
 use crate::validate::check_scale;
 use labrun_artifact::Extract;
-use labrun_evidence::{CommandTemplate, DatasetPlan, Plan, Step, ToolCommands, ToolPlan};
+use labrun_evidence::{DatasetPlan, Plan, ToolPlan};
 
 /// What the command line may change for one run without editing the lab.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -34,7 +34,6 @@ impl ToolSpec {
     /// they reach the tool) and are named in `secret_env` so that every
     /// writer of evidence redacts them.
     pub fn to_tool_plan(&self) -> ToolPlan {
-        let c = &self.commands;
         ToolPlan {
             name: self.name.clone(),
             version: self.version.clone(),
@@ -42,23 +41,8 @@ impl ToolSpec {
             binary_sha256: self.artifact.binary_sha256.clone(),
             env: self.env.clone(),
             secret_env: self.secret_env.clone(),
-            commands: ToolCommands {
-                version: c.version.as_ref().map(template),
-                init: template(&c.init),
-                backup: template(&c.backup),
-                restore: template(&c.restore),
-                snapshot_id: c.snapshot_id.as_ref().map(template),
-                repo_size: c.repo_size.as_ref().map(template),
-                snapshots: c.snapshots.as_ref().map(template),
-            },
+            commands: self.commands.clone(),
         }
-    }
-}
-
-fn template(c: &CommandSpec) -> CommandTemplate {
-    CommandTemplate {
-        argv: c.argv.clone(),
-        cwd: c.cwd.clone(),
     }
 }
 
@@ -155,7 +139,7 @@ impl Lab {
             cycles: o.cycles.unwrap_or(self.cycles),
             dataset,
             tools,
-            timed_steps: Step::protocol(),
+            protocol: self.protocol.clone(),
             drop_caches: true,
             rotate_tools: true,
             step_timeout_secs: Some(self.timeouts.step.as_secs()),

@@ -4,6 +4,7 @@
 
 use crate::units::{ByteSize, Duration};
 use labrun_artifact::ArtifactSpec;
+use labrun_evidence::{ProtocolStep, ToolCommands};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,6 +29,10 @@ pub struct Lab {
     pub cycles: u32,
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// The steps of each tool cycle (`labrun_evidence::protocol`); the
+    /// published cycle when absent.
+    #[serde(default = "labrun_evidence::protocol::published")]
+    pub protocol: Vec<ProtocolStep>,
     pub tools: Vec<ToolSpec>,
     /// The file this lab was read from (not a YAML key).
     #[serde(skip)]
@@ -294,102 +299,9 @@ pub struct ToolSpec {
     /// every log, record and printout.
     #[serde(default)]
     pub secret_env: Vec<String>,
-    pub commands: CommandsSpec,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommandsSpec {
-    /// Prints the tool's version (recorded as evidence).
-    #[serde(default)]
-    pub version: Option<CommandSpec>,
-    pub init: CommandSpec,
-    /// Used for both the full and the incremental backup.
-    pub backup: CommandSpec,
-    pub restore: CommandSpec,
-    /// Prints the id of the snapshot just made (last non-empty stdout line);
-    /// when absent, `{snapshot}` is labrun's label (`s1`, `s2`).
-    #[serde(default)]
-    pub snapshot_id: Option<CommandSpec>,
-    /// Prints the repository size in bytes; when absent the agent measures
-    /// the repository folder.
-    #[serde(default)]
-    pub repo_size: Option<CommandSpec>,
-    #[serde(default)]
-    pub snapshots: Option<CommandSpec>,
-}
-
-impl CommandsSpec {
-    /// Every command with its key, in a stable order (for checks and output).
-    pub fn all(&self) -> Vec<(&'static str, &CommandSpec)> {
-        let mut out = vec![
-            ("init", &self.init),
-            ("backup", &self.backup),
-            ("restore", &self.restore),
-        ];
-        for (key, c) in [
-            ("version", &self.version),
-            ("snapshot_id", &self.snapshot_id),
-            ("repo_size", &self.repo_size),
-            ("snapshots", &self.snapshots),
-        ] {
-            if let Some(c) = c {
-                out.push((key, c));
-            }
-        }
-        out
-    }
-}
-
-/// A command: an argv list, run without a shell. Written either as the list
-/// itself, `["{bin}", "init", "-r", "{repo}"]`, or as a mapping when it needs
-/// a working directory: `{argv: [...], cwd: "{target}"}`. A pipeline is
-/// written `["sh", "-c", "..."]` explicitly.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CommandSpec {
-    pub argv: Vec<String>,
-    pub cwd: Option<String>,
-}
-
-impl<'de> Deserialize<'de> for CommandSpec {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CommandSpec, D::Error> {
-        use serde::de::{self, MapAccess, SeqAccess, Visitor, value};
-
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Full {
-            argv: Vec<String>,
-            #[serde(default)]
-            cwd: Option<String>,
-        }
-
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = CommandSpec;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an argv list like [\"{bin}\", \"init\"] or {argv: [...], cwd: ...}")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<CommandSpec, A::Error> {
-                let argv = Vec::<String>::deserialize(value::SeqAccessDeserializer::new(seq))?;
-                Ok(CommandSpec { argv, cwd: None })
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CommandSpec, A::Error> {
-                let full = Full::deserialize(value::MapAccessDeserializer::new(map))?;
-                Ok(CommandSpec {
-                    argv: full.argv,
-                    cwd: full.cwd,
-                })
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<CommandSpec, E> {
-                Err(E::custom(format!(
-                    "a command is an argv list, not a string: write [{}] (a shell pipeline: [\"sh\", \"-c\", \"...\"])",
-                    v.split_whitespace()
-                        .map(|w| format!("\"{w}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )))
-            }
-        }
-        d.deserialize_any(V)
-    }
+    /// By key: the protocol's steps run them by key (`init`, `backup`,
+    /// `restore`, or any a lab's own steps name); `version`, `snapshot_id`,
+    /// `repo_size` and `snapshots` have a role besides
+    /// (`labrun_evidence::command::roles`).
+    pub commands: ToolCommands,
 }

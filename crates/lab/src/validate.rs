@@ -4,10 +4,10 @@
 
 use crate::artifact_check::{ArtifactUse, validate_artifact};
 use crate::error::Problem;
-use crate::schema::{CommandSpec, DatasetSpec, ImageSpec, Lab, TargetSpec, ToolSpec, VmSpec};
+use crate::schema::{DatasetSpec, ImageSpec, Lab, TargetSpec, ToolSpec, VmSpec};
 use crate::vm_limits;
 use labrun_artifact::Extract;
-use labrun_evidence::plan::PLACEHOLDERS;
+use labrun_evidence::{CommandTemplate, PLACEHOLDERS};
 use std::collections::BTreeSet;
 
 /// Host key algorithms an OpenSSH `known_hosts` line can carry.
@@ -68,7 +68,60 @@ impl Lab {
             }
             validate_tool(tool, &format!("tools[{i}]"), &mut out);
         }
+        self.validate_protocol(&mut out);
         out
+    }
+
+    /// The protocol's own rule (shared with the agent's plan check), with
+    /// each problem at its step.
+    fn validate_protocol(&self, out: &mut Vec<Problem>) {
+        if matches!(self.dataset, DatasetSpec::GitHistory { .. })
+            && self.protocol != labrun_evidence::protocol::published()
+        {
+            out.push(Problem::new(
+                "protocol",
+                "a git-history lab runs its own series (a backup per commit, then a restore of each): remove `protocol:` or use a synthetic dataset",
+            ));
+            return;
+        }
+        let tools: Vec<_> = self
+            .tools
+            .iter()
+            .map(|t| labrun_evidence::protocol::ToolCommandsRef {
+                name: &t.name,
+                commands: &t.commands,
+            })
+            .collect();
+        // A command no step runs is most likely a misspelt one (`bakup:`).
+        let run: BTreeSet<&str> = self
+            .protocol
+            .iter()
+            .filter_map(|s| s.as_run())
+            .map(|r| r.command.as_str())
+            .collect();
+        for (i, tool) in self.tools.iter().enumerate() {
+            for key in tool.commands.keys() {
+                if run.contains(key.as_str())
+                    || labrun_evidence::command::roles::ALL.contains(&key.as_str())
+                {
+                    continue;
+                }
+                let hint = crate::suggest::nearest(key, run.iter().copied())
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                out.push(Problem::new(
+                    format!("tools[{i}].commands.{key}"),
+                    format!("no step of the protocol runs `{key}`{hint}: remove it, or add a step `{{run: {key}}}` to `protocol:`"),
+                ));
+            }
+        }
+        for (index, message) in labrun_evidence::protocol::check(&self.protocol, &tools) {
+            let path = match index {
+                Some(i) => format!("protocol[{i}]"),
+                None => "protocol".to_string(),
+            };
+            out.push(Problem::new(path, message));
+        }
     }
 }
 
@@ -339,7 +392,7 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
             }
             Some(value) => {
                 // A password on a command line shows in `ps` and in logs.
-                for (key, cmd) in tool.commands.all() {
+                for (key, cmd) in &tool.commands {
                     if cmd
                         .argv
                         .iter()
@@ -358,23 +411,23 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
 
     // A tool that binds its tree once, at init (duplicacy's `-repository`),
     // backs up without naming it again.
-    let init = &tool.commands.init;
-    let init_names_source = init
-        .argv
-        .iter()
-        .chain(init.cwd.iter())
-        .any(|a| placeholders(a).contains(&"source"));
-    for (key, cmd) in tool.commands.all() {
+    let init_names_source = tool.commands.get("init").is_some_and(|init| {
+        init.argv
+            .iter()
+            .chain(init.cwd.iter())
+            .any(|a| placeholders(a).contains(&"source"))
+    });
+    for (key, cmd) in &tool.commands {
         let key_rule = if key == "backup" && init_names_source {
             "backup-bound-at-init"
         } else {
-            key
+            key.as_str()
         };
         validate_command(cmd, &format!("{at}.commands.{key}"), key_rule, out);
     }
 }
 
-fn validate_command(cmd: &CommandSpec, at: &str, key: &str, out: &mut Vec<Problem>) {
+fn validate_command(cmd: &CommandTemplate, at: &str, key: &str, out: &mut Vec<Problem>) {
     if cmd.argv.is_empty() || cmd.argv[0].trim().is_empty() {
         out.push(Problem::new(
             format!("{at}.argv"),

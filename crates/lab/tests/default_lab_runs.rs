@@ -5,7 +5,7 @@
 //! catches a wrong flag or a missing `--force` before a VM ever boots. The
 //! default lab's tools (built from source, borg from sid) run in the VM test.
 
-use labrun_lab::{CommandSpec, Lab, ToolSpec};
+use labrun_lab::{CommandTemplate, Lab, ToolSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,7 +26,7 @@ fn substitute(s: &str, bin: &str, d: &Dirs, snapshot: &str) -> String {
         .replace("{snapshot}", snapshot)
 }
 
-fn run(tool: &ToolSpec, cmd: &CommandSpec, bin: &str, d: &Dirs, snapshot: &str) -> String {
+fn run(tool: &ToolSpec, cmd: &CommandTemplate, bin: &str, d: &Dirs, snapshot: &str) -> String {
     let argv: Vec<String> = cmd
         .argv
         .iter()
@@ -95,7 +95,7 @@ fn default_lab_commands_back_up_and_restore_with_the_pinned_packages() {
         std::fs::write(d.source.join("big"), vec![7u8; 300_000]).unwrap();
 
         let c = &tool.commands;
-        if let Some(v) = &c.version {
+        if let Some(v) = c.get("version") {
             let out = run(tool, v, &bin, &d, "");
             assert!(
                 out.contains(&tool.version),
@@ -104,13 +104,13 @@ fn default_lab_commands_back_up_and_restore_with_the_pinned_packages() {
                 tool.version
             );
         }
-        run(tool, &c.init, &bin, &d, "");
-        run(tool, &c.backup, &bin, &d, "s1");
+        run(tool, &c["init"], &bin, &d, "");
+        run(tool, &c["backup"], &bin, &d, "s1");
         std::fs::write(d.source.join("a/b/small"), b"changed").unwrap();
         std::fs::write(d.source.join("new"), b"added").unwrap();
-        run(tool, &c.backup, &bin, &d, "s2");
-        run(tool, &c.restore, &bin, &d, "s2");
-        if let Some(s) = &c.snapshots {
+        run(tool, &c["backup"], &bin, &d, "s2");
+        run(tool, &c["restore"], &bin, &d, "s2");
+        if let Some(s) = c.get("snapshots") {
             run(tool, s, &bin, &d, "");
         }
 

@@ -53,6 +53,26 @@ tools:
 /// (case name, text to replace in BASE, replacement)
 const CASES: &[(&str, &str, &str)] = &[
     (
+        "protocol_unknown_step",
+        "cycles: 3\n",
+        "cycles: 3\nprotocol: [source, {run: init}, prune]\n",
+    ),
+    (
+        "protocol_command_missing",
+        "cycles: 3\n",
+        "cycles: 3\nprotocol:\n  - source\n  - {run: init}\n  - {run: backup, name: backup_full, makes: s1}\n  - {run: restore, restores: s1}\n  - verify\n  - {run: check}\n",
+    ),
+    (
+        "protocol_verify_first",
+        "cycles: 3\n",
+        "cycles: 3\nprotocol: [source, verify, {run: init}, {run: restore, restores: s9}]\n",
+    ),
+    (
+        "command_key_typo",
+        "      backup: [\"{bin}\", backup, -r",
+        "      bakup: [\"{bin}\", backup, -r",
+    ),
+    (
         "history_two_sources",
         "  kind: synthetic\n  seed: 7\n  scale: 0.5",
         "  kind: git-history\n  generate: {seed: 1, commits: 3, files: 10}\n  repository: /var/tmp/r.bundle\n  commits: [v1]",

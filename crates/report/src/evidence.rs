@@ -79,8 +79,36 @@ pub struct PlanView {
     pub cycles: Option<u32>,
     #[serde(default)]
     pub tools: Vec<PlanTool>,
+    /// The steps of a tool cycle (plans since the protocol became data).
+    #[serde(default)]
+    pub protocol: Option<Vec<labrun_evidence::ProtocolStep>>,
+    /// The timed steps alone (plans before that).
     #[serde(default)]
     pub timed_steps: Option<Vec<Step>>,
+}
+
+impl PlanView {
+    /// The timed steps, in the protocol's order.
+    pub fn timed_steps(&self) -> Vec<Step> {
+        match (&self.protocol, &self.timed_steps) {
+            (Some(steps), _) => steps
+                .iter()
+                .filter(|s| s.timed())
+                .map(|s| s.name())
+                .collect(),
+            (None, Some(timed)) => timed.clone(),
+            (None, None) => Self::published_timed_steps(),
+        }
+    }
+
+    /// Those of the published cycle, for evidence without a plan.
+    pub fn published_timed_steps() -> Vec<Step> {
+        labrun_evidence::protocol::published()
+            .iter()
+            .filter(|s| s.timed())
+            .map(|s| s.name())
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -57,9 +57,9 @@ pub fn rows(tools: &[String], records: &[StepRecord]) -> Vec<SnapshotRow> {
                     .filter(|r| steps.contains(&r.step) && r.ok)
                     .collect()
             };
-            let backups = of(&[Step::BackupFull, Step::BackupIncremental]);
+            let backups = of(&[Step::BACKUP_FULL, Step::BACKUP_INCREMENTAL]);
             let checks: Vec<&&StepRecord> =
-                recs.iter().filter(|r| r.step == Step::Verify).collect();
+                recs.iter().filter(|r| r.step == Step::VERIFY).collect();
             SnapshotRow {
                 tool: tools[t].clone(),
                 index,
@@ -75,7 +75,7 @@ pub fn rows(tools: &[String], records: &[StepRecord]) -> Vec<SnapshotRow> {
                         .filter_map(|r| r.repo_size_bytes)
                         .map(|b| b as f64),
                 ),
-                restore: timing(&of(&[Step::Restore])),
+                restore: timing(&of(&[Step::RESTORE])),
                 verified: checks.iter().filter(|r| r.ok).count() as u32,
                 restores_checked: checks.len() as u32,
             }

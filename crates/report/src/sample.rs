@@ -39,7 +39,7 @@ fn from_record(r: &StepRecord) -> Vec<Sample> {
     let metadata = SampleMetadata {
         tool: r.tool.clone(),
         cycle: r.cycle,
-        step: r.step,
+        step: r.step.clone(),
         run_id: r.run_id.clone(),
         ok: r.ok,
         timed: r.timed,

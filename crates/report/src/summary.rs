@@ -113,9 +113,25 @@ pub struct FailedStep {
     pub exit: Option<ExitStatus>,
 }
 
+impl Summary {
+    /// The timed phases of the run, in the protocol's order (each tool's
+    /// phases are; a phase only some tool has comes after those before it).
+    pub fn phase_steps(&self) -> Vec<Step> {
+        let mut all: Vec<Step> = Vec::new();
+        for t in &self.tools {
+            for p in &t.phases {
+                if !all.contains(&p.phase) {
+                    all.push(p.phase.clone());
+                }
+            }
+        }
+        all
+    }
+}
+
 impl ToolSummary {
-    pub fn phase(&self, step: Step) -> Option<&PhaseSummary> {
-        self.phases.iter().find(|p| p.phase == step)
+    pub fn phase(&self, step: &Step) -> Option<&PhaseSummary> {
+        self.phases.iter().find(|p| p.phase == *step)
     }
 
     pub fn checks_with(&self, outcome: CheckOutcome) -> usize {
@@ -142,8 +158,9 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
     let timed_steps = raw
         .plan
         .as_ref()
-        .and_then(|p| p.timed_steps.clone())
-        .unwrap_or_else(Step::protocol);
+        .map_or_else(evidence::PlanView::published_timed_steps, |p| {
+            p.timed_steps()
+        });
 
     let tools: Vec<ToolSummary> = tool_names(&raw)
         .into_iter()
@@ -157,7 +174,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         .map(|r| FailedStep {
             tool: r.tool.clone(),
             cycle: r.cycle,
-            step: r.step,
+            step: r.step.clone(),
             error: r.error.clone(),
             exit: r.exit.clone(),
         })
@@ -209,11 +226,17 @@ fn summarize_tool(
     let mine: Vec<&StepRecord> = records.iter().filter(|r| r.tool == tool).collect();
     let of_step = |step: Step| mine.iter().copied().filter(move |r| r.step == step);
 
-    let mut phase_steps: BTreeSet<Step> = Step::protocol().into_iter().collect();
-    phase_steps.extend(mine.iter().filter(|r| r.timed).map(|r| r.step));
+    // The protocol's timed steps in its order, then any other timed step the
+    // records hold (a newer agent's), in the order they ran.
+    let mut phase_steps: Vec<Step> = timed_steps.to_vec();
+    for r in mine.iter().filter(|r| r.timed) {
+        if !phase_steps.contains(&r.step) {
+            phase_steps.push(r.step.clone());
+        }
+    }
     let phases = phase_steps
         .into_iter()
-        .map(|step| summarize_phase(step, of_step(step)))
+        .map(|step| summarize_phase(step.clone(), of_step(step)))
         .collect();
 
     // Cycle 0 holds run-wide steps (the pristine dataset), not a cycle.
@@ -222,7 +245,7 @@ fn summarize_tool(
         .iter()
         .filter(|&&c| {
             let of_cycle = || mine.iter().filter(move |r| r.cycle == c);
-            let all_timed = timed_steps.iter().all(|&s| of_cycle().any(|r| r.step == s));
+            let all_timed = timed_steps.iter().all(|s| of_cycle().any(|r| r.step == *s));
             all_timed || of_cycle().any(|r| !r.ok)
         })
         .count() as u32;
@@ -235,20 +258,20 @@ fn summarize_tool(
     let repo_size_after_full = Stat::of(
         cycles
             .iter()
-            .filter_map(|&c| size_after(Step::BackupFull, c))
+            .filter_map(|&c| size_after(Step::BACKUP_FULL, c))
             .map(|b| b as f64),
     );
     let growth_after_incremental = Stat::of(cycles.iter().filter_map(|&c| {
-        let full = size_after(Step::BackupFull, c)?;
-        let incr = size_after(Step::BackupIncremental, c)?;
+        let full = size_after(Step::BACKUP_FULL, c)?;
+        let incr = size_after(Step::BACKUP_INCREMENTAL, c)?;
         Some(incr as f64 - full as f64)
     }));
 
     let restore_checks = cycles
         .iter()
         .filter_map(|&c| {
-            let restore = of_step(Step::Restore).find(|r| r.cycle == c)?;
-            let verify = of_step(Step::Verify).find(|r| r.cycle == c);
+            let restore = of_step(Step::RESTORE).find(|r| r.cycle == c)?;
+            let verify = of_step(Step::VERIFY).find(|r| r.cycle == c);
             Some(restore_check(c, restore, verify))
         })
         .collect();
@@ -339,6 +362,7 @@ mod tests {
     use labrun_evidence::VerifyOutcome;
 
     fn record(step: Step, ok: bool, verify: Option<bool>) -> StepRecord {
+        let r_timed = step != Step::VERIFY;
         StepRecord {
             schema_version: 1,
             run_id: "r".into(),
@@ -354,7 +378,7 @@ mod tests {
             max_rss_kib: 0,
             exit: None,
             ok,
-            timed: step != Step::Verify,
+            timed: r_timed,
             cache_dropped: true,
             stdout_path: None,
             stderr_path: None,
@@ -373,6 +397,7 @@ mod tests {
             files: None,
             error: None,
             tree: None,
+            planned_kill: None,
             history: None,
         }
     }
@@ -380,24 +405,24 @@ mod tests {
     #[test]
     fn restore_check_reads_either_place() {
         // The agent's layout: a separate verify record.
-        let restore = record(Step::Restore, true, None);
-        let failed = record(Step::Verify, false, Some(false));
+        let restore = record(Step::RESTORE, true, None);
+        let failed = record(Step::VERIFY, false, Some(false));
         let c = restore_check(1, &restore, Some(&failed));
         assert_eq!(c.outcome, CheckOutcome::Fail);
         assert_eq!(c.first_differences, ["missing: a"]);
-        let passed = record(Step::Verify, true, Some(true));
+        let passed = record(Step::VERIFY, true, Some(true));
         assert_eq!(
             restore_check(1, &restore, Some(&passed)).outcome,
             CheckOutcome::Pass
         );
         // The outcome inside the restore record itself wins.
-        let embedded = record(Step::Restore, false, Some(false));
+        let embedded = record(Step::RESTORE, false, Some(false));
         assert_eq!(
             restore_check(1, &embedded, Some(&passed)).outcome,
             CheckOutcome::Fail
         );
         // A verify record without an outcome: its ok decides.
-        let bare = record(Step::Verify, false, None);
+        let bare = record(Step::VERIFY, false, None);
         assert_eq!(
             restore_check(1, &restore, Some(&bare)).outcome,
             CheckOutcome::Fail
@@ -406,13 +431,13 @@ mod tests {
 
     #[test]
     fn restore_without_check() {
-        let restore = record(Step::Restore, true, None);
+        let restore = record(Step::RESTORE, true, None);
         assert_eq!(
             restore_check(1, &restore, None).outcome,
             CheckOutcome::NotChecked
         );
         // A restore that failed restored nothing to check: a failure.
-        let failed = record(Step::Restore, false, None);
+        let failed = record(Step::RESTORE, false, None);
         assert_eq!(restore_check(1, &failed, None).outcome, CheckOutcome::Fail);
     }
 }

@@ -31,7 +31,7 @@ pub fn load(raw: &Path, records: &[StepRecord]) -> (Vec<StepTimeline>, Vec<Warni
             Ok(rows) => out.push(StepTimeline {
                 tool: r.tool.clone(),
                 cycle: r.cycle,
-                step: r.step,
+                step: r.step.clone(),
                 rows,
             }),
             Err(why) => unreadable.push(format!("{rel} ({why})")),

@@ -118,7 +118,7 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     assert_eq!(names, ["restic", "borg"], "the plan's order");
 
     let restic = &s.tools[0];
-    let full = restic.phase(Step::BackupFull).unwrap().wall_secs.unwrap();
+    let full = restic.phase(&Step::BACKUP_FULL).unwrap().wall_secs.unwrap();
     assert_eq!(
         (full.median, full.min, full.max, full.n),
         (95.1, 93.4, 97.8, 3)
@@ -129,7 +129,7 @@ fn two_tools_three_cycles_with_a_failed_restore() {
 
     let borg = &s.tools[1];
     // The restore ran fine in every cycle; its verification failed once.
-    let restore = borg.phase(Step::Restore).unwrap();
+    let restore = borg.phase(&Step::RESTORE).unwrap();
     assert_eq!((restore.recorded, restore.ok), (3, 3));
     let wall = restore.wall_secs.unwrap();
     assert_eq!(
@@ -137,7 +137,7 @@ fn two_tools_three_cycles_with_a_failed_restore() {
         (41.2, 39.8, 43.5, 3)
     );
     let mem = borg
-        .phase(Step::BackupFull)
+        .phase(&Step::BACKUP_FULL)
         .unwrap()
         .peak_memory_mib
         .unwrap();
@@ -150,8 +150,8 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     assert_eq!(s.failed_steps.len(), 1);
     let f = &s.failed_steps[0];
     assert_eq!(
-        (f.tool.as_str(), f.cycle, f.step),
-        ("borg", 2, Step::Verify)
+        (f.tool.as_str(), f.cycle, f.step.clone()),
+        ("borg", 2, Step::VERIFY)
     );
     assert_eq!(warning_kinds(&s), [WarningKind::StepsFailed]);
     assert_eq!(s.binaries.len(), 2);
@@ -171,14 +171,14 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     };
     let metrics =
         |v: &[&labrun_report::Sample]| v.iter().map(|x| x.metric.clone()).collect::<Vec<_>>();
-    let restore = of(Step::Restore);
+    let restore = of(Step::RESTORE);
     assert_eq!(
         metrics(&restore),
         ["wall_time", "user_cpu", "system_cpu", "peak_memory"]
     );
     assert_eq!(restore[3].unit, "MiB");
     // The agent verifies in-process: no CPU or memory figures to report.
-    let verify = of(Step::Verify);
+    let verify = of(Step::VERIFY);
     assert_eq!(metrics(&verify), ["wall_time", "bytes", "files"]);
     assert!(
         verify
@@ -220,8 +220,8 @@ fn cut_short_run_keeps_what_it_measured() {
     let borg = &s.tools[1];
     assert_eq!((restic.cycles_finished, borg.cycles_finished), (1, 1));
     // borg's cycle 2 reached the incremental backup; its restore line was cut.
-    assert_eq!(borg.phase(Step::BackupIncremental).unwrap().recorded, 2);
-    assert_eq!(borg.phase(Step::Restore).unwrap().recorded, 1);
+    assert_eq!(borg.phase(&Step::BACKUP_INCREMENTAL).unwrap().recorded, 2);
+    assert_eq!(borg.phase(&Step::RESTORE).unwrap().recorded, 1);
     assert_eq!(borg.restore_checks.len(), 1);
     let missing = s
         .warnings
@@ -250,7 +250,7 @@ fn software_emulation_and_warm_cache_are_flagged() {
     assert!(warm.contains("kopia cycle 1 init"), "{warm}");
     // Two cycles: every median is the mean of the two values.
     let kopia = &s.tools[0];
-    let full = kopia.phase(Step::BackupFull).unwrap().wall_secs.unwrap();
+    let full = kopia.phase(&Step::BACKUP_FULL).unwrap().wall_secs.unwrap();
     assert!((full.median - 7.2).abs() < 1e-9);
     // The checks come from separate verify records.
     assert_eq!(kopia.checks_with(CheckOutcome::Pass), 2);
@@ -476,9 +476,9 @@ fn a_failed_step_ends_its_cycle_without_counting_as_missing() {
     let s = summarize(&run).unwrap();
     assert_eq!(s.tools[1].cycles_finished, 3);
     assert_eq!(warning_kinds(&s), [WarningKind::StepsFailed]);
-    let full = s.tools[1].phase(Step::BackupFull).unwrap();
+    let full = s.tools[1].phase(&Step::BACKUP_FULL).unwrap();
     assert_eq!((full.recorded, full.ok), (2, 2));
-    let init = s.tools[1].phase(Step::Init).unwrap();
+    let init = s.tools[1].phase(&Step::INIT).unwrap();
     assert_eq!((init.recorded, init.ok), (3, 2));
     let md = labrun_report::export::markdown::render(&s);
     // Cycles 1 and 2 only: 162.4 and 171.0.
@@ -518,7 +518,7 @@ fn tree_meters_are_shown_beside_the_largest_process() {
     let (_t, run) = raw_with_records(&(lines.join("\n") + "\n"));
     let s = summarize(&run).unwrap();
     let borg = s.tools.iter().find(|t| t.tool == "borg").unwrap();
-    let full = borg.phase(Step::BackupFull).unwrap();
+    let full = borg.phase(&Step::BACKUP_FULL).unwrap();
     assert_eq!(full.tree_memory_mib.as_ref().unwrap().median, 200.0);
     assert_eq!(full.tree_cpu_secs.as_ref().unwrap().median, 185.0);
     assert!(warning_kinds(&s).contains(&WarningKind::LeftoverProcesses));

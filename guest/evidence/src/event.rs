@@ -1,8 +1,8 @@
 //! Progress events: the agent writes one JSON object per line on stdout (and
 //! into `events.jsonl`); the host renders them. Tagged by `"event"`.
 
-use crate::plan::Step;
 use crate::record::StepRecord;
+use crate::step::Step;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

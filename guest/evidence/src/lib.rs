@@ -9,22 +9,27 @@
 //! read leniently by the host so that a newer agent's extra fields do not
 //! break an older report.
 
+pub mod command;
 pub mod event;
 pub mod human;
 pub mod manifest;
 pub mod marker;
 pub mod plan;
 pub mod printable;
+pub mod protocol;
 pub mod record;
+pub mod step;
 
+pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry};
 pub use marker::{AgentMarker, ProcessId};
 pub use plan::{
-    CommandTemplate, CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Step,
-    ToolCommands, ToolPlan,
+    CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, ToolCommands, ToolPlan,
 };
+pub use protocol::{ProtocolStep, RunStep};
 pub use record::{ExitStatus, HistoryPoint, StepRecord, TimelineRow, TreeMeters, VerifyOutcome};
+pub use step::Step;
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;

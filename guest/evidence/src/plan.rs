@@ -2,6 +2,8 @@
 //! read by the agent. Unknown fields are refused: a typo in a plan must not
 //! silently change an experiment.
 
+use crate::command::CommandTemplate;
+use crate::protocol::ProtocolStep;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -15,11 +17,11 @@ pub struct Plan {
     pub cycles: u32,
     pub dataset: DatasetPlan,
     pub tools: Vec<ToolPlan>,
-    /// Timed steps, in order, per tool and cycle. Defaults to the protocol of
-    /// SPEC section 4.
-    #[serde(default = "Step::protocol")]
-    pub timed_steps: Vec<Step>,
-    /// `sync` and drop the page cache before every timed step.
+    /// The steps of every tool cycle, in order (SPEC 4's by default).
+    #[serde(default = "crate::protocol::published")]
+    pub protocol: Vec<ProtocolStep>,
+    /// `sync` and drop the page cache before every step that asks for it
+    /// (off: none does, whatever the protocol says).
     #[serde(default = "yes")]
     pub drop_caches: bool,
     /// Rotate the tool order from cycle to cycle, so no tool always runs first.
@@ -143,83 +145,10 @@ impl ToolPlan {
     }
 }
 
-/// Command templates: argv lists (no shell), with placeholders
-/// `{bin}` `{repo}` `{source}` `{target}` `{snapshot}` `{work}`.
-/// A lab that needs a pipe writes `["sh", "-c", "..."]` itself.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolCommands {
-    #[serde(default)]
-    pub version: Option<CommandTemplate>,
-    pub init: CommandTemplate,
-    pub backup: CommandTemplate,
-    pub restore: CommandTemplate,
-    /// Prints the id of the snapshot just made (last non-empty stdout line).
-    /// Absent: `{snapshot}` is the label labrun gave it (`s1`, `s2`).
-    #[serde(default)]
-    pub snapshot_id: Option<CommandTemplate>,
-    /// Prints the repository size in bytes; absent: the agent measures the
-    /// repository directory's allocated size itself.
-    #[serde(default)]
-    pub repo_size: Option<CommandTemplate>,
-    #[serde(default)]
-    pub snapshots: Option<CommandTemplate>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommandTemplate {
-    pub argv: Vec<String>,
-    /// Working directory (placeholders allowed); default: the tool's work dir.
-    #[serde(default)]
-    pub cwd: Option<String>,
-}
-
-/// Placeholders a command template may use.
-pub const PLACEHOLDERS: &[&str] = &["bin", "repo", "source", "target", "snapshot", "work"];
-
-/// A step of one cycle, as named in records and events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Step {
-    Generate,
-    Init,
-    BackupFull,
-    Change,
-    BackupIncremental,
-    Restore,
-    Verify,
-}
-
-impl Step {
-    /// The timed steps of SPEC section 4, in order.
-    pub fn protocol() -> Vec<Step> {
-        vec![
-            Step::Init,
-            Step::BackupFull,
-            Step::BackupIncremental,
-            Step::Restore,
-        ]
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Step::Generate => "generate",
-            Step::Init => "init",
-            Step::BackupFull => "backup_full",
-            Step::Change => "change",
-            Step::BackupIncremental => "backup_incremental",
-            Step::Restore => "restore",
-            Step::Verify => "verify",
-        }
-    }
-}
-
-impl std::fmt::Display for Step {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// A tool's commands by key: the protocol's steps run them by key (`init`,
+/// `backup`, `restore`, `check`, ...); a few keys have a role besides
+/// ([`crate::command::roles`]).
+pub type ToolCommands = BTreeMap<String, CommandTemplate>;
 
 #[cfg(test)]
 mod tests {
@@ -246,24 +175,13 @@ mod tests {
             binary_sha256: None,
             env,
             secret_env: vec!["RESTIC_PASSWORD".into()],
-            commands: ToolCommands {
-                version: None,
-                init: CommandTemplate {
+            commands: ToolCommands::from([(
+                "init".to_string(),
+                CommandTemplate {
                     argv: vec!["{bin}".into()],
                     cwd: None,
                 },
-                backup: CommandTemplate {
-                    argv: vec!["{bin}".into()],
-                    cwd: None,
-                },
-                restore: CommandTemplate {
-                    argv: vec!["{bin}".into()],
-                    cwd: None,
-                },
-                snapshot_id: None,
-                repo_size: None,
-                snapshots: None,
-            },
+            )]),
         };
         let r = t.redacted();
         assert_eq!(r.env["RESTIC_PASSWORD"], "<redacted>");

@@ -1,6 +1,6 @@
 //! Evidence records: one per step, appended to `records.jsonl` as it ends.
 
-use crate::plan::Step;
+use crate::step::Step;
 use serde::{Deserialize, Serialize};
 
 /// What one step did and cost. Times in seconds, memory in KiB as
@@ -62,10 +62,22 @@ pub struct StepRecord {
     /// steps). `max_rss_kib` above stays the largest single process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree: Option<TreeMeters>,
+    /// A step the protocol kills on purpose (an interrupted backup): when,
+    /// and whether it was still running then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_kill: Option<PlannedKill>,
     /// Git-history runs only: which snapshot of the series this step made,
     /// moved the tree to, restored or verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryPoint>,
+}
+
+/// A kill the protocol asked for (`kill_after_secs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedKill {
+    pub after_secs: f64,
+    /// False: the tool finished before the kill point.
+    pub killed: bool,
 }
 
 /// What a timed step's whole process tree used, from the cgroup (v2) the

@@ -27,7 +27,7 @@ pub enum PlanError {
     #[error("tool {tool:?}: `binary` {path:?} must be an absolute path")]
     RelativeBinary { tool: String, path: String },
     #[error("tool {tool:?}: command `{command}` has an empty argv")]
-    EmptyArgv { tool: String, command: &'static str },
+    EmptyArgv { tool: String, command: String },
     #[error(
         "tool {tool:?}: command `{command}` uses unknown placeholder {{{name}}}; known: {{bin}} {{repo}} {{source}} {{target}} {{snapshot}} {{work}}"
     )]
@@ -58,12 +58,8 @@ pub enum PlanError {
         name: String,
         command: String,
     },
-    #[error(
-        "`timed_steps` names {0}, which is not a tool step: only init, backup_full, backup_incremental and restore can be timed"
-    )]
-    UntimeableStep(String),
-    #[error("`timed_steps` names {0} twice")]
-    DuplicateTimedStep(String),
+    #[error("protocol step {index}: {message}")]
+    Protocol { index: usize, message: String },
     #[error("dataset scale {0} must be a finite number above 0")]
     BadScale(f64),
     #[error("`step_timeout_secs` is 0: leave it out for no timeout, or give a number of seconds")]

@@ -277,6 +277,7 @@ pub fn blank_record(
         files: None,
         error: None,
         tree: None,
+        planned_kill: None,
         history: None,
     }
 }
@@ -299,7 +300,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ev_dir = dir.path().join("ev");
         let mut ev = Evidence::create(&ev_dir, false).unwrap();
-        let mut r = blank_record("run", "restic", 1, Step::Init);
+        let mut r = blank_record("run", "restic", 1, Step::INIT);
         r.ok = true;
         ev.append_record(&r).unwrap();
         ev.emit(&Event::Warning {

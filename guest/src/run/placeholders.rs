@@ -6,7 +6,7 @@
 //! typo like `{rep}` never runs. Anything else in braces is left alone, so a
 //! `sh -c` script can still say `${HOME}` or `find -exec ... {} +`.
 
-use labrun_evidence::plan::PLACEHOLDERS;
+use labrun_evidence::PLACEHOLDERS;
 
 /// The values of one step's placeholders.
 #[derive(Debug, Clone, Default, PartialEq)]

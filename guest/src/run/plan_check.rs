@@ -6,8 +6,7 @@
 use crate::run::error::{PlanError, RunError};
 use crate::run::placeholders::unknown_placeholders;
 use labrun_evidence::{
-    CommandTemplate, CommitSelection, DatasetPlan, HistorySource, Plan, SCHEMA_VERSION, Step,
-    ToolPlan,
+    CommitSelection, DatasetPlan, HistorySource, Plan, SCHEMA_VERSION, ToolPlan,
 };
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -81,14 +80,23 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     if plan.step_timeout_secs == Some(0) {
         return Err(PlanError::ZeroTimeout);
     }
-    let mut seen_steps = HashSet::new();
-    for step in &plan.timed_steps {
-        if !Step::protocol().contains(step) {
-            return Err(PlanError::UntimeableStep(step.to_string()));
-        }
-        if !seen_steps.insert(*step) {
-            return Err(PlanError::DuplicateTimedStep(step.to_string()));
-        }
+    // The lab check's rule, again: a plan is the agent's input.
+    let tools: Vec<_> = plan
+        .tools
+        .iter()
+        .map(|t| labrun_evidence::protocol::ToolCommandsRef {
+            name: &t.name,
+            commands: &t.commands,
+        })
+        .collect();
+    if let Some((index, message)) = labrun_evidence::protocol::check(&plan.protocol, &tools)
+        .into_iter()
+        .next()
+    {
+        return Err(PlanError::Protocol {
+            index: index.unwrap_or(0),
+            message,
+        });
     }
     let mut names = HashSet::new();
     for tool in &plan.tools {
@@ -141,27 +149,6 @@ fn check_name(what: &'static str, name: &str) -> Result<(), PlanError> {
     }
 }
 
-/// The tool's command templates with their names, for checks and messages.
-pub fn templates(tool: &ToolPlan) -> Vec<(&'static str, &CommandTemplate)> {
-    let c = &tool.commands;
-    let mut all = vec![
-        ("init", &c.init),
-        ("backup", &c.backup),
-        ("restore", &c.restore),
-    ];
-    for (name, t) in [
-        ("version", &c.version),
-        ("snapshot_id", &c.snapshot_id),
-        ("repo_size", &c.repo_size),
-        ("snapshots", &c.snapshots),
-    ] {
-        if let Some(t) = t {
-            all.push((name, t));
-        }
-    }
-    all
-}
-
 fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {
     let name = || tool.name.clone();
     if !Path::new(&tool.binary).is_absolute() {
@@ -208,11 +195,11 @@ fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {
             Some(_) => {}
         }
     }
-    for (command, t) in templates(tool) {
+    for (command, t) in &tool.commands {
         if t.argv.is_empty() {
             return Err(PlanError::EmptyArgv {
                 tool: name(),
-                command,
+                command: command.clone(),
             });
         }
         for text in t.argv.iter().chain(t.cwd.iter()) {
@@ -328,7 +315,7 @@ pub mod tests {
     #[test]
     fn a_valid_plan_parses_with_defaults() {
         let plan = parse(&plan_json("")).unwrap();
-        assert_eq!(plan.timed_steps, Step::protocol());
+        assert_eq!(plan.protocol, labrun_evidence::protocol::published());
         assert!(plan.drop_caches && plan.rotate_tools);
         check_binaries(&plan).unwrap();
     }
@@ -374,13 +361,18 @@ pub mod tests {
             ),
             (
                 r#""cycles":2"#,
-                r#""cycles":2,"timed_steps":["init","verify"]"#,
-                "verify",
+                r#""cycles":2,"protocol":["source",{"run":"init"},"verify"]"#,
+                "follows a step with `restores:`",
             ),
             (
                 r#""cycles":2"#,
-                r#""cycles":2,"timed_steps":["init","init"]"#,
-                "twice",
+                r#""cycles":2,"protocol":["source",{"run":"init"},{"run":"init"}]"#,
+                "two steps are called init",
+            ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"protocol":["source",{"run":"check"}]"#,
+                "no command for",
             ),
             (r#""name":"fake""#, r#""name":"a b""#, "tool name"),
             (r#""binary":"/bin/sh""#, r#""binary":"sh""#, "absolute"),

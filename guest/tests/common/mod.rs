@@ -159,19 +159,19 @@ pub fn steps_of(records: &[StepRecord], tool: &str, cycle: u32) -> Vec<Step> {
     records
         .iter()
         .filter(|r| r.tool == tool && r.cycle == cycle)
-        .map(|r| r.step)
+        .map(|r| r.step.clone())
         .collect()
 }
 
 pub fn full_cycle() -> Vec<Step> {
     vec![
-        Step::Generate,
-        Step::Init,
-        Step::BackupFull,
-        Step::Change,
-        Step::BackupIncremental,
-        Step::Restore,
-        Step::Verify,
+        Step::GENERATE,
+        Step::INIT,
+        Step::BACKUP_FULL,
+        Step::CHANGE,
+        Step::BACKUP_INCREMENTAL,
+        Step::RESTORE,
+        Step::VERIFY,
     ]
 }
 

@@ -10,15 +10,16 @@ use labrun_evidence::Step;
 pub const NONE: &str = "-";
 
 /// The three phases the published comparison shows side by side.
-pub const HEADLINE_PHASES: [Step; 3] = [Step::BackupFull, Step::BackupIncremental, Step::Restore];
+pub const HEADLINE_PHASES: [Step; 3] = [Step::BACKUP_FULL, Step::BACKUP_INCREMENTAL, Step::RESTORE];
 
-pub fn phase_title(step: Step) -> String {
-    match step {
-        Step::Init => "Init".into(),
-        Step::BackupFull => "Full backup".into(),
-        Step::BackupIncremental => "Incremental backup".into(),
-        Step::Restore => "Restore".into(),
-        other => other.as_str().into(),
+/// A phase's title: the published steps' in words, a lab's own by name.
+pub fn phase_title(step: &Step) -> String {
+    match step.as_str() {
+        "init" => "Init".into(),
+        "backup_full" => "Full backup".into(),
+        "backup_incremental" => "Incremental backup".into(),
+        "restore" => "Restore".into(),
+        other => other.into(),
     }
 }
 
@@ -56,7 +57,7 @@ fn counted(
     }
 }
 
-pub fn phase_time(summary: &Summary, t: &ToolSummary, step: Step) -> String {
+pub fn phase_time(summary: &Summary, t: &ToolSummary, step: &Step) -> String {
     match t.phase(step) {
         Some(p) => counted(summary, p, p.wall_secs.as_ref(), format::secs_range),
         None => NONE.into(),
@@ -118,7 +119,7 @@ pub fn tree_memory_medians(t: &ToolSummary) -> String {
 fn medians(t: &ToolSummary, stat: fn(&PhaseSummary) -> Option<Stat>) -> String {
     HEADLINE_PHASES
         .iter()
-        .map(|&s| {
+        .map(|s| {
             t.phase(s)
                 .and_then(stat)
                 .map_or(NONE.into(), |m| format::mib_value(m.median))
@@ -131,7 +132,7 @@ fn medians(t: &ToolSummary, stat: fn(&PhaseSummary) -> Option<Stat>) -> String {
 pub fn cpu_medians(t: &ToolSummary) -> String {
     HEADLINE_PHASES
         .iter()
-        .map(|&s| match t.phase(s) {
+        .map(|s| match t.phase(s) {
             Some(PhaseSummary {
                 user_secs: Some(u),
                 sys_secs: Some(y),

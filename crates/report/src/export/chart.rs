@@ -107,19 +107,12 @@ impl Bar {
 
 /// One bar per phase and tool, grouped by phase.
 fn per_phase(s: &Summary, figure: fn(&crate::summary::PhaseSummary) -> Option<Stat>) -> Vec<Bar> {
-    let mut phases: Vec<_> = s
-        .tools
-        .iter()
-        .flat_map(|t| t.phases.iter().map(|p| p.phase))
-        .collect();
-    phases.sort();
-    phases.dedup();
     let mut rows = Vec::new();
-    for phase in phases {
+    for phase in s.phase_steps() {
         for (i, t) in s.tools.iter().enumerate() {
-            if let Some(st) = t.phase(phase).and_then(figure) {
+            if let Some(st) = t.phase(&phase).and_then(figure) {
                 rows.push(Bar::new(
-                    format!("{}: {}", t.tool, cells::phase_title(phase)),
+                    format!("{}: {}", t.tool, cells::phase_title(&phase)),
                     i,
                     st,
                 ));

@@ -17,7 +17,7 @@ struct Row<'a> {
     run_id: &'a str,
     tool: &'a str,
     version: &'a str,
-    phase: &'static str,
+    phase: &'a str,
     cycles_recorded: u32,
     cycles_ok: u32,
     wall_median_s: Option<f64>,
@@ -67,15 +67,15 @@ impl Exporter for Csv {
                     parts(p.sys_secs.as_ref());
                 let (peak_memory_median_mib, peak_memory_min_mib, peak_memory_max_mib) =
                     parts(p.peak_memory_mib.as_ref());
-                let size = (p.phase == Step::BackupFull)
+                let size = (p.phase == Step::BACKUP_FULL)
                     .then_some(t.repo_size_after_full)
                     .flatten();
-                let growth = (p.phase == Step::BackupIncremental)
+                let growth = (p.phase == Step::BACKUP_INCREMENTAL)
                     .then_some(t.growth_after_incremental)
                     .flatten();
                 let (s_med, s_min, s_max) = parts(size.as_ref());
                 let (g_med, g_min, g_max) = parts(growth.as_ref());
-                let restore = p.phase == Step::Restore;
+                let restore = p.phase == Step::RESTORE;
                 let count = |o: CheckOutcome| restore.then(|| t.checks_with(o));
                 w.serialize(Row {
                     run_id: &summary.run_id,

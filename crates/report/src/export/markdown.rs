@@ -63,7 +63,7 @@ fn page(s: &Summary) -> String {
             "Restore check",
         ],
         s.tools.iter().map(|t| {
-            let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, p));
+            let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, &p));
             vec![
                 cells::tool_label(t),
                 full,
@@ -81,18 +81,8 @@ fn page(s: &Summary) -> String {
 
     super::history::markdown(&mut out, s);
     out.push_str("## Per phase\n\n");
-    let phases: Vec<_> = {
-        let mut all: Vec<_> = s
-            .tools
-            .iter()
-            .flat_map(|t| t.phases.iter().map(|p| p.phase))
-            .collect();
-        all.sort();
-        all.dedup();
-        all
-    };
-    for phase in phases {
-        let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(phase));
+    for phase in s.phase_steps() {
+        let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(&phase));
         table(
             &mut out,
             &[
@@ -107,7 +97,7 @@ fn page(s: &Summary) -> String {
                 "Cycles ok",
             ],
             s.tools.iter().filter_map(|t| {
-                let p = t.phase(phase)?;
+                let p = t.phase(&phase)?;
                 Some(vec![
                     cells::tool_label(t),
                     cells::phase_wall(s, p),

@@ -25,7 +25,7 @@ pub fn render_terminal(s: &Summary) -> String {
     .to_vec();
     let mut rows = vec![header];
     for t in &s.tools {
-        let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, p));
+        let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, &p));
         rows.push(vec![
             cells::tool_label(t),
             full,

@@ -34,10 +34,10 @@ impl Exporter for TimelineChart {
 }
 
 /// The first cycle's timeline of `tool` in `step`.
-fn first<'a>(s: &'a Summary, tool: &str, step: labrun_evidence::Step) -> Option<&'a StepTimeline> {
+fn first<'a>(s: &'a Summary, tool: &str, step: &labrun_evidence::Step) -> Option<&'a StepTimeline> {
     s.timelines
         .iter()
-        .filter(|t| t.tool == tool && t.step == step && !t.rows.is_empty())
+        .filter(|t| t.tool == tool && t.step == *step && !t.rows.is_empty())
         .min_by_key(|t| t.cycle)
 }
 
@@ -58,12 +58,18 @@ fn draw(s: &Summary) -> Result<Vec<u8>> {
         what: "chart-timeline.svg",
         message: e.to_string(),
     };
-    let phases = cells::HEADLINE_PHASES;
+    // Every timed phase the run had but `init`, which is over before the
+    // first sample.
+    let phases: Vec<labrun_evidence::Step> = s
+        .phase_steps()
+        .into_iter()
+        .filter(|p| *p != labrun_evidence::Step::INIT)
+        .collect();
     let tools: Vec<&str> = s
         .tools
         .iter()
         .map(|t| t.tool.as_str())
-        .filter(|t| phases.iter().any(|&p| first(s, t, p).is_some()))
+        .filter(|t| phases.iter().any(|p| first(s, t, p).is_some()))
         .collect();
     let (w, h) = (
         PANEL_W * phases.len() as u32,
@@ -83,7 +89,7 @@ fn draw(s: &Summary) -> Result<Vec<u8>> {
         for (i, panel) in panels.iter().enumerate() {
             let (row, col) = (i / phases.len(), i % phases.len());
             let Some(tool) = tools.get(row) else { continue };
-            let step = phases[col];
+            let step = &phases[col];
             let title = format!("{tool}: {}", cells::phase_title(step));
             let Some(t) = first(s, tool, step) else {
                 panel

@@ -15,16 +15,14 @@
 //! would build on it); a restore or verification that fails does not stop
 //! the restores of the other snapshots.
 
-#[path = "history_git.rs"]
 mod git;
-#[path = "history_series.rs"]
 mod series;
 
 use super::{Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count};
 use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::{Evidence, blank_record};
 use crate::run::interrupt::InProcess;
-use labrun_evidence::{HistoryPoint, HistorySource, Manifest, Step};
+use labrun_evidence::{HistoryPoint, HistorySource, Manifest, RunStep, Step};
 use series::Series;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -53,7 +51,7 @@ impl<'p> Runner<'p> {
         rec.argv = git::clone_argv(path, &clone);
         let started = Instant::now();
         let (path, selection) = (path.clone(), commits.clone());
-        let result = self.in_process(Step::Generate, move |_| {
+        let result = self.in_process(Step::GENERATE, move |_| {
             git::clone(&path, &clone)?;
             git::resolve(&clone, &selection)
         });
@@ -82,12 +80,11 @@ impl<'p> Runner<'p> {
         tc: &ToolCycle,
         source: &HistorySource,
     ) -> Result<bool, Halt> {
-        let commands = &tc.tool.commands;
         let mut series = match Series::open(source, &self.root, Path::new(&tc.vars.work)) {
             Ok(s) => s,
             Err(why) => {
                 let mut rec =
-                    blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::Generate);
+                    blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::GENERATE);
                 rec.order = tc.order;
                 rec.error = Some(why);
                 self.append(&rec)?;
@@ -95,7 +92,7 @@ impl<'p> Runner<'p> {
             }
         };
         if !self
-            .tool_step(tc, Step::Init, &commands.init, &snapshot_label(1))?
+            .tool_step(tc, &RunStep::new(Step::INIT, "init"), None)?
             .ok
         {
             return Ok(false);
@@ -108,11 +105,15 @@ impl<'p> Runner<'p> {
                 _ => return Ok(false),
             }
             let step = if k == 1 {
-                Step::BackupFull
+                Step::BACKUP_FULL
             } else {
-                Step::BackupIncremental
+                Step::BACKUP_INCREMENTAL
             };
-            let made = self.tool_step(&at, step, &commands.backup, &snapshot_label(k))?;
+            let backup = RunStep {
+                makes: Some(snapshot_label(k)),
+                ..RunStep::new(step, "backup")
+            };
+            let made = self.tool_step(&at, &backup, Some(&snapshot_label(k)))?;
             if !made.ok {
                 return Ok(false);
             }
@@ -121,7 +122,12 @@ impl<'p> Runner<'p> {
         let mut all_ok = true;
         for (k, (at, snapshot)) in (1..).zip(&snapshots) {
             empty_folder(Path::new(&at.vars.target))?;
-            let restored = self.tool_step(at, Step::Restore, &commands.restore, snapshot)?;
+            let restore = RunStep {
+                restores: Some(snapshot_label(k)),
+                repo_size: false,
+                ..RunStep::new(Step::RESTORE, "restore")
+            };
+            let restored = self.tool_step(at, &restore, Some(snapshot))?;
             all_ok &= restored.ok && self.verify_snapshot(at, k)?;
         }
         Ok(all_ok)
@@ -139,8 +145,8 @@ impl<'p> Runner<'p> {
         k: u32,
     ) -> Result<(bool, Option<Series>), Halt> {
         self.check_stop()?;
-        let step = if k == 1 { Step::Generate } else { Step::Change };
-        let (mut rec, started) = self.start_step(tc, step)?;
+        let step = if k == 1 { Step::GENERATE } else { Step::CHANGE };
+        let (mut rec, started) = self.start_step(tc, step.clone())?;
         let dir = PathBuf::from(&tc.vars.source);
         let result = self.in_process(step, move |progress| {
             let tree = series.move_to(k, &dir).and_then(|()| {
@@ -206,6 +212,7 @@ impl<'p> Runner<'p> {
         self.check_stop()?;
         self.verify_tree(
             tc,
+            &Step::VERIFY,
             &manifest_name(k),
             &format!("the restore of snapshot {k} differs from commit {k}"),
             Vec::new(),

@@ -1,0 +1,95 @@
+//! A command of a tool: the one type the lab file, the plan and the agent
+//! share.
+
+use serde::{Deserialize, Serialize};
+
+/// An argv list, run without a shell, with placeholders `{bin}` `{repo}`
+/// `{source}` `{target}` `{snapshot}` `{work}`. Written either as the list
+/// itself, `["{bin}", "init", "-r", "{repo}"]`, or as a mapping when it needs
+/// a working directory: `{argv: [...], cwd: "{target}"}`. A pipeline is
+/// written `["sh", "-c", "..."]` explicitly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandTemplate {
+    pub argv: Vec<String>,
+    /// Working directory (placeholders allowed); default: the tool's work dir.
+    pub cwd: Option<String>,
+}
+
+/// Placeholders a command template may use.
+pub const PLACEHOLDERS: &[&str] = &["bin", "repo", "source", "target", "snapshot", "work"];
+
+impl<'de> Deserialize<'de> for CommandTemplate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CommandTemplate, D::Error> {
+        use serde::de::{self, MapAccess, SeqAccess, Visitor, value};
+
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Full {
+            argv: Vec<String>,
+            #[serde(default)]
+            cwd: Option<String>,
+        }
+
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CommandTemplate;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an argv list like [\"{bin}\", \"init\"] or {argv: [...], cwd: ...}")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<CommandTemplate, A::Error> {
+                let argv = Vec::<String>::deserialize(value::SeqAccessDeserializer::new(seq))?;
+                Ok(CommandTemplate { argv, cwd: None })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CommandTemplate, A::Error> {
+                let full = Full::deserialize(value::MapAccessDeserializer::new(map))?;
+                Ok(CommandTemplate {
+                    argv: full.argv,
+                    cwd: full.cwd,
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CommandTemplate, E> {
+                Err(E::custom(format!(
+                    "a command is an argv list, not a string: write [{}] (a shell pipeline: [\"sh\", \"-c\", \"...\"])",
+                    v.split_whitespace()
+                        .map(|w| format!("\"{w}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Commands with a meaning of their own besides being run by a step: the
+/// agent runs them after a step, the host at `up`.
+pub mod roles {
+    /// Prints the tool's version (recorded as evidence at `up`/`bench`).
+    pub const VERSION: &str = "version";
+    /// Prints the id of the snapshot just made (last non-empty stdout line);
+    /// when absent, `{snapshot}` is labrun's label (`s1`, `s2`).
+    pub const SNAPSHOT_ID: &str = "snapshot_id";
+    /// Prints the repository size in bytes; when absent the agent measures
+    /// the repository folder.
+    pub const REPO_SIZE: &str = "repo_size";
+    /// Lists the snapshots (kept in the logs for a reader).
+    pub const SNAPSHOTS: &str = "snapshots";
+
+    pub const ALL: &[&str] = &[VERSION, SNAPSHOT_ID, REPO_SIZE, SNAPSHOTS];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_forms() {
+        let c: CommandTemplate = serde_json::from_str(r#"["{bin}","init"]"#).unwrap();
+        assert_eq!(c.argv, ["{bin}", "init"]);
+        let c: CommandTemplate =
+            serde_json::from_str(r#"{"argv":["x"],"cwd":"{target}"}"#).unwrap();
+        assert_eq!(c.cwd.as_deref(), Some("{target}"));
+        let e = serde_json::from_str::<CommandTemplate>(r#""restic init""#).unwrap_err();
+        assert!(e.to_string().contains("[\"restic\", \"init\"]"), "{e}");
+    }
+}

@@ -1,0 +1,509 @@
+//! The run: the dataset once, then every cycle, every tool in its rotated
+//! order, every step of SPEC section 4, each written down as it ends.
+//!
+//! Work tree, under `--work DIR`:
+//! `DIR/<run_id>/pristine` the generated dataset, kept for the whole run;
+//! `DIR/<run_id>/c<cycle>-<tool>/{source,repo,restore,work}` one tool cycle:
+//! a pristine source tree, a fresh empty repository, an empty restore target
+//! and an empty work/home directory. The source tree of the first tool cycle
+//! is a copy of the pristine one (`cp -a --reflink=auto`); every later tool
+//! cycle takes over the previous one's and resets it to the pristine state
+//! (see [`crate::run::reset`]: the changed bytes are copied back, anything a
+//! tool added is removed), which costs about 5% of a copy and spares deleting
+//! the old one. Either is recorded as an untimed `generate` step of that tool
+//! and cycle. Between tool cycles the source waits in `DIR/<run_id>/source`;
+//! the rest of a tool cycle's folder is removed when it ends (its repository
+//! and home already while its restore is verified), so the disk holds the
+//! pristine tree, one source tree and one tool cycle at a time.
+//!
+//! Paths: the plan decides argv and cwd; the agent checks `{target}` itself
+//! against the changed manifest. So a lab backs up with cwd `{source}` and
+//! the argument `.`, and restores into `{target}`, for every tool alike.
+
+use crate::run::agent_lock::{AgentLock, DEFAULT_LOCK_NAME};
+use crate::run::cache::{CacheDrop, drop_page_cache};
+use crate::run::cgroup::Cgroups;
+use crate::run::error::RunError;
+use crate::run::evidence::{Done, Evidence, FailedCycle, blank_record, unix_ms_now};
+use crate::run::interrupt::{InProcess, Interrupt, signal_name};
+use crate::run::leftover::{self, stop_leftover_tool};
+use crate::run::placeholders::Vars;
+use crate::run::plan_check::{check_binaries, load_plan};
+use crate::run::remove::remove_trees;
+use crate::run::rotation::cycle_order;
+use crate::run::run_dirs::resolve as resolve_dirs;
+use crate::run::scrub::scrub_file;
+use crate::run::space;
+use labrun_dataset::DatasetParams;
+use labrun_evidence::{
+    DatasetPlan, EntryKind, Event, Manifest, Plan, SCHEMA_VERSION, Step, StepRecord, ToolPlan,
+};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+// The git-history study (SPEC 6): a child module, so it runs the same
+// steps as the protocol does.
+mod cycle;
+mod history;
+mod source_tree;
+mod tool_step;
+mod verify_step;
+
+const GENERATED: &str = "generated";
+const CHANGED: &str = "changed";
+
+pub struct RunOptions {
+    pub plan: PathBuf,
+    pub work: PathBuf,
+    pub evidence: PathBuf,
+    /// The marker held while the run goes on (see [`crate::run::agent_lock`]);
+    /// `None`: [`DEFAULT_LOCK_NAME`] in the work folder.
+    pub lock: Option<PathBuf>,
+    /// Delete the plan file once read: it carries the tools' passwords, and
+    /// the machine may live on after the run (the evidence keeps a redacted
+    /// copy).
+    pub remove_plan: bool,
+    /// Stream events on stdout too (the command does; tests need not).
+    pub echo_events: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// Every step of every tool passed.
+    Passed,
+    /// The run finished, and some step failed.
+    SomeFailed,
+    /// A signal stopped the run.
+    Interrupted(i32),
+}
+
+impl RunOutcome {
+    /// 0 all passed, 1 some step failed, 128 + signal when stopped (as a
+    /// shell reports a command killed by that signal). 2, for a run that
+    /// could not start or go on, is the caller's (an `Err`).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunOutcome::Passed => 0,
+            RunOutcome::SomeFailed => 1,
+            RunOutcome::Interrupted(signal) => 128u8.saturating_add(signal.clamp(1, 127) as u8),
+        }
+    }
+}
+
+/// Why the run stopped before its end.
+enum Halt {
+    Signal(i32),
+    Fatal(RunError),
+}
+
+impl From<RunError> for Halt {
+    fn from(e: RunError) -> Halt {
+        Halt::Fatal(e)
+    }
+}
+
+/// Runs the plan at `opts.plan`. `Err` when the run could not start (bad
+/// plan, missing binary, unusable directories, another agent running, too
+/// little disk) or could not go on (evidence could not be written); what was
+/// written until then stays.
+pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcome, RunError> {
+    let plan = load_plan(&opts.plan);
+    let mut start_warnings = Vec::new();
+    if opts.remove_plan {
+        start_warnings.extend(remove_plan(&opts.plan));
+    }
+    let plan = plan?;
+    check_binaries(&plan)?;
+    let dirs = resolve_dirs(&opts.work, &opts.evidence, &plan.run_id)?;
+    let lock_path = opts
+        .lock
+        .clone()
+        .unwrap_or_else(|| dirs.work.join(DEFAULT_LOCK_NAME));
+    let (lock, previous) = AgentLock::acquire(&lock_path, &plan.run_id)?;
+    if let Some(previous) = &previous {
+        start_warnings.extend(stop_leftover_tool(previous, leftover::GRACE));
+    }
+    if let DatasetPlan::Synthetic { seed, scale, .. } = plan.dataset {
+        let dataset = labrun_dataset::layout(&DatasetParams { seed, scale }).total_bytes();
+        space::check_now(&dirs.work, dataset)?;
+    }
+    // From here on the marker names the tool that runs, so that the next
+    // agent can stop it should this one be killed.
+    let lock = Arc::new(lock);
+    let recorder = Arc::clone(&lock);
+    interrupt.record_groups_with(Box::new(move |group| recorder.record_tool(group)));
+    let evidence = Evidence::create(&dirs.evidence, opts.echo_events)?;
+    let root = dirs.root;
+    std::fs::create_dir_all(&root)
+        .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
+    let (seed, scale, change_seed) = match plan.dataset {
+        DatasetPlan::Synthetic {
+            seed,
+            scale,
+            change_seed,
+        } => (seed, scale, change_seed),
+        // A git history (history.rs) uses none of the synthetic parameters.
+        DatasetPlan::GitHistory { .. } => (0, 0.0, None),
+    };
+    let mut runner = Runner {
+        pristine: root.join("pristine"),
+        root,
+        params: DatasetParams { seed, scale },
+        change_seed: change_seed.unwrap_or(seed.wrapping_add(1)),
+        plan: &plan,
+        ev: evidence,
+        interrupt,
+        changed_digest: None,
+        source_reusable: false,
+        warned: HashSet::new(),
+        start_warnings,
+        records: 0,
+        failed_steps: 0,
+        failed_cycles: Vec::new(),
+        cgroups: Cgroups::open(),
+    };
+    match runner.run_all() {
+        Ok(outcome) => Ok(outcome),
+        Err(Halt::Signal(signal)) => {
+            runner.finish_stopped(format!("interrupted by {}", signal_name(signal)));
+            Ok(RunOutcome::Interrupted(signal))
+        }
+        Err(Halt::Fatal(e)) => {
+            runner.finish_stopped(e.to_string());
+            Err(e)
+        }
+    }
+}
+
+/// Deletes the plan just read; a failure is a warning for the evidence
+/// (the passwords stay on the machine), not a reason to refuse the run.
+fn remove_plan(plan: &Path) -> Option<String> {
+    match std::fs::remove_file(plan) {
+        Ok(()) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(format!(
+            "cannot remove the plan {} ({e}): it holds the tools' passwords; delete it by hand",
+            plan.display()
+        )),
+    }
+}
+
+struct Runner<'p> {
+    plan: &'p Plan,
+    ev: Evidence,
+    interrupt: Arc<Interrupt>,
+    root: PathBuf,
+    pristine: PathBuf,
+    params: DatasetParams,
+    change_seed: u64,
+    /// Digest of the first changed manifest: every later change must match.
+    changed_digest: Option<String>,
+    /// The current tool cycle's source tree was made pristine, so the next
+    /// tool cycle may reset it rather than copy the dataset again.
+    source_reusable: bool,
+    /// Warnings already given (each once per run).
+    warned: HashSet<String>,
+    /// Found before the evidence existed; given right after the run starts.
+    start_warnings: Vec<String>,
+    records: u64,
+    failed_steps: u64,
+    failed_cycles: Vec<FailedCycle>,
+    /// Where timed steps' cgroups are made (or why they cannot be).
+    cgroups: Cgroups,
+}
+
+/// One tool in one cycle: its directories and placeholders.
+struct ToolCycle<'p> {
+    tool: &'p ToolPlan,
+    cycle: u32,
+    order: u32,
+    base: PathBuf,
+    vars: Vars,
+    /// Set by history.rs: the point of a git-history series its steps
+    /// belong to (in records and log names).
+    history: Option<labrun_evidence::HistoryPoint>,
+}
+
+impl<'p> Runner<'p> {
+    fn run_all(&mut self) -> Result<RunOutcome, Halt> {
+        self.ev.write_plan(self.plan)?;
+        self.ev.emit(&Event::RunStarted {
+            run_id: self.plan.run_id.clone(),
+            tools: self.plan.tools.iter().map(|t| t.name.clone()).collect(),
+            cycles: self.plan.cycles,
+        })?;
+        for warning in std::mem::take(&mut self.start_warnings) {
+            self.warn_once(warning)?;
+        }
+        self.generate_pristine()?;
+        let plan = self.plan;
+        for cycle in 1..=plan.cycles {
+            for (order, index) in cycle_order(plan.tools.len(), cycle, plan.rotate_tools)
+                .into_iter()
+                .enumerate()
+            {
+                let tool = &plan.tools[index];
+                let ok = self.tool_cycle(tool, cycle, order as u32)?;
+                if !ok {
+                    self.failed_cycles.push(FailedCycle {
+                        tool: tool.name.clone(),
+                        cycle,
+                    });
+                }
+                self.ev.emit(&Event::CycleFinished {
+                    tool: tool.name.clone(),
+                    cycle,
+                    ok,
+                })?;
+            }
+        }
+        self.remove_tree(&self.root.clone());
+        let ok = self.failed_cycles.is_empty() && self.failed_steps == 0;
+        self.ev.write_done(&Done {
+            schema_version: SCHEMA_VERSION,
+            run_id: self.plan.run_id.clone(),
+            ok,
+            records: self.records,
+            failed_steps: self.failed_steps,
+            failed_cycles: self.failed_cycles.clone(),
+            finished_unix_ms: unix_ms_now(),
+        })?;
+        // After done.json: a host that sees this event finds the run complete.
+        self.ev.emit(&Event::RunFinished {
+            ok,
+            stopped_because: None,
+        })?;
+        Ok(if ok {
+            RunOutcome::Passed
+        } else {
+            RunOutcome::SomeFailed
+        })
+    }
+
+    /// Best effort: the run is over either way, and the reason is already
+    /// the caller's error or exit code.
+    fn finish_stopped(&mut self, reason: String) {
+        let _ = self.ev.emit(&Event::RunFinished {
+            ok: false,
+            stopped_because: Some(reason),
+        });
+    }
+
+    fn append(&mut self, record: &StepRecord) -> Result<(), Halt> {
+        self.records += 1;
+        if !record.ok {
+            self.failed_steps += 1;
+        }
+        self.ev.append_record(record)?;
+        Ok(())
+    }
+
+    fn warn_once(&mut self, message: String) -> Result<(), Halt> {
+        if self.warned.insert(message.clone()) {
+            self.ev.emit(&Event::Warning { message })?;
+        }
+        Ok(())
+    }
+
+    fn check_stop(&self) -> Result<(), Halt> {
+        match self.interrupt.stopped_by() {
+            Some(signal) => Err(Halt::Signal(signal)),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs dataset work on its own thread (see [`Interrupt::run_in_process`]),
+    /// turning its progress calls into events, at most one per percent.
+    fn in_process<T: Send + 'static>(
+        &mut self,
+        phase: Step,
+        work: impl FnOnce(&mut dyn FnMut(u64, u64)) -> T + Send + 'static,
+    ) -> InProcess<T> {
+        let ev = &mut self.ev;
+        let mut last_percent = None;
+        self.interrupt.run_in_process(work, |done, total| {
+            let percent = done.saturating_mul(100).checked_div(total).unwrap_or(100);
+            if last_percent != Some(percent) {
+                last_percent = Some(percent);
+                // A failed write here shows again, as an error, at the next record.
+                let _ = ev.emit(&Event::DatasetProgress {
+                    phase: phase.clone(),
+                    bytes_done: done,
+                    bytes_total: total,
+                });
+            }
+        })
+    }
+
+    /// Writes the record of the step a signal cut short, and stops the run.
+    fn interrupted<T>(&mut self, rec: &mut StepRecord, signal: i32) -> Result<T, Halt> {
+        rec.ok = false;
+        rec.error = Some(format!("interrupted by {}", signal_name(signal)));
+        self.append(rec)?;
+        Err(Halt::Signal(signal))
+    }
+
+    /// One tool's cycle; `Ok(false)` when a step failed (the rest skipped).
+    fn tool_cycle(&mut self, tool: &'p ToolPlan, cycle: u32, order: u32) -> Result<bool, Halt> {
+        self.check_stop()?;
+        let base = self.root.join(format!("c{cycle}-{}", tool.name));
+        let vars = Vars {
+            bin: tool.binary.clone(),
+            repo: path_str(&base.join("repo")),
+            source: path_str(&base.join("source")),
+            target: path_str(&base.join("restore")),
+            snapshot: String::new(),
+            work: path_str(&base.join("work")),
+        };
+        for dir in [&vars.repo, &vars.target, &vars.work] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| RunError::io("cannot create work directory", dir, e))?;
+        }
+        let tc = ToolCycle {
+            tool,
+            cycle,
+            order,
+            base,
+            vars,
+            history: None,
+        };
+        let ok = self.tool_cycle_steps(&tc)?;
+        self.end_tool_cycle(&tc);
+        Ok(ok)
+    }
+
+    /// Between tool cycles the source tree waits here.
+    fn kept_source(&self) -> PathBuf {
+        self.root.join("source")
+    }
+
+    /// Keeps the source tree for the next tool cycle (unless it could not be
+    /// made pristine: then the next one copies afresh) and removes the rest.
+    fn end_tool_cycle(&mut self, tc: &ToolCycle) {
+        if std::mem::take(&mut self.source_reusable) {
+            // A failure only means the next tool cycle copies the dataset.
+            let _ = std::fs::rename(&tc.vars.source, self.kept_source());
+        }
+        self.remove_tree(&tc.base);
+    }
+
+    /// The run's own dataset step (no tool, cycle 0): announced, and its
+    /// record begun.
+    pub(super) fn start_dataset_step(&mut self) -> Result<StepRecord, Halt> {
+        self.check_stop()?;
+        self.ev.emit(&Event::StepStarted {
+            tool: String::new(),
+            cycle: 0,
+            step: Step::GENERATE,
+        })?;
+        Ok(blank_record(&self.plan.run_id, "", 0, Step::GENERATE))
+    }
+
+    /// Announces an untimed step of a tool cycle; returns its record (tool,
+    /// cycle, order, history point filled in) and its start.
+    pub(super) fn start_step(
+        &mut self,
+        tc: &ToolCycle,
+        step: Step,
+    ) -> Result<(StepRecord, Instant), Halt> {
+        self.ev.emit(&Event::StepStarted {
+            tool: tc.tool.name.clone(),
+            cycle: tc.cycle,
+            step: step.clone(),
+        })?;
+        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, step);
+        rec.order = tc.order;
+        rec.history = tc.history.clone();
+        Ok((rec, Instant::now()))
+    }
+
+    /// Cold cache before a timed step; warns (once per reason) when it
+    /// could not be done. Returns whether it was.
+    fn drop_cache(&mut self) -> Result<bool, Halt> {
+        let outcome = drop_page_cache();
+        if let CacheDrop::NotDropped(why) = &outcome {
+            self.warn_once(why.clone())?;
+        }
+        Ok(outcome.dropped())
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.plan.step_timeout_secs.map(Duration::from_secs)
+    }
+
+    /// Secret values of `tool` out of the given logs.
+    fn scrub(&mut self, tool: &ToolPlan, logs: &[&Path]) -> Result<(), Halt> {
+        let secrets: Vec<&str> = tool
+            .secret_env
+            .iter()
+            .filter_map(|k| tool.env.get(k))
+            .map(String::as_str)
+            .collect();
+        for log in logs {
+            match scrub_file(log, &secrets) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(RunError::io("cannot redact secrets in tool log", log, e).into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a finished tree; a failure only costs disk space, so it is a
+    /// warning, not a stop.
+    fn remove_tree(&mut self, dir: &Path) {
+        let failed = remove_trees(&[dir.to_path_buf()]);
+        self.warn_removal(&failed);
+    }
+
+    fn warn_removal(&mut self, failed: &[(PathBuf, std::io::Error)]) {
+        if let Some((path, e)) = failed.first() {
+            let more = match failed.len() - 1 {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            let _ = self.warn_once(format!(
+                "cannot remove {}: {e}{more} (it only costs disk space)",
+                path.display()
+            ));
+        }
+    }
+}
+
+const LIBRARY_PANIC: &str =
+    "the dataset library panicked (a bug in labrun: please report it with this run's evidence)";
+
+fn log_prefix(tc: &ToolCycle) -> String {
+    match &tc.history {
+        Some(p) => format!("c{}-s{}", tc.cycle, p.index),
+        None => format!("c{}", tc.cycle),
+    }
+}
+
+fn file_count(m: &Manifest) -> u64 {
+    m.entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::File)
+        .count() as u64
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(RunOutcome::Passed.exit_code(), 0);
+        assert_eq!(RunOutcome::SomeFailed.exit_code(), 1);
+        assert_eq!(RunOutcome::Interrupted(libc::SIGTERM).exit_code(), 143);
+        assert_eq!(RunOutcome::Interrupted(libc::SIGINT).exit_code(), 130);
+    }
+}

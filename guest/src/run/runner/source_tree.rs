@@ -1,0 +1,175 @@
+//! The trees a tool cycle backs up: the run's generated dataset, each tool
+//! cycle's pristine copy of it (a copy, or the previous tool cycle's tree
+//! reset), and the seeded change. The agent's own work: untimed, recorded.
+
+use super::{CHANGED, GENERATED, Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count, path_str};
+use crate::run::env::{from_process, tool_env};
+use crate::run::error::{RunError, describe_io};
+use crate::run::evidence::Evidence;
+use crate::run::interrupt::InProcess;
+use crate::run::reset::reset_tree;
+use labrun_evidence::{DatasetPlan, RunStep, Step};
+use std::path::PathBuf;
+use std::time::Instant;
+
+impl<'p> Runner<'p> {
+    /// The dataset, once per run. Without it nothing can run: failure is fatal.
+    pub(super) fn generate_pristine(&mut self) -> Result<(), Halt> {
+        if let DatasetPlan::GitHistory { source } = &self.plan.dataset {
+            return self.prepare_history(source);
+        }
+        let mut rec = self.start_dataset_step()?;
+        let started = Instant::now();
+        let (out, params) = (self.pristine.clone(), self.params);
+        let result = self.in_process(Step::GENERATE, move |progress| {
+            labrun_dataset::generate(&out, &params, progress)
+        });
+        rec.wall_secs = started.elapsed().as_secs_f64();
+        match result {
+            InProcess::Done(Ok(manifest)) => {
+                self.ev.write_manifest(GENERATED, &manifest)?;
+                rec.files = Some(file_count(&manifest));
+                rec.bytes = Some(manifest.total_file_bytes());
+                rec.ok = true;
+                drop(manifest);
+                self.append(&rec)
+            }
+            InProcess::Done(Err(e)) => {
+                let message = format!("{} ({})", describe_io(&e), self.pristine.display());
+                rec.error = Some(message.clone());
+                self.append(&rec)?;
+                Err(Halt::Fatal(RunError::Dataset {
+                    phase: "generation",
+                    message,
+                }))
+            }
+            InProcess::Stopped(signal) => self.interrupted(&mut rec, signal),
+            InProcess::Died => {
+                rec.error = Some(LIBRARY_PANIC.into());
+                self.append(&rec)?;
+                Err(Halt::Fatal(RunError::Dataset {
+                    phase: "generation",
+                    message: LIBRARY_PANIC.into(),
+                }))
+            }
+        }
+    }
+
+    /// A pristine source tree for this tool cycle, recorded as an untimed
+    /// `generate` step of the tool and cycle: the previous tool cycle's,
+    /// reset, or else a copy of the generated one.
+    pub(super) fn prepare_source(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
+        let kept = self.kept_source();
+        if std::fs::symlink_metadata(&kept).is_ok() {
+            if std::fs::rename(&kept, &tc.vars.source).is_ok() {
+                return self.reset_source(tc);
+            }
+            // Not movable (it should always be): start from a copy instead.
+            self.remove_tree(&kept);
+        }
+        let argv = vec![
+            "cp".to_string(),
+            "-a".to_string(),
+            "--reflink=auto".to_string(),
+            path_str(&self.pristine),
+            tc.vars.source.clone(),
+        ];
+        let env = tool_env(&Default::default(), &tc.vars, from_process);
+        // Measured as a command, as a tool step is; untimed, cache kept.
+        let how = RunStep {
+            timed: false,
+            drop_cache: false,
+            repo_size: false,
+            ..RunStep::new(Step::GENERATE, "cp")
+        };
+        let rec = self.measured_step(tc, &how, argv, PathBuf::from(&tc.vars.work), &env)?;
+        let ok = rec.ok;
+        self.append(&rec)?;
+        self.source_reusable = ok;
+        Ok(ok)
+    }
+
+    /// The previous tool cycle's source tree, made pristine again in place.
+    fn reset_source(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
+        self.check_stop()?;
+        let (mut rec, started) = self.start_step(tc, Step::GENERATE)?;
+        let (pristine, source, params, seed) = (
+            self.pristine.clone(),
+            PathBuf::from(&tc.vars.source),
+            self.params,
+            self.change_seed,
+        );
+        let result = self.in_process(Step::GENERATE, move |_| {
+            let touched = labrun_dataset::change_plan(&params, seed);
+            reset_tree(&pristine, &source, &touched)
+        });
+        rec.wall_secs = started.elapsed().as_secs_f64();
+        match result {
+            InProcess::Done(Ok(stats)) => {
+                rec.ok = true;
+                rec.files = Some(stats.entries_written);
+                rec.bytes = Some(stats.bytes_written);
+            }
+            InProcess::Done(Err(e)) => {
+                rec.error = Some(format!(
+                    "cannot reset the source tree {} to the generated one: {}",
+                    tc.vars.source,
+                    describe_io(&e)
+                ))
+            }
+            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
+            InProcess::Died => {
+                rec.error = Some(
+                    "resetting the source tree panicked (a bug in labrun: please report it with this run's evidence)"
+                        .into(),
+                )
+            }
+        }
+        self.source_reusable = rec.ok;
+        let ok = rec.ok;
+        self.append(&rec)?;
+        Ok(ok)
+    }
+
+    /// The 5% change on this tool cycle's source tree (untimed). Its
+    /// manifest must be the same in every tool cycle: the first is kept as
+    /// `manifests/changed.jsonl`, a different one beside it for inspection.
+    pub(super) fn change_source(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
+        self.check_stop()?;
+        let (mut rec, started) = self.start_step(tc, Step::CHANGE)?;
+        let (dir, params, seed) = (
+            PathBuf::from(&tc.vars.source),
+            self.params,
+            self.change_seed,
+        );
+        let result = self.in_process(Step::CHANGE, move |progress| {
+            labrun_dataset::apply_change(&dir, &params, seed, progress)
+        });
+        rec.wall_secs = started.elapsed().as_secs_f64();
+        match result {
+            InProcess::Done(Ok(manifest)) => {
+                rec.ok = true;
+                match &self.changed_digest {
+                    None => self.changed_digest = Some(self.ev.write_manifest(CHANGED, &manifest)?),
+                    Some(first) if *first == Evidence::manifest_digest(&manifest) => {}
+                    Some(_) => {
+                        let name = format!("{CHANGED}-c{}-{}", tc.cycle, tc.tool.name);
+                        self.ev.write_manifest(&name, &manifest)?;
+                        rec.ok = false;
+                        rec.error = Some(format!(
+                            "the change made a different tree than in the first tool cycle (manifests/{CHANGED}.jsonl vs manifests/{name}.jsonl): the dataset change is not deterministic, a bug in labrun"
+                        ));
+                    }
+                }
+            }
+            InProcess::Done(Err(e)) => {
+                rec.error = Some(format!("{} ({})", describe_io(&e), tc.vars.source))
+            }
+            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
+            InProcess::Died => rec.error = Some(LIBRARY_PANIC.into()),
+        }
+        let ok = rec.ok;
+        self.append(&rec)?;
+        Ok(ok)
+    }
+}

@@ -1,0 +1,365 @@
+//! A step that runs one of the tool's commands: measured (and timed where
+//! the protocol says so), its logs scrubbed of secrets, then the helper
+//! commands that follow it (snapshot id, repository size).
+
+use super::{Halt, Runner, ToolCycle, log_prefix};
+use crate::run::env::{from_process, tool_env};
+use crate::run::error::RunError;
+use crate::run::evidence::{blank_record, unix_ms_now};
+use crate::run::interrupt::signal_name;
+use crate::run::measure::{CommandSpec, Measurement, TreeSpec, run_measured};
+use crate::run::placeholders::{Vars, substitute};
+use crate::run::repo_size::allocated_bytes;
+use labrun_evidence::command::roles;
+use labrun_evidence::record::PlannedKill;
+use labrun_evidence::{CommandTemplate, Event, RunStep, Step, StepRecord};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+impl<'p> Runner<'p> {
+    /// A step that runs the tool's command `r.command` with `{snapshot}` =
+    /// `snapshot` (a label, or the id a `snapshot_id` gave it); after it,
+    /// the id of the snapshot it made and the repository size, where the
+    /// step asks for them.
+    pub(super) fn tool_step(
+        &mut self,
+        tc: &ToolCycle,
+        r: &RunStep,
+        snapshot: Option<&str>,
+    ) -> Result<StepOutcome, Halt> {
+        let Some(template) = tc.tool.commands.get(&r.command) else {
+            // The plan check refuses this; a record says so should it pass.
+            let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, r.name.clone());
+            rec.order = tc.order;
+            rec.error = Some(format!("{} has no command `{}`", tc.tool.name, r.command));
+            self.append(&rec)?;
+            return Ok(StepOutcome {
+                ok: false,
+                snapshot: None,
+            });
+        };
+        let vars = Vars {
+            snapshot: snapshot.unwrap_or_default().to_string(),
+            ..tc.vars.clone()
+        };
+        let argv: Vec<String> = template.argv.iter().map(|a| substitute(a, &vars)).collect();
+        let cwd = PathBuf::from(
+            template
+                .cwd
+                .as_deref()
+                .map_or_else(|| vars.work.clone(), |c| substitute(c, &vars)),
+        );
+        let env = tool_env(&tc.tool.env, &vars, from_process);
+        let mut rec = self.measured_step(tc, r, argv, cwd, &env)?;
+        rec.snapshot = snapshot.map(str::to_string);
+        let mut made = None;
+        let step = r.name.clone();
+        let ok = self.finish_tool_record(rec, |runner, rec| {
+            if r.makes.is_some() {
+                if let Some(t) = tc.tool.commands.get(roles::SNAPSHOT_ID) {
+                    match runner.aux_command(tc, &step, roles::SNAPSHOT_ID, t, &vars, &env)? {
+                        Ok(id) => rec.snapshot = Some(id),
+                        Err(why) => return fail(rec, why),
+                    }
+                }
+                made = rec.snapshot.clone();
+            }
+            if r.repo_size {
+                let size = match tc.tool.commands.get(roles::REPO_SIZE) {
+                    Some(t) => runner
+                        .aux_command(tc, &step, roles::REPO_SIZE, t, &vars, &env)?
+                        .and_then(|out| parse_size(&out)),
+                    None => allocated_bytes(Path::new(&vars.repo)).map_err(|e| {
+                        format!("cannot measure the repository size of {}: {e}", vars.repo)
+                    }),
+                };
+                match size {
+                    Ok(bytes) => rec.repo_size_bytes = Some(bytes),
+                    Err(why) => return fail(rec, why),
+                }
+            }
+            Ok(())
+        })?;
+        Ok(StepOutcome { ok, snapshot: made })
+    }
+
+    /// Runs one command of a tool cycle and fills a record with what it cost.
+    /// A signal during it writes the record and stops the run.
+    /// `how` says whether it is timed, whether the cache is dropped first,
+    /// and when it is killed on purpose.
+    pub(super) fn measured_step(
+        &mut self,
+        tc: &ToolCycle,
+        how: &RunStep,
+        argv: Vec<String>,
+        cwd: PathBuf,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<StepRecord, Halt> {
+        self.check_stop()?;
+        let step = how.name.clone();
+        let timed = how.timed;
+        self.ev.emit(&Event::StepStarted {
+            tool: tc.tool.name.clone(),
+            cycle: tc.cycle,
+            step: step.clone(),
+        })?;
+        let cache_dropped = how.drop_cache && self.plan.drop_caches && self.drop_cache()?;
+        let logs = self
+            .ev
+            .log_paths(&tc.tool.name, &format!("{}-{step}", log_prefix(tc)))?;
+        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, step.clone());
+        rec.history = tc.history.clone();
+        rec.order = tc.order;
+        rec.timed = timed;
+        rec.cache_dropped = cache_dropped;
+        rec.stdout_path = Some(logs.stdout_rel.clone());
+        rec.stderr_path = Some(logs.stderr_rel.clone());
+        rec.started_unix_ms = unix_ms_now();
+        let label = format!("{}-{step}", log_prefix(tc));
+        let tree = timed.then(|| TreeSpec {
+            cgroup: self.cgroups.for_step(&format!("{}-{label}", tc.tool.name)),
+            timeline: Some(logs.stdout.with_extension("timeline.jsonl")),
+            timeline_rel: Some(format!(
+                "{}.timeline.jsonl",
+                logs.stdout_rel.trim_end_matches(".out")
+            )),
+        });
+        // A planned kill is the watchdog set early; the step's own timeout
+        // stays the limit when it comes first.
+        let kill = how
+            .kill_after_secs
+            .map(Duration::from_secs_f64)
+            .filter(|k| self.timeout().is_none_or(|limit| *k < limit));
+        let spec = CommandSpec {
+            argv: &argv,
+            cwd: &cwd,
+            env,
+            stdout: &logs.stdout,
+            stderr: &logs.stderr,
+            timeout: kill.or(self.timeout()),
+            tree,
+        };
+        let result = run_measured(&spec, &self.interrupt);
+        rec.argv = argv;
+        self.scrub(tc.tool, &[&logs.stdout, &logs.stderr])?;
+        match result {
+            Ok(m) if kill.is_some() && m.timed_out && m.interrupted_by.is_none() => {
+                fill_measurement(&mut rec, &m, self.plan.step_timeout_secs, &logs.stderr_rel);
+                // Killed where the protocol said: the step did its job.
+                rec.ok = true;
+                rec.error = None;
+                rec.planned_kill = Some(PlannedKill {
+                    after_secs: how.kill_after_secs.unwrap_or_default(),
+                    killed: true,
+                });
+            }
+            Ok(m) => {
+                fill_measurement(&mut rec, &m, self.plan.step_timeout_secs, &logs.stderr_rel);
+                if let Some(after_secs) = how.kill_after_secs {
+                    rec.planned_kill = Some(PlannedKill {
+                        after_secs,
+                        killed: false,
+                    });
+                }
+                if let Some(signal) = m.interrupted_by {
+                    return self.interrupted(&mut rec, signal);
+                }
+            }
+            Err(e) => rec.error = Some(e.to_string()),
+        }
+        Ok(rec)
+    }
+
+    /// Runs `after` for a step that succeeded (it may still fail the
+    /// record), then writes the record. Returns the record's `ok`.
+    fn finish_tool_record(
+        &mut self,
+        mut rec: StepRecord,
+        after: impl FnOnce(&mut Self, &mut StepRecord) -> Result<(), AuxHalt>,
+    ) -> Result<bool, Halt> {
+        if rec.ok {
+            match after(self, &mut rec) {
+                Ok(()) => {}
+                Err(AuxHalt::Signal(signal, what)) => {
+                    rec.ok = false;
+                    rec.error = Some(format!(
+                        "interrupted by {} during {what}",
+                        signal_name(signal)
+                    ));
+                    self.append(&rec)?;
+                    return Err(Halt::Signal(signal));
+                }
+                Err(AuxHalt::Fatal(e)) => {
+                    rec.ok = false;
+                    rec.error = Some(e.to_string());
+                    self.append(&rec)?;
+                    return Err(Halt::Fatal(e));
+                }
+            }
+        }
+        let ok = rec.ok;
+        self.append(&rec)?;
+        Ok(ok)
+    }
+
+    /// A helper command (`snapshot_id`, `repo_size`): untimed, logged beside
+    /// its step; gives its last non-empty stdout line.
+    fn aux_command(
+        &mut self,
+        tc: &ToolCycle,
+        step: &Step,
+        name: &'static str,
+        template: &CommandTemplate,
+        vars: &Vars,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Result<String, String>, AuxHalt> {
+        let argv: Vec<String> = template.argv.iter().map(|a| substitute(a, vars)).collect();
+        let cwd = PathBuf::from(
+            template
+                .cwd
+                .as_deref()
+                .map_or_else(|| vars.work.clone(), |c| substitute(c, vars)),
+        );
+        let logs = self
+            .ev
+            .log_paths(&tc.tool.name, &format!("{}-{step}.{name}", log_prefix(tc)))
+            .map_err(AuxHalt::Fatal)?;
+        let spec = CommandSpec {
+            argv: &argv,
+            cwd: &cwd,
+            env,
+            stdout: &logs.stdout,
+            stderr: &logs.stderr,
+            timeout: self.timeout(),
+            // A cgroup, not for figures: what a helper starts (duplicity's
+            // `collection-status` starts a gpg-agent) must not outlive it.
+            tree: Some(TreeSpec {
+                cgroup: self.cgroups.for_step(&format!(
+                    "{}-{}-{step}.{name}",
+                    tc.tool.name,
+                    log_prefix(tc)
+                )),
+                timeline: None,
+                timeline_rel: None,
+            }),
+        };
+        let result = run_measured(&spec, &self.interrupt);
+        if let Ok(m) = &result
+            && let Some(t) = m.tree.as_ref().filter(|t| !t.leftovers.is_empty())
+        {
+            let _ = self.warn_once(format!(
+                "{} `{name}` left processes running; they were killed: {}",
+                tc.tool.name,
+                t.leftovers.join(", ")
+            ));
+        }
+        self.scrub(tc.tool, &[&logs.stdout, &logs.stderr])
+            .map_err(|h| match h {
+                Halt::Fatal(e) => AuxHalt::Fatal(e),
+                Halt::Signal(s) => AuxHalt::Signal(s, name),
+            })?;
+        let m = match result {
+            Ok(m) => m,
+            Err(e) => return Ok(Err(format!("{name} command: {e}"))),
+        };
+        if let Some(signal) = m.interrupted_by {
+            return Err(AuxHalt::Signal(signal, name));
+        }
+        if !m.succeeded() {
+            return Ok(Err(format!(
+                "{name} command `{}` failed ({}); see {}",
+                argv.join(" "),
+                describe_exit(&m, self.plan.step_timeout_secs),
+                logs.stderr_rel
+            )));
+        }
+        let stdout = std::fs::read_to_string(&logs.stdout).map_err(|e| {
+            AuxHalt::Fatal(RunError::io("cannot read tool output", &logs.stdout, e))
+        })?;
+        match stdout.lines().map(str::trim).rfind(|l| !l.is_empty()) {
+            Some(line) => Ok(Ok(line.to_string())),
+            None => Ok(Err(format!(
+                "{name} command `{}` printed nothing; see {}",
+                argv.join(" "),
+                logs.stdout_rel
+            ))),
+        }
+    }
+}
+
+pub(super) struct StepOutcome {
+    pub ok: bool,
+    /// The snapshot a backup made (its id from `snapshot_id`, or its label).
+    pub snapshot: Option<String>,
+}
+
+/// Why a helper command stopped the run (as opposed to failing the step).
+enum AuxHalt {
+    Signal(i32, &'static str),
+    Fatal(RunError),
+}
+
+impl From<RunError> for AuxHalt {
+    fn from(e: RunError) -> AuxHalt {
+        AuxHalt::Fatal(e)
+    }
+}
+
+fn fail(rec: &mut StepRecord, why: String) -> Result<(), AuxHalt> {
+    rec.ok = false;
+    rec.error = Some(why);
+    Ok(())
+}
+
+fn fill_measurement(rec: &mut StepRecord, m: &Measurement, timeout: Option<u64>, stderr_rel: &str) {
+    rec.wall_secs = m.wall_secs;
+    rec.user_secs = m.user_secs;
+    rec.sys_secs = m.sys_secs;
+    rec.max_rss_kib = m.max_rss_kib;
+    rec.tree = m.tree.clone();
+    rec.exit = Some(m.exit.clone());
+    rec.ok = m.succeeded();
+    if !rec.ok {
+        rec.error = Some(format!("{}; see {stderr_rel}", describe_exit(m, timeout)));
+    }
+}
+
+fn describe_exit(m: &Measurement, timeout: Option<u64>) -> String {
+    if let Some(signal) = m.interrupted_by {
+        return format!("interrupted by {}", signal_name(signal));
+    }
+    if m.timed_out {
+        return format!(
+            "timed out after {} s (step_timeout_secs): its process group was killed",
+            timeout.unwrap_or(0)
+        );
+    }
+    match (m.exit.code, m.exit.signal) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "ended with an unknown status".to_string(),
+    }
+}
+
+/// `repo_size` output: the first number of the line (so `du -sb {repo}`,
+/// which prints "12345<TAB>/path", works as is).
+fn parse_size(line: &str) -> Result<u64, String> {
+    line.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("repo_size printed {line:?}, not a number of bytes"))
+}
+
+/// `c<cycle>`, or `c<cycle>-s<index>` for a step of a git-history series.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_size_output() {
+        assert_eq!(parse_size("12345\t/w/repo"), Ok(12345));
+        assert_eq!(parse_size(" 42 "), Ok(42));
+        assert!(parse_size("12 KiB").is_ok());
+        assert!(parse_size("about 12").unwrap_err().contains("about 12"));
+    }
+}

@@ -1,0 +1,72 @@
+//! The `verify` step: the restore target hashed and compared with the
+//! manifest of the tree its snapshot was made of, while what the cycle no
+//! longer needs is removed beside it.
+
+use super::{Halt, LIBRARY_PANIC, Runner, ToolCycle};
+use crate::run::interrupt::InProcess;
+use crate::run::remove::remove_trees;
+use labrun_evidence::{Manifest, Step};
+use std::path::PathBuf;
+
+impl<'p> Runner<'p> {
+    /// The verify step of a restore: hashes `{target}` and compares it with
+    /// the manifest named `manifest`; `differs` opens the error of a
+    /// mismatch. The trees in `done_with` are removed on another thread while
+    /// it hashes (the caller has checked for a stop request).
+    pub(super) fn verify_tree(
+        &mut self,
+        tc: &ToolCycle,
+        name: &Step,
+        manifest: &str,
+        differs: &str,
+        done_with: Vec<PathBuf>,
+    ) -> Result<bool, Halt> {
+        let removing = std::thread::Builder::new()
+            .name("remove".into())
+            .spawn(move || remove_trees(&done_with));
+        let (mut rec, started) = self.start_step(tc, name.clone())?;
+        let manifest_path = self.ev.manifest_path(manifest);
+        let target = PathBuf::from(&tc.vars.target);
+        // The manifest is read on the worker and freed with it: the agent
+        // holds no manifest while a tool runs.
+        let result = self.in_process(Step::VERIFY, move |_| {
+            let manifest = std::fs::File::open(&manifest_path)
+                .and_then(|f| Manifest::read_from(std::io::BufReader::new(f)))
+                .map_err(|e| format!("cannot read {}: {e}", manifest_path.display()))?;
+            labrun_dataset::verify(&target, &manifest)
+                .map_err(|e| format!("{e} ({})", target.display()))
+        });
+        rec.wall_secs = started.elapsed().as_secs_f64();
+        // Not a failed thread start: then the tool cycle's end removes it all.
+        if let Ok(removing) = removing {
+            let failed = removing.join().unwrap_or_default();
+            self.warn_removal(&failed);
+        }
+        match result {
+            InProcess::Done(Ok(outcome)) => {
+                rec.ok = outcome.passed;
+                rec.files = Some(outcome.files_checked);
+                rec.bytes = Some(outcome.bytes_checked);
+                if !outcome.passed {
+                    rec.error = Some(format!(
+                        "{differs}: {} missing, {} extra, {} changed{}",
+                        outcome.missing,
+                        outcome.extra,
+                        outcome.changed,
+                        match outcome.first_differences.first() {
+                            Some(d) => format!(" (first: {d})"),
+                            None => String::new(),
+                        }
+                    ));
+                }
+                rec.verify = Some(outcome);
+            }
+            InProcess::Done(Err(e)) => rec.error = Some(e),
+            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
+            InProcess::Died => rec.error = Some(LIBRARY_PANIC.into()),
+        }
+        let ok = rec.ok;
+        self.append(&rec)?;
+        Ok(ok)
+    }
+}
