@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 /// from the repository root) pointed at this host (restic is the Debian
 /// package's /usr/bin/restic, the same .deb the labs pin; the others are
 /// where their packages install them), the server as `target:`, and the
-/// given `dataset` and `cycles` lines.
+/// given `dataset` and `cycles` lines; the shipped lab's `protocol:`, if it
+/// has one, comes too.
 pub fn target_lab(
     dir: &Path,
     sshd: &Sshd,
@@ -19,14 +20,19 @@ pub fn target_lab(
 ) -> PathBuf {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(shipped))
         .unwrap_or_else(|e| panic!("{shipped}: {e}"));
-    let tools = &text[text.find("\ntools:").expect("tools section")..];
+    let tools_at = text.find("\ntools:").expect("tools section");
+    // A lab's own protocol comes along with its tools (it runs their commands).
+    let protocol = text[..tools_at]
+        .find("\nprotocol:")
+        .map_or("", |at| &text[at..tools_at]);
+    let tools = &text[tools_at..];
     let tools = tools.replace(
         "  - name: restic\n",
         "  - name: restic\n    install: /usr/bin/restic\n",
     );
     let t = sshd.target();
     let lab = format!(
-        "name: {name}\ntarget:\n  host: 127.0.0.1\n  port: {port}\n  user: {user}\n  key: {key}\n  host_key: \"{host_key}\"\n  workdir: {work}\n{dataset}\ncycles: {cycles}\n{tools}",
+        "name: {name}\ntarget:\n  host: 127.0.0.1\n  port: {port}\n  user: {user}\n  key: {key}\n  host_key: \"{host_key}\"\n  workdir: {work}\n{dataset}\ncycles: {cycles}\n{protocol}{tools}",
         port = t.port,
         user = t.user,
         key = t.client_key.display(),

@@ -102,7 +102,7 @@ impl<'p> Runner<'p> {
             state.restored = state.snapshots.get(label).map(|s| s.tree);
         }
         let outcome = self.tool_step(tc, r, snapshot.as_deref())?;
-        if let (true, Some(label)) = (outcome.ok, &r.makes) {
+        if let (true, false, Some(label)) = (outcome.ok, outcome.killed, &r.makes) {
             let id = outcome.snapshot.unwrap_or_else(|| label.clone());
             state.snapshots.insert(
                 label.clone(),

@@ -36,6 +36,7 @@ impl<'p> Runner<'p> {
             return Ok(StepOutcome {
                 ok: false,
                 snapshot: None,
+                killed: false,
             });
         };
         let vars = Vars {
@@ -52,10 +53,12 @@ impl<'p> Runner<'p> {
         let env = tool_env(&tc.tool.env, &vars, from_process);
         let mut rec = self.measured_step(tc, r, argv, cwd, &env)?;
         rec.snapshot = snapshot.map(str::to_string);
+        // A backup killed on purpose made no snapshot to ask the id of.
+        let killed = rec.planned_kill.as_ref().is_some_and(|k| k.killed);
         let mut made = None;
         let step = r.name.clone();
         let ok = self.finish_tool_record(rec, |runner, rec| {
-            if r.makes.is_some() {
+            if r.makes.is_some() && !killed {
                 if let Some(t) = tc.tool.commands.get(roles::SNAPSHOT_ID) {
                     match runner.aux_command(tc, &step, roles::SNAPSHOT_ID, t, &vars, &env)? {
                         Ok(id) => rec.snapshot = Some(id),
@@ -80,7 +83,11 @@ impl<'p> Runner<'p> {
             }
             Ok(())
         })?;
-        Ok(StepOutcome { ok, snapshot: made })
+        Ok(StepOutcome {
+            ok,
+            snapshot: made,
+            killed,
+        })
     }
 
     /// Runs one command of a tool cycle and fills a record with what it cost.
@@ -291,6 +298,8 @@ pub(super) struct StepOutcome {
     pub ok: bool,
     /// The snapshot a backup made (its id from `snapshot_id`, or its label).
     pub snapshot: Option<String>,
+    /// Killed where the protocol said (`kill_after_secs`): it made nothing.
+    pub killed: bool,
 }
 
 /// Why a helper command stopped the run (as opposed to failing the step).

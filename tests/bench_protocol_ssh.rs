@@ -1,0 +1,131 @@
+//! Labs with their own protocol, run end to end by the real binary over SSH
+//! to this host (as tests/bench_ssh.rs): `labs/maintenance.yaml` and
+//! `labs/interrupted.yaml` with restic and borg from Debian's packages at a
+//! tiny scale. The maintenance lab also gets a step labrun's code has never
+//! seen (`restic stats`), added to the lab text alone.
+
+mod common;
+mod run_output;
+
+use labrun_ssh::test_support::Sshd;
+use run_output::{only_run_dir, records};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const LABRUN: &str = env!("CARGO_BIN_EXE_labrun");
+
+/// Runs `shipped` (restic and borg) after `edit` changed its lab text; gives
+/// the run folder and every record.
+fn bench(shipped: &str, edit: impl Fn(String) -> String) -> (tempfile::TempDir, std::path::PathBuf, Vec<Value>) {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = common::target_lab(
+        dir.path(),
+        &sshd,
+        shipped,
+        "protocol-e2e",
+        "dataset: {kind: synthetic, seed: 7, scale: 0.002}",
+        1,
+    );
+    let text = std::fs::read_to_string(&lab).expect("lab");
+    std::fs::write(&lab, edit(text)).expect("write lab");
+    let results = dir.path().join("results");
+    let out = Command::new(LABRUN)
+        .arg("-f")
+        .arg(&lab)
+        .args(["bench", "--plain", "--tools", "restic,borg", "--results"])
+        .arg(&results)
+        .output()
+        .expect("run labrun");
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
+    let run = only_run_dir(&results);
+    let recs = records(&run);
+    (dir, run, recs)
+}
+
+fn record<'a>(recs: &'a [Value], tool: &str, step: &str) -> &'a Value {
+    recs.iter()
+        .find(|r| r["tool"] == tool && r["step"] == step)
+        .unwrap_or_else(|| panic!("no {tool} {step} record"))
+}
+
+fn summary(run: &Path) -> String {
+    std::fs::read_to_string(run.join("summary.md")).expect("summary.md")
+}
+
+#[test]
+fn maintenance_steps_and_a_step_labrun_never_saw() {
+    let (_dir, run, recs) = bench("labs/maintenance.yaml", |lab| {
+        lab.replace(
+            "  - {run: prune}\n",
+            "  - {run: prune}\n  - {run: stats, optional: true}\n",
+        )
+        .replace(
+            "      prune: [\"{bin}\", prune, -r, \"{repo}\"]\n",
+            "      prune: [\"{bin}\", prune, -r, \"{repo}\"]\n      stats: [\"{bin}\", stats, -r, \"{repo}\", --mode, raw-data]\n",
+        )
+    });
+    for tool in ["restic", "borg"] {
+        for step in ["check", "check_all_data", "forget_s1", "prune", "restore_after_prune"] {
+            let r = record(&recs, tool, step);
+            assert_eq!(r["ok"], true, "{tool} {step}: {r}");
+            assert_eq!(r["timed"], true, "{tool} {step}");
+            assert_eq!(r["cache_dropped"], true, "{tool} {step}");
+        }
+        for step in ["check", "check_all_data", "forget_s1", "prune"] {
+            assert!(record(&recs, tool, step)["repo_size_bytes"].as_u64().is_some(), "{tool} {step}");
+        }
+        // The snapshot kept is still whole after maintenance.
+        let again = record(&recs, tool, "verify_after_prune");
+        assert_eq!(again["verify"]["passed"], true, "{tool}: {again}");
+        // Forgetting the older snapshot and pruning never grows the repository.
+        let size = |s| record(&recs, tool, s)["repo_size_bytes"].as_u64().unwrap();
+        assert!(size("prune") <= size("forget_s1"), "{tool}: prune grew the repository");
+    }
+    // restic forgot its own snapshot id, not labrun's label.
+    let forget = record(&recs, "restic", "forget_s1");
+    let id = forget["snapshot"].as_str().unwrap();
+    assert!(id.len() == 64 && id.chars().all(|c| c.is_ascii_hexdigit()), "{forget}");
+    // The step only the lab knows: timed for restic, skipped by borg.
+    let stats = record(&recs, "restic", "stats");
+    assert_eq!((stats["ok"].clone(), stats["timed"].clone()), (true.into(), true.into()), "{stats}");
+    assert!(!recs.iter().any(|r| r["tool"] == "borg" && r["step"] == "stats"));
+    let md = summary(&run);
+    for phase in ["### check (`check`)", "### check_all_data", "### prune", "### stats"] {
+        assert!(md.contains(phase), "summary.md lacks {phase}:\n{md}");
+    }
+}
+
+#[test]
+fn an_interrupted_backup_is_resumed_checked_and_restored() {
+    // Well inside the first backup: restic derives its key with scrypt and
+    // borg starts Python before either reads a file.
+    let (_dir, run, recs) = bench("labs/interrupted.yaml", |lab| {
+        lab.replace("kill_after_secs: 120", "kill_after_secs: 0.3")
+    });
+    let mut killed = 0;
+    for tool in ["restic", "borg"] {
+        let cut = record(&recs, tool, "backup_interrupted");
+        assert_eq!(cut["ok"], true, "{tool}: {cut}");
+        assert_eq!(cut["planned_kill"]["after_secs"], 0.3, "{tool}: {cut}");
+        if cut["planned_kill"]["killed"] == true {
+            killed += 1;
+            assert!(cut["wall_secs"].as_f64().unwrap() < 5.0, "{tool}: {cut}");
+        }
+        for step in ["backup_resumed", "check", "restore", "verify"] {
+            let r = record(&recs, tool, step);
+            assert_eq!(r["ok"], true, "{tool} {step}: {r}");
+        }
+        assert_eq!(record(&recs, tool, "verify")["verify"]["passed"], true);
+        assert_eq!(record(&recs, tool, "unlock")["timed"], false);
+    }
+    assert!(killed > 0, "neither tool was still running 0.3 s in: {recs:?}");
+    let md = summary(&run);
+    assert!(md.contains("### backup_interrupted"), "{md}");
+}
