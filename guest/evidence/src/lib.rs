@@ -18,13 +18,16 @@ pub mod printable;
 pub mod record;
 
 pub use event::Event;
-pub use manifest::{EntryKind, Manifest, ManifestEntry};
+pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};
 pub use marker::{AgentMarker, ProcessId};
 pub use plan::{
     CommandTemplate, CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Step,
     ToolCommands, ToolPlan,
 };
-pub use record::{ExitStatus, HistoryPoint, StepRecord, TimelineRow, TreeMeters, VerifyOutcome};
+pub use record::{
+    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, StepRecord, TimelineRow,
+    TreeMeters, VerifyOutcome,
+};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;
