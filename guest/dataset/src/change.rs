@@ -172,7 +172,7 @@ pub fn apply_change(
     apply(dir, params, change_seed, &mut |done, _| {
         progress(done.min(change_bytes), total)
     })?;
-    crate::scan::scan(dir, &mut |done, _| {
+    crate::scan::scan(dir, crate::scan::Detail::Content, &mut |done, _| {
         progress((change_bytes + done).min(total), total)
     })
 }

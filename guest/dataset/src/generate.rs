@@ -55,6 +55,7 @@ pub fn generate(
                 size: spec.size,
                 mode: FILE_MODE,
                 sha256: digest.clone(),
+                ..ManifestEntry::default()
             });
         }
     }
@@ -69,11 +70,12 @@ pub fn dir_entry(path: String) -> ManifestEntry {
         size: 0,
         mode: DIR_MODE,
         sha256: String::new(),
+        ..ManifestEntry::default()
     }
 }
 
 /// `out` must not exist (it is created) or be an empty directory.
-fn prepare_out(out: &Path) -> Result<(), DatasetError> {
+pub fn prepare_out(out: &Path) -> Result<(), DatasetError> {
     match fs::read_dir(out) {
         Ok(mut entries) => {
             if entries.next().is_some() {

@@ -8,6 +8,9 @@
 //! - [`apply_change`] / [`apply_change_from`]: the deterministic 5% change;
 //!   [`change_plan`] says which files and regions it touches.
 //! - [`scan`] / [`verify`]: hash a tree on every core; compare with a manifest.
+//! - [`fidelity::write_fixture`] / [`scan_metadata`] / [`verify_fidelity`]:
+//!   a small seeded tree of modes, mtimes, links, holes, odd names and
+//!   xattrs, and a verify that says which of those a restore kept.
 //! - [`history`]: the synthetic git history of the second study (SPEC 6).
 //!
 //! Same [`DatasetParams`]: byte-identical tree and identical manifest on any
@@ -18,10 +21,13 @@
 
 mod change;
 mod error;
+pub mod fidelity;
 mod generate;
 pub mod history;
 pub mod layout;
 mod manifest_file;
+mod metadata;
+mod metadata_check;
 mod pool;
 mod scan;
 pub mod stream;
@@ -31,6 +37,7 @@ mod verify;
 pub use change::{ChangePlan, ChangedRegion, change_plan};
 pub use error::DatasetError;
 pub use manifest_file::{check_outside, default_manifest_path, read_manifest, write_manifest};
+pub use metadata_check::compare_metadata;
 pub use verify::{NAMED_DIFFERENCES, compare};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
@@ -150,18 +157,37 @@ pub fn apply_change_from(
 
 /// Hashes every entry under `dir` on all cores.
 pub fn scan(dir: &Path) -> io::Result<Manifest> {
-    Ok(scan::scan(dir, &mut |_, _| {})?)
+    Ok(scan::scan(dir, scan::Detail::Content, &mut |_, _| {})?)
 }
 
 /// As [`scan`], reporting (bytes hashed, bytes to hash).
 pub fn scan_with_progress(dir: &Path, progress: Progress) -> io::Result<Manifest> {
-    Ok(scan::scan(dir, progress)?)
+    Ok(scan::scan(dir, scan::Detail::Content, progress)?)
+}
+
+/// As [`scan`], also recording each entry's metadata fields: mtimes of
+/// files and directories, hard-link groups, `user.` xattrs, holes. For the
+/// fidelity fixture and its restores; the published dataset's manifests
+/// stay content-only (and their scan as fast).
+pub fn scan_metadata(dir: &Path) -> io::Result<Manifest> {
+    Ok(scan::scan(dir, scan::Detail::Metadata, &mut |_, _| {})?)
 }
 
 /// Compares the tree under `dir` with `expected`.
 pub fn verify(dir: &Path, expected: &Manifest) -> io::Result<VerifyOutcome> {
     let actual = scan(dir)?;
     Ok(compare(expected, &actual))
+}
+
+/// As [`verify`] (content decides `passed`), plus one `metadata` verdict per
+/// kind: preserved, lost (with the first path and what differed) or not
+/// tested. `expected` is what [`fidelity::write_fixture`] returned (or any
+/// metadata scan); the tree under `dir` is scanned with metadata.
+pub fn verify_fidelity(dir: &Path, expected: &Manifest) -> io::Result<VerifyOutcome> {
+    let actual = scan_metadata(dir)?;
+    let mut outcome = compare(expected, &actual);
+    outcome.metadata = compare_metadata(expected, &actual);
+    Ok(outcome)
 }
 
 #[cfg(test)]

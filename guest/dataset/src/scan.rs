@@ -2,9 +2,14 @@
 //! every core (and a few more threads, to keep the disk's queue full on
 //! cold-cache reads) hashes files, biggest first, in 1 MiB reads. `sha2`
 //! uses the SHA-NI instructions when the CPU has them.
+//!
+//! [`Detail::Metadata`] also records what `metadata.rs` reads (mtimes,
+//! xattrs, holes, hard links); [`Detail::Content`], the published dataset's
+//! scan, makes no system call beyond those it always made.
 
 use crate::Progress;
 use crate::error::DatasetError;
+use crate::metadata::{self, Recorded};
 use crate::pool::{self, Worker};
 use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
 use sha2::{Digest, Sha256};
@@ -18,17 +23,28 @@ use std::path::{Path, PathBuf};
 /// the disk more than on the CPU, so more requests in flight than cores pay.
 const MIN_THREADS: usize = 4;
 
+/// What a scan records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Paths, kinds, sizes, modes and digests: what the published dataset's
+    /// manifests hold.
+    Content,
+    /// Content, and the metadata fields of [`ManifestEntry`].
+    Metadata,
+}
+
 struct FileToHash {
     rel: String,
     abs: PathBuf,
     size: u64,
     mode: u32,
+    recorded: Recorded,
 }
 
-pub fn scan(dir: &Path, progress: Progress) -> Result<Manifest, DatasetError> {
+pub fn scan(dir: &Path, detail: Detail, progress: Progress) -> Result<Manifest, DatasetError> {
     let mut manifest = Manifest::default();
     let mut files = Vec::new();
-    walk(dir, &mut manifest, &mut files)?;
+    walk(dir, detail, &mut manifest, &mut files)?;
 
     let order = pool::biggest_first(files.iter().map(|f| f.size));
     let total = files.iter().map(|f| f.size).sum();
@@ -40,16 +56,25 @@ pub fn scan(dir: &Path, progress: Progress) -> Result<Manifest, DatasetError> {
         progress,
         hash_file,
     )?;
+    let mut inodes = Vec::new();
     for (f, (size, sha256)) in files.into_iter().zip(hashed) {
+        if let Some(inode) = f.recorded.inode {
+            inodes.push((f.rel.clone(), inode));
+        }
         manifest.entries.push(ManifestEntry {
             path: f.rel,
             kind: EntryKind::File,
             size,
             mode: f.mode,
             sha256,
+            mtime: f.recorded.mtime,
+            xattrs: f.recorded.xattrs,
+            sparse: f.recorded.sparse,
+            link_group: None,
         });
     }
     manifest.sort();
+    metadata::number_link_groups(&mut manifest, &inodes);
     Ok(manifest)
 }
 
@@ -61,6 +86,7 @@ fn mode_bits(md: &fs::Metadata) -> u32 {
 /// and regular files into `files`.
 fn walk(
     root: &Path,
+    detail: Detail,
     manifest: &mut Manifest,
     files: &mut Vec<FileToHash>,
 ) -> Result<(), DatasetError> {
@@ -82,19 +108,31 @@ fn walk(
                 .map_err(|e| DatasetError::io("reading the metadata of", &abs, e))?;
             let ft = md.file_type();
             if ft.is_file() {
+                let recorded = match detail {
+                    Detail::Content => Recorded::default(),
+                    Detail::Metadata => metadata::file(&abs, &md)?,
+                };
                 files.push(FileToHash {
                     rel,
                     abs,
                     size: md.len(),
                     mode: mode_bits(&md),
+                    recorded,
                 });
             } else if ft.is_dir() {
+                let recorded = match detail {
+                    Detail::Content => Recorded::default(),
+                    Detail::Metadata => metadata::dir(&abs, &md)?,
+                };
                 manifest.entries.push(ManifestEntry {
                     path: rel.clone(),
                     kind: EntryKind::Dir,
                     size: 0,
                     mode: mode_bits(&md),
                     sha256: String::new(),
+                    mtime: recorded.mtime,
+                    xattrs: recorded.xattrs,
+                    ..ManifestEntry::default()
                 });
                 pending.push((abs, rel));
             } else if ft.is_symlink() {
@@ -107,6 +145,7 @@ fn walk(
                     size: bytes.len() as u64,
                     mode: mode_bits(&md),
                     sha256: hex::encode(Sha256::digest(bytes)),
+                    ..ManifestEntry::default()
                 });
             } else {
                 return Err(DatasetError::UnsupportedFileType { path: abs });

@@ -3,6 +3,8 @@
 //! As in the published comparison, paths, kinds and contents (size and
 //! SHA-256; a symlink's target) are compared; modes and timestamps are not
 //! (a restore into a fresh directory may legitimately differ there).
+//! `verify_fidelity` reports those, kind by kind, beside this verdict
+//! (`metadata_check.rs`).
 
 use labrun_evidence::{EntryKind, Manifest, ManifestEntry, VerifyOutcome};
 use std::cmp::Ordering;
@@ -81,6 +83,7 @@ mod tests {
             size: 1,
             mode: 0o644,
             sha256: sha.into(),
+            ..ManifestEntry::default()
         }
     }
 

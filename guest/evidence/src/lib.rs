@@ -22,13 +22,16 @@ pub mod step;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use event::Event;
-pub use manifest::{EntryKind, Manifest, ManifestEntry};
+pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};
 pub use marker::{AgentMarker, ProcessId};
 pub use plan::{
     CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, ToolCommands, ToolPlan,
 };
 pub use protocol::{ProtocolStep, RunStep};
-pub use record::{ExitStatus, HistoryPoint, StepRecord, TimelineRow, TreeMeters, VerifyOutcome};
+pub use record::{
+    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, StepRecord, TimelineRow,
+    TreeMeters, VerifyOutcome,
+};
 pub use step::Step;
 
 /// Bumped whenever a field changes meaning or a required field is added.

@@ -1,19 +1,28 @@
 //! Dataset manifests: every entry of a tree with its SHA-256. Written as JSON
 //! lines sorted by path (a header line first), so two manifests of identical
 //! trees are byte-identical and `diff` shows what differs.
+//!
+//! An entry's metadata fields (`mtime`, `link_group`, `xattrs`, `sparse`)
+//! are filled only by a scan that records metadata (the fidelity fixture
+//! and its restores); the published dataset's manifests leave them out, so
+//! they serialize byte for byte as they did before those fields existed.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
 use std::io::{self, BufRead, Write};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
+    /// The default only so that entries can be written `..Default::default()`.
+    #[default]
     File,
     Dir,
     Symlink,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ManifestEntry {
     /// Relative, `/`-separated.
     pub path: String,
@@ -23,6 +32,42 @@ pub struct ManifestEntry {
     pub mode: u32,
     /// Lowercase hex; empty for directories; the link target's digest for symlinks.
     pub sha256: String,
+    /// Files and directories: the modification time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime: Option<Mtime>,
+    /// Files that are hard links of one another (one inode, several names in
+    /// the tree) share a group; groups are numbered 0, 1, ... in the order of
+    /// their first path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_group: Option<u32>,
+    /// Files and directories: the `user.` extended attributes, name to
+    /// lowercase hex value (other namespaces belong to the system, not the
+    /// data). `None` when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xattrs: Option<BTreeMap<String, String>>,
+    /// Files: a hole was found and well under half the apparent size is
+    /// allocated (see `labrun_dataset::scan_metadata`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sparse: bool,
+}
+
+/// A modification time: whole seconds since the Unix epoch (negative before
+/// 1970) and the nanoseconds within that second, as `stat` gives them.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Mtime {
+    pub secs: i64,
+    pub nanos: u32,
+}
+
+impl fmt::Display for Mtime {
+    /// `1234567890.000000042`: seconds, then all nine digits of the
+    /// nanoseconds, so two times that differ anywhere print differently
+    /// (before 1970 too, where the nanoseconds still count up from `secs`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:09}", self.secs, self.nanos)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -117,6 +162,7 @@ mod tests {
                 size: 3,
                 mode: 0o644,
                 sha256: "00".repeat(32),
+                ..ManifestEntry::default()
             }],
         };
         let mut buf = Vec::new();
@@ -129,5 +175,48 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(Manifest::read_from(s.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn metadata_fields_appear_only_when_recorded() {
+        let plain = ManifestEntry {
+            path: "a".into(),
+            kind: EntryKind::File,
+            size: 3,
+            mode: 0o644,
+            sha256: "ab".into(),
+            ..ManifestEntry::default()
+        };
+        let line = serde_json::to_string(&plain).unwrap();
+        // The shape of every published manifest line, unchanged.
+        assert_eq!(
+            line,
+            r#"{"path":"a","kind":"file","size":3,"mode":420,"sha256":"ab"}"#
+        );
+        assert_eq!(serde_json::from_str::<ManifestEntry>(&line).unwrap(), plain);
+
+        let full = ManifestEntry {
+            mtime: Some(Mtime {
+                secs: -1,
+                nanos: 999_999_999,
+            }),
+            link_group: Some(0),
+            xattrs: Some(BTreeMap::from([("user.k".into(), "00ff".into())])),
+            sparse: true,
+            ..plain
+        };
+        let line = serde_json::to_string(&full).unwrap();
+        assert!(
+            line.ends_with(
+                r#""mtime":{"secs":-1,"nanos":999999999},"link_group":0,"xattrs":{"user.k":"00ff"},"sparse":true}"#
+            ),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<ManifestEntry>(&line).unwrap(), full);
+        let t = Mtime {
+            secs: 1_000_000_000,
+            nanos: 42,
+        };
+        assert_eq!(t.to_string(), "1000000000.000000042");
     }
 }

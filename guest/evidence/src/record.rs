@@ -198,4 +198,141 @@ pub struct VerifyOutcome {
     pub changed: u64,
     /// The first differences, e.g. `changed: large/random-0.bin`, at most 20.
     pub first_differences: Vec<String>,
+    /// What a metadata-fidelity check found, one entry per kind, in the
+    /// order of [`MetadataKind::ALL`]. Informative: `passed` is about
+    /// content only. Empty (and left out of the JSON) for content-only
+    /// verifies, so their records read as they always have.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metadata: Vec<MetadataCheck>,
+}
+
+/// One kind of metadata a copy or restore may keep or lose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetadataKind {
+    /// Permission bits of files and directories.
+    Mode,
+    /// Modification times of files, to the nanosecond.
+    Mtime,
+    /// Modification times of directories (set after their contents).
+    DirMtime,
+    /// Symlinks stay symlinks, with the same target (dangling ones too).
+    Symlink,
+    /// Names that were one inode are still one inode, and only those.
+    Hardlink,
+    /// Directories with nothing but directories in them.
+    EmptyDir,
+    /// A sparse file's holes stay holes.
+    Sparse,
+    /// Names with spaces and non-ASCII characters, byte for byte.
+    UnicodeName,
+    /// `user.` extended attributes.
+    Xattr,
+}
+
+impl MetadataKind {
+    pub const ALL: [MetadataKind; 9] = [
+        MetadataKind::Mode,
+        MetadataKind::Mtime,
+        MetadataKind::DirMtime,
+        MetadataKind::Symlink,
+        MetadataKind::Hardlink,
+        MetadataKind::EmptyDir,
+        MetadataKind::Sparse,
+        MetadataKind::UnicodeName,
+        MetadataKind::Xattr,
+    ];
+
+    /// The name used in JSON, e.g. `dir_mtime`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetadataKind::Mode => "mode",
+            MetadataKind::Mtime => "mtime",
+            MetadataKind::DirMtime => "dir_mtime",
+            MetadataKind::Symlink => "symlink",
+            MetadataKind::Hardlink => "hardlink",
+            MetadataKind::EmptyDir => "empty_dir",
+            MetadataKind::Sparse => "sparse",
+            MetadataKind::UnicodeName => "unicode_name",
+            MetadataKind::Xattr => "xattr",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetadataStatus {
+    /// Every entry that could show it kept it.
+    Preserved,
+    /// At least one entry lost it; the detail names the first.
+    Lost,
+    /// The expected tree has nothing that shows this kind (e.g. the
+    /// filesystem the fixture was written on refused xattrs).
+    NotTested,
+}
+
+/// The verdict on one kind of metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetadataCheck {
+    pub kind: MetadataKind,
+    pub status: MetadataStatus,
+    /// What was compared, the first loss (`shared.txt: mode 0664 -> 0644,
+    /// 1 of 14 entries`) or why the kind was not tested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_content_only_outcome_serializes_as_before() {
+        let out = VerifyOutcome {
+            passed: false,
+            files_checked: 3,
+            bytes_checked: 10,
+            changed: 1,
+            first_differences: vec!["changed: a".into()],
+            ..VerifyOutcome::default()
+        };
+        // The JSON of a VerifyOutcome before `metadata` existed.
+        let old = r#"{"passed":false,"files_checked":3,"bytes_checked":10,"missing":0,"extra":0,"changed":1,"first_differences":["changed: a"]}"#;
+        assert_eq!(serde_json::to_string(&out).unwrap(), old);
+        assert_eq!(serde_json::from_str::<VerifyOutcome>(old).unwrap(), out);
+    }
+
+    #[test]
+    fn metadata_checks_use_snake_case_names() {
+        let out = VerifyOutcome {
+            passed: true,
+            metadata: vec![
+                MetadataCheck {
+                    kind: MetadataKind::DirMtime,
+                    status: MetadataStatus::NotTested,
+                    detail: None,
+                },
+                MetadataCheck {
+                    kind: MetadataKind::Mode,
+                    status: MetadataStatus::Lost,
+                    detail: Some("a: mode 0600 -> 0644".into()),
+                },
+            ],
+            ..VerifyOutcome::default()
+        };
+        let json = serde_json::to_string(&out).unwrap();
+        assert!(
+            json.ends_with(
+                r#""metadata":[{"kind":"dir_mtime","status":"not_tested"},{"kind":"mode","status":"lost","detail":"a: mode 0600 -> 0644"}]}"#
+            ),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<VerifyOutcome>(&json).unwrap(), out);
+        for kind in MetadataKind::ALL {
+            assert_eq!(
+                serde_json::to_string(&kind).unwrap(),
+                format!("\"{}\"", kind.name())
+            );
+        }
+    }
 }

@@ -331,6 +331,7 @@ mod tests {
                 size: 1,
                 mode: 0o644,
                 sha256: "ab".repeat(32),
+                ..ManifestEntry::default()
             }],
         };
         let digest = ev.write_manifest("generated", &m).unwrap();
