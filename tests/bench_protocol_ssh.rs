@@ -17,7 +17,10 @@ const LABRUN: &str = env!("CARGO_BIN_EXE_labrun");
 
 /// Runs `shipped` (restic and borg) after `edit` changed its lab text; gives
 /// the run folder and every record.
-fn bench(shipped: &str, edit: impl Fn(String) -> String) -> (tempfile::TempDir, std::path::PathBuf, Vec<Value>) {
+fn bench(
+    shipped: &str,
+    edit: impl Fn(String) -> String,
+) -> (tempfile::TempDir, std::path::PathBuf, Vec<Value>) {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = common::target_lab(
@@ -72,32 +75,62 @@ fn maintenance_steps_and_a_step_labrun_never_saw() {
         )
     });
     for tool in ["restic", "borg"] {
-        for step in ["check", "check_all_data", "forget_s1", "prune", "restore_after_prune"] {
+        for step in [
+            "check",
+            "check_all_data",
+            "forget_s1",
+            "prune",
+            "restore_after_prune",
+        ] {
             let r = record(&recs, tool, step);
             assert_eq!(r["ok"], true, "{tool} {step}: {r}");
             assert_eq!(r["timed"], true, "{tool} {step}");
             assert_eq!(r["cache_dropped"], true, "{tool} {step}");
         }
         for step in ["check", "check_all_data", "forget_s1", "prune"] {
-            assert!(record(&recs, tool, step)["repo_size_bytes"].as_u64().is_some(), "{tool} {step}");
+            assert!(
+                record(&recs, tool, step)["repo_size_bytes"]
+                    .as_u64()
+                    .is_some(),
+                "{tool} {step}"
+            );
         }
         // The snapshot kept is still whole after maintenance.
         let again = record(&recs, tool, "verify_after_prune");
         assert_eq!(again["verify"]["passed"], true, "{tool}: {again}");
         // Forgetting the older snapshot and pruning never grows the repository.
         let size = |s| record(&recs, tool, s)["repo_size_bytes"].as_u64().unwrap();
-        assert!(size("prune") <= size("forget_s1"), "{tool}: prune grew the repository");
+        assert!(
+            size("prune") <= size("forget_s1"),
+            "{tool}: prune grew the repository"
+        );
     }
     // restic forgot its own snapshot id, not labrun's label.
     let forget = record(&recs, "restic", "forget_s1");
     let id = forget["snapshot"].as_str().unwrap();
-    assert!(id.len() == 64 && id.chars().all(|c| c.is_ascii_hexdigit()), "{forget}");
+    assert!(
+        id.len() == 64 && id.chars().all(|c| c.is_ascii_hexdigit()),
+        "{forget}"
+    );
     // The step only the lab knows: timed for restic, skipped by borg.
     let stats = record(&recs, "restic", "stats");
-    assert_eq!((stats["ok"].clone(), stats["timed"].clone()), (true.into(), true.into()), "{stats}");
-    assert!(!recs.iter().any(|r| r["tool"] == "borg" && r["step"] == "stats"));
+    assert_eq!(
+        (stats["ok"].clone(), stats["timed"].clone()),
+        (true.into(), true.into()),
+        "{stats}"
+    );
+    assert!(
+        !recs
+            .iter()
+            .any(|r| r["tool"] == "borg" && r["step"] == "stats")
+    );
     let md = summary(&run);
-    for phase in ["### check (`check`)", "### check_all_data", "### prune", "### stats"] {
+    for phase in [
+        "### check (`check`)",
+        "### check_all_data",
+        "### prune",
+        "### stats",
+    ] {
         assert!(md.contains(phase), "summary.md lacks {phase}:\n{md}");
     }
 }
@@ -125,7 +158,10 @@ fn an_interrupted_backup_is_resumed_checked_and_restored() {
         assert_eq!(record(&recs, tool, "verify")["verify"]["passed"], true);
         assert_eq!(record(&recs, tool, "unlock")["timed"], false);
     }
-    assert!(killed > 0, "neither tool was still running 0.3 s in: {recs:?}");
+    assert!(
+        killed > 0,
+        "neither tool was still running 0.3 s in: {recs:?}"
+    );
     let md = summary(&run);
     assert!(md.contains("### backup_interrupted"), "{md}");
 }

@@ -261,6 +261,9 @@ fn describe_protocol(s: &mut String, steps: &[labrun_evidence::ProtocolStep]) {
         let what = match step {
             ProtocolStep::Source => "the pristine source tree (untimed)".to_string(),
             ProtocolStep::Change => "the seeded 5% change (untimed)".to_string(),
+            ProtocolStep::Fixture => {
+                "the metadata-fidelity fixture, {source} from here on (untimed)".to_string()
+            }
             ProtocolStep::Verify { .. } => {
                 "the restore checked against its snapshot's tree (untimed)".to_string()
             }

@@ -19,6 +19,7 @@ pub mod environment;
 pub mod error;
 pub mod evidence;
 pub mod export;
+pub mod fidelity;
 pub mod format;
 pub mod history;
 pub mod sample;

@@ -37,6 +37,10 @@ pub struct Summary {
     /// size and restore. Empty (and absent from JSON) for other runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<crate::history::SnapshotRow>,
+    /// What each tool kept of the fidelity fixture's metadata. Empty (and
+    /// absent from JSON) for runs without a `fixture` step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fidelity: Vec<crate::fidelity::FidelityRow>,
     /// The timed steps' tree samples (raw evidence; drawn, not serialized).
     #[serde(skip)]
     pub timelines: Vec<crate::timeline::StepTimeline>,
@@ -192,10 +196,12 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         warnings: raw.warnings.clone(),
         samples: sample::from_records(&raw.records),
         history: Vec::new(),
+        fidelity: Vec::new(),
         timelines: raw.timelines.clone(),
     };
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
     summary.history = crate::history::rows(&names, &raw.records);
+    summary.fidelity = crate::fidelity::rows(&names, &raw.records);
     let more = crate::checks::warnings(&summary, &raw.records);
     summary.warnings.extend(more);
     summary

@@ -31,6 +31,12 @@ pub enum ProtocolStep {
     Source,
     /// The seeded 5% change of SPEC 3, in place.
     Change,
+    /// The metadata-fidelity fixture (modes, mtimes, links, an empty
+    /// directory, a sparse file, odd names, an xattr) written to a folder of
+    /// its own, which is `{source}` for the steps after it: back it up,
+    /// restore it, and the `verify` after that reports, kind by kind, what
+    /// the tool kept.
+    Fixture,
     /// The restore target hashed and compared with the tree of the snapshot
     /// the last restore restored.
     Verify { name: Step },
@@ -100,6 +106,7 @@ impl ProtocolStep {
         match self {
             ProtocolStep::Source => Step::GENERATE,
             ProtocolStep::Change => Step::CHANGE,
+            ProtocolStep::Fixture => Step::FIXTURE,
             ProtocolStep::Verify { name } => name.clone(),
             ProtocolStep::Run(r) => r.name.clone(),
         }
@@ -201,7 +208,7 @@ struct StepMap {
     kill_after_secs: Option<f64>,
 }
 
-const AGENT_WORDS: &str = "`source`, `change` or `verify`";
+const AGENT_WORDS: &str = "`source`, `change`, `fixture` or `verify`";
 
 fn agent_step(word: &str, name: Option<String>) -> Result<ProtocolStep, String> {
     let unnamed = |step: ProtocolStep| match &name {
@@ -213,6 +220,7 @@ fn agent_step(word: &str, name: Option<String>) -> Result<ProtocolStep, String> 
     match word {
         "source" => unnamed(ProtocolStep::Source),
         "change" => unnamed(ProtocolStep::Change),
+        "fixture" => unnamed(ProtocolStep::Fixture),
         "verify" => {
             let name = name.unwrap_or_else(|| Step::VERIFY.to_string());
             Step::check_name(&name)?;
@@ -302,6 +310,7 @@ impl From<ProtocolStep> for StepForm {
         match step {
             ProtocolStep::Source => StepForm::Word("source".into()),
             ProtocolStep::Change => StepForm::Word("change".into()),
+            ProtocolStep::Fixture => StepForm::Word("fixture".into()),
             ProtocolStep::Verify { name } if name == Step::VERIFY => {
                 StepForm::Word("verify".into())
             }
@@ -362,6 +371,7 @@ pub fn check(steps: &[ProtocolStep], tools: &[ToolCommandsRef]) -> Vec<(Option<u
         match step {
             ProtocolStep::Source if i > 0 => problem("`source` comes once, first".into()),
             ProtocolStep::Source => {}
+            ProtocolStep::Fixture => {}
             ProtocolStep::Change => {
                 changes += 1;
                 if changes > 1 {
@@ -374,7 +384,7 @@ pub fn check(steps: &[ProtocolStep], tools: &[ToolCommandsRef]) -> Vec<(Option<u
                 }
             }
             ProtocolStep::Run(r) => {
-                if [Step::GENERATE, Step::CHANGE].contains(&r.name) {
+                if [Step::GENERATE, Step::CHANGE, Step::FIXTURE].contains(&r.name) {
                     problem(format!(
                         "{} is the name of an agent step: name this one otherwise",
                         r.name

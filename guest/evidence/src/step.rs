@@ -20,6 +20,8 @@ impl Step {
     pub const BACKUP_INCREMENTAL: Step = Step::fixed("backup_incremental");
     pub const RESTORE: Step = Step::fixed("restore");
     pub const VERIFY: Step = Step::fixed("verify");
+    /// The metadata-fidelity fixture written (see `protocol::ProtocolStep::Fixture`).
+    pub const FIXTURE: Step = Step::fixed("fixture");
 
     const fn fixed(name: &'static str) -> Step {
         Step(Cow::Borrowed(name))

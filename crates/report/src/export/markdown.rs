@@ -80,6 +80,7 @@ fn page(s: &Summary) -> String {
     );
 
     super::history::markdown(&mut out, s);
+    super::fidelity::markdown(&mut out, s);
     out.push_str("## Per phase\n\n");
     for phase in s.phase_steps() {
         let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(&phase));
@@ -247,7 +248,7 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
+pub(super) fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     let mut any = false;

@@ -5,6 +5,7 @@
 mod cells;
 pub mod chart;
 pub mod csv;
+pub mod fidelity;
 pub mod history;
 pub mod json;
 pub mod markdown;

@@ -3,7 +3,7 @@
 //! holds now, which snapshot was made of which tree (and its id), and what
 //! the last restore put in `{target}`.
 
-use super::{CHANGED, GENERATED, Halt, Runner, ToolCycle};
+use super::{CHANGED, FIXTURE, GENERATED, Halt, Runner, ToolCycle, path_str};
 use crate::run::error::RunError;
 use labrun_evidence::{ProtocolStep, RunStep};
 use std::collections::BTreeMap;
@@ -40,7 +40,10 @@ impl<'p> Runner<'p> {
             restored: None,
         };
         let steps = &self.plan.protocol;
+        // `fixture` points `{source}` elsewhere for the steps after it.
+        let mut tc = tc.clone();
         for (i, step) in steps.iter().enumerate() {
+            let tc = &mut tc;
             let ok = match step {
                 ProtocolStep::Source => {
                     state.source = GENERATED;
@@ -49,6 +52,13 @@ impl<'p> Runner<'p> {
                 ProtocolStep::Change => {
                     state.source = CHANGED;
                     self.change_source(tc)?
+                }
+                ProtocolStep::Fixture => {
+                    let dir = tc.base.join("fixture");
+                    state.source = FIXTURE;
+                    let ok = self.write_fixture(tc, &dir)?;
+                    tc.vars.source = path_str(&dir);
+                    ok
                 }
                 ProtocolStep::Verify { name } => {
                     self.check_stop()?;
@@ -60,10 +70,10 @@ impl<'p> Runner<'p> {
                         }));
                     };
                     let done_with = self.done_with_after(tc, &steps[i + 1..]);
-                    let differs = if manifest == CHANGED {
-                        "the restored tree differs from the changed source"
-                    } else {
-                        "the restored tree differs from the generated source"
+                    let differs = match manifest {
+                        CHANGED => "the restored tree differs from the changed source",
+                        FIXTURE => "the restored fidelity fixture differs from the one written",
+                        _ => "the restored tree differs from the generated source",
                     };
                     self.verify_tree(tc, name, manifest, differs, done_with)?
                 }
@@ -134,7 +144,7 @@ impl<'p> Runner<'p> {
     fn done_with_after(&self, tc: &ToolCycle, rest: &[ProtocolStep]) -> Vec<PathBuf> {
         let uses_trees = rest
             .iter()
-            .any(|s| matches!(s, ProtocolStep::Run(_) | ProtocolStep::Change));
+            .any(|s| !matches!(s, ProtocolStep::Verify { .. }));
         if uses_trees {
             return Vec::new();
         }

@@ -53,6 +53,8 @@ mod verify_step;
 
 const GENERATED: &str = "generated";
 const CHANGED: &str = "changed";
+/// The metadata-fidelity fixture's manifest (`manifests/fidelity.jsonl`).
+const FIXTURE: &str = "fidelity";
 
 pub struct RunOptions {
     pub plan: PathBuf,
@@ -156,6 +158,7 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
         ev: evidence,
         interrupt,
         changed_digest: None,
+        fixture_digest: None,
         source_reusable: false,
         warned: HashSet::new(),
         start_warnings,
@@ -200,6 +203,8 @@ struct Runner<'p> {
     change_seed: u64,
     /// Digest of the first changed manifest: every later change must match.
     changed_digest: Option<String>,
+    /// The same for the fidelity fixture.
+    fixture_digest: Option<String>,
     /// The current tool cycle's source tree was made pristine, so the next
     /// tool cycle may reset it rather than copy the dataset again.
     source_reusable: bool,
@@ -215,6 +220,7 @@ struct Runner<'p> {
 }
 
 /// One tool in one cycle: its directories and placeholders.
+#[derive(Clone)]
 struct ToolCycle<'p> {
     tool: &'p ToolPlan,
     cycle: u32,

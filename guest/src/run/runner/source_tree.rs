@@ -2,14 +2,16 @@
 //! cycle's pristine copy of it (a copy, or the previous tool cycle's tree
 //! reset), and the seeded change. The agent's own work: untimed, recorded.
 
-use super::{CHANGED, GENERATED, Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count, path_str};
+use super::{
+    CHANGED, FIXTURE, GENERATED, Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count, path_str,
+};
 use crate::run::env::{from_process, tool_env};
 use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::Evidence;
 use crate::run::interrupt::InProcess;
 use crate::run::reset::reset_tree;
 use labrun_evidence::{DatasetPlan, RunStep, Step};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 impl<'p> Runner<'p> {
@@ -164,6 +166,50 @@ impl<'p> Runner<'p> {
             }
             InProcess::Done(Err(e)) => {
                 rec.error = Some(format!("{} ({})", describe_io(&e), tc.vars.source))
+            }
+            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
+            InProcess::Died => rec.error = Some(LIBRARY_PANIC.into()),
+        }
+        let ok = rec.ok;
+        self.append(&rec)?;
+        Ok(ok)
+    }
+
+    /// The metadata-fidelity fixture, written into `dir` (untimed, recorded
+    /// as `fixture`). Seeded like the dataset: the same tree in every tool
+    /// cycle, its manifest kept once as `manifests/fidelity.jsonl`.
+    pub(super) fn write_fixture(&mut self, tc: &ToolCycle, dir: &Path) -> Result<bool, Halt> {
+        self.check_stop()?;
+        let (mut rec, started) = self.start_step(tc, Step::FIXTURE)?;
+        let (out, seed) = (dir.to_path_buf(), self.params.seed);
+        let result = self.in_process(Step::FIXTURE, move |_| {
+            labrun_dataset::fidelity::write_fixture(&out, seed)
+        });
+        rec.wall_secs = started.elapsed().as_secs_f64();
+        match result {
+            InProcess::Done(Ok(manifest)) => {
+                rec.ok = true;
+                rec.files = Some(file_count(&manifest));
+                rec.bytes = Some(manifest.total_file_bytes());
+                match &self.fixture_digest {
+                    None => self.fixture_digest = Some(self.ev.write_manifest(FIXTURE, &manifest)?),
+                    Some(first) if *first == Evidence::manifest_digest(&manifest) => {}
+                    Some(_) => {
+                        let name = format!("{FIXTURE}-c{}-{}", tc.cycle, tc.tool.name);
+                        self.ev.write_manifest(&name, &manifest)?;
+                        rec.ok = false;
+                        rec.error = Some(format!(
+                            "the fidelity fixture differs from the first tool cycle's (manifests/{FIXTURE}.jsonl vs manifests/{name}.jsonl): a bug in labrun, or a filesystem that changed under the run"
+                        ));
+                    }
+                }
+            }
+            InProcess::Done(Err(e)) => {
+                rec.error = Some(format!(
+                    "cannot write the fidelity fixture in {}: {}",
+                    dir.display(),
+                    describe_io(&e)
+                ))
             }
             InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
             InProcess::Died => rec.error = Some(LIBRARY_PANIC.into()),

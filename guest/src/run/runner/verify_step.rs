@@ -27,14 +27,20 @@ impl<'p> Runner<'p> {
         let (mut rec, started) = self.start_step(tc, name.clone())?;
         let manifest_path = self.ev.manifest_path(manifest);
         let target = PathBuf::from(&tc.vars.target);
+        let fidelity = manifest == super::FIXTURE;
         // The manifest is read on the worker and freed with it: the agent
         // holds no manifest while a tool runs.
         let result = self.in_process(Step::VERIFY, move |_| {
             let manifest = std::fs::File::open(&manifest_path)
                 .and_then(|f| Manifest::read_from(std::io::BufReader::new(f)))
                 .map_err(|e| format!("cannot read {}: {e}", manifest_path.display()))?;
-            labrun_dataset::verify(&target, &manifest)
-                .map_err(|e| format!("{e} ({})", target.display()))
+            // The fixture's manifest records metadata: compare it too.
+            if fidelity {
+                labrun_dataset::verify_fidelity(&target, &manifest)
+            } else {
+                labrun_dataset::verify(&target, &manifest)
+            }
+            .map_err(|e| format!("{e} ({})", target.display()))
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         // Not a failed thread start: then the tool cycle's end removes it all.
