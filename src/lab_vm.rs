@@ -10,20 +10,31 @@ use std::path::{Path, PathBuf};
 
 /// The lab file's absolute path (it need not exist any more).
 pub fn lab_path(ctx: &Context) -> anyhow::Result<PathBuf> {
-    if let Ok(p) = std::fs::canonicalize(&ctx.lab_path) {
+    absolute(&ctx.lab_path)
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(path) {
         return Ok(p);
     }
     let cwd = std::env::current_dir().context("cannot read the current folder")?;
-    Ok(cwd.join(&ctx.lab_path))
+    Ok(cwd.join(path))
 }
 
 /// Loads the lab and its VM settings; a lab that names an existing machine
 /// (`target:`) has no VM to bring up.
 pub fn load(ctx: &Context) -> anyhow::Result<(Lab, VmConfig)> {
     let lab = Lab::load(&ctx.lab_path)?;
-    let path = lab_path(ctx)?;
+    let cfg = vm_of(&lab, &ctx.cache_dir)?;
+    Ok((lab, cfg))
+}
+
+/// The VM settings of a lab already loaded, keyed by the file it was loaded
+/// from (not by `-f`: `bench --attach` loads the lab its run named).
+pub fn vm_of(lab: &Lab, cache_dir: &Path) -> anyhow::Result<VmConfig> {
+    let path = absolute(&lab.source.file)?;
     let cfg = match lab.machine() {
-        Machine::Vm(vm) => vm_config(&lab.name, &path, &vm, &ctx.cache_dir)?,
+        Machine::Vm(vm) => vm_config(&lab.name, &path, &vm, cache_dir)?,
         Machine::Target(t) => bail!(
             "lab `{}` runs on an existing machine ({}@{}:{}), not in a VM: `labrun up` and `labrun down` have nothing to do; run `labrun bench`",
             lab.name,
@@ -32,7 +43,7 @@ pub fn load(ctx: &Context) -> anyhow::Result<(Lab, VmConfig)> {
             t.port
         ),
     };
-    Ok((lab, cfg))
+    Ok(cfg)
 }
 
 /// `cache_dir` locates a cloud image: where the artifact cache keeps the

@@ -143,6 +143,14 @@ fn attach_finishes_a_run_whose_client_was_killed() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = write_lab(dir.path(), &sshd, 2, 0.001);
+    // The key named relative to the lab file, as a user writes it: found
+    // from the lab's folder, whatever folder `--attach` runs in.
+    let key = sshd.target().client_key;
+    std::fs::copy(&key, dir.path().join("client-key")).expect("copy key");
+    let text = std::fs::read_to_string(&lab).expect("lab");
+    let text = text.replace(&format!("key: {}", key.display()), "key: client-key");
+    assert!(text.contains("key: client-key"), "{text}");
+    std::fs::write(&lab, text).expect("lab");
     let results = dir.path().join("results");
     let mut child = labrun(&lab, &results, &[])
         .stdout(Stdio::null())
@@ -167,7 +175,12 @@ fn attach_finishes_a_run_whose_client_was_killed() {
     let before = records(&run).len();
     assert!(before >= 1);
 
-    let out = labrun(&lab, &results, &["--attach"])
+    // From another folder, with `-f` naming no file at all: an attached run
+    // uses the lab its run named, nothing of the command line's.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let out = labrun(&elsewhere.join("no-such-lab.yaml"), &results, &["--attach"])
+        .current_dir(&elsewhere)
         .output()
         .expect("run labrun --attach");
     assert!(

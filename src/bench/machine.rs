@@ -34,7 +34,8 @@ pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Acces
                 host: t.host.clone(),
                 port: t.port,
                 user: t.user.clone(),
-                client_key: lab_relative(&ctx.lab_path, &t.key),
+                // The lab's own file, not `-f`: an attached run loads the lab it named.
+                client_key: lab_relative(&lab.source.file, &t.key),
                 host_key: t.host_key.clone(),
             },
             remote_base: t.workdir.clone(),
@@ -53,7 +54,7 @@ const VM_WORKDIR: &str = "/srv/labrun";
 /// The VM `labrun up` brought up: its forwarded port and pinned host key
 /// come from the state `up` recorded.
 fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access> {
-    let (_, cfg) = crate::lab_vm::load(ctx)?;
+    let cfg = crate::lab_vm::vm_of(lab, &ctx.cache_dir)?;
     let dir = labrun_vm::LabDir::for_lab(&ctx.state_root, &cfg.lab_name, &cfg.lab_path);
     let state = dir
         .read_state()?

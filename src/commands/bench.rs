@@ -117,7 +117,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     say_estimate(&session, &lab, &plan, &access, &remote, display).await;
 
     if let Some(repo) =
-        dataset_push::push_repository(&session, &remote, &mut plan, &ctx.lab_path, &host.dir)
+        dataset_push::push_repository(&session, &remote, &mut plan, &lab.source.file, &host.dir)
             .await?
     {
         display.note(&format!(
