@@ -2,9 +2,11 @@
 //! hand each to the display, and pull each finished step's evidence at once,
 //! so a lost connection loses nothing already measured.
 //!
-//! A step's evidence (the records file and the step's two logs) comes in one
-//! exec, framed as `<bytes> <path>` lines each followed by exactly that many
-//! bytes: one round trip per step, not one per file.
+//! The events are consumed once: a finished step's record arrives in its
+//! event and is appended to the host's `records.jsonl` from there; the
+//! step's two logs come in one exec, framed as `<bytes> <path>` lines each
+//! followed by exactly that many bytes. At the end the whole evidence folder
+//! is pulled, and the guest's own files replace the host's copies.
 
 use crate::bench::layout::{RemoteRun, sh_quote};
 use crate::bench::remote::{AgentState, agent_state};
@@ -137,17 +139,19 @@ impl Follower<'_> {
         }
     }
 
-    /// Pulls the records file and the step's logs. Failures are not fatal:
-    /// the final pull gets everything again.
+    /// Appends the step's record (from its event) and pulls its logs.
+    /// Failures are not fatal: the final pull gets everything again.
     async fn pull_step(&self, record: &labrun_evidence::StepRecord) {
-        let mut wanted = vec![files::RECORDS.to_string()];
-        wanted.extend(
-            [&record.stdout_path, &record.stderr_path]
-                .into_iter()
-                .flatten()
-                .filter(|rel| safe_join(&self.raw, rel).is_some())
-                .cloned(),
-        );
+        let _ = self.append_record(record);
+        let wanted: Vec<String> = [&record.stdout_path, &record.stderr_path]
+            .into_iter()
+            .flatten()
+            .filter(|rel| safe_join(&self.raw, rel).is_some())
+            .cloned()
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
         let script = framed_cat_script(&self.remote.evidence(), &wanted);
         let Ok(out) = self.session.exec(&script).await else {
             return;
@@ -156,14 +160,19 @@ impl Follower<'_> {
             let Some(local) = safe_join(&self.raw, &rel).filter(|_| wanted.contains(&rel)) else {
                 continue;
             };
-            // The agent may be appending a record right now: keep whole lines.
-            let bytes = if rel == files::RECORDS {
-                whole_lines(&bytes)
-            } else {
-                &bytes[..]
-            };
-            let _ = write_replacing(&local, bytes);
+            let _ = write_replacing(&local, &bytes);
         }
+    }
+
+    fn append_record(&self, record: &labrun_evidence::StepRecord) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(record)?;
+        line.push(b'\n');
+        std::fs::create_dir_all(&self.raw)?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.raw.join(files::RECORDS))?;
+        f.write_all(&line)
     }
 
     /// Pulls the whole evidence folder (the agent's copy of events included).
@@ -215,14 +224,6 @@ fn parse_framed(mut out: &[u8]) -> Vec<(String, Vec<u8>)> {
         out = &body[n..];
     }
     files
-}
-
-/// Up to and including the last newline.
-fn whole_lines(bytes: &[u8]) -> &[u8] {
-    match bytes.iter().rposition(|&b| b == b'\n') {
-        Some(i) => &bytes[..=i],
-        None => &[],
-    }
 }
 
 /// Writes `path` through a temporary file beside it, so a reader (or a
@@ -293,7 +294,6 @@ mod tests {
             ]
         );
         assert_eq!(files[0].1, b"{\"a\":1}\n{\"b\"");
-        assert_eq!(whole_lines(&files[0].1), b"{\"a\":1}\n");
         assert!(files[1].1.is_empty());
         assert_eq!(files[2].1, binary);
         // A cut stream gives the files that came whole, and no more.
