@@ -165,3 +165,36 @@ fn an_interrupted_backup_is_resumed_checked_and_restored() {
     let md = summary(&run);
     assert!(md.contains("### backup_interrupted"), "{md}");
 }
+
+#[test]
+fn snapshots_pile_up_and_the_first_and_last_restore_whole() {
+    let (_dir, run, recs) = bench("labs/snapshots.yaml", |lab| lab);
+    for tool in ["restic", "borg"] {
+        // Each round's backup grows the repository: its change differs.
+        let mut sizes = vec![
+            record(&recs, tool, "backup_full")["repo_size_bytes"]
+                .as_u64()
+                .unwrap(),
+        ];
+        for k in 2..=6 {
+            let r = record(&recs, tool, &format!("backup_{k}"));
+            assert_eq!(r["ok"], true, "{tool} backup_{k}: {r}");
+            sizes.push(r["repo_size_bytes"].as_u64().unwrap());
+        }
+        assert!(sizes.windows(2).all(|w| w[1] > w[0]), "{tool}: {sizes:?}");
+        for step in ["verify_first", "verify_last"] {
+            let v = record(&recs, tool, step);
+            assert_eq!(v["verify"]["passed"], true, "{tool} {step}: {v}");
+        }
+        for step in ["restore_first", "restore_last"] {
+            assert_eq!(record(&recs, tool, step)["timed"], true, "{tool} {step}");
+        }
+    }
+    // Each round has its own manifest, and they differ.
+    let raw = run.join("raw/manifests");
+    let first = std::fs::read(raw.join("changed.jsonl")).expect("changed.jsonl");
+    let last = std::fs::read(raw.join("changed-5.jsonl")).expect("changed-5.jsonl");
+    assert_ne!(first, last);
+    let md = summary(&run);
+    assert!(md.contains("### restore_last"), "{md}");
+}

@@ -260,7 +260,7 @@ fn describe_protocol(s: &mut String, steps: &[labrun_evidence::ProtocolStep]) {
     for step in steps {
         let what = match step {
             ProtocolStep::Source => "the pristine source tree (untimed)".to_string(),
-            ProtocolStep::Change => "the seeded 5% change (untimed)".to_string(),
+            ProtocolStep::Change { .. } => "the seeded 5% change (untimed)".to_string(),
             ProtocolStep::Fixture => {
                 "the metadata-fidelity fixture, {source} from here on (untimed)".to_string()
             }

@@ -29,8 +29,10 @@ pub enum ProtocolStep {
     /// The tool cycle's pristine source tree (a copy of the generated one,
     /// or the previous tool cycle's reset). Recorded as `generate`.
     Source,
-    /// The seeded 5% change of SPEC 3, in place.
-    Change,
+    /// The seeded 5% change of SPEC 3, in place. The k-th change of a
+    /// protocol uses seed `change_seed + k - 1`: rounds of change and backup
+    /// pile up snapshots that differ.
+    Change { name: Step },
     /// The metadata-fidelity fixture (modes, mtimes, links, an empty
     /// directory, a sparse file, odd names, an xattr) written to a folder of
     /// its own, which is `{source}` for the steps after it: back it up,
@@ -105,7 +107,7 @@ impl ProtocolStep {
     pub fn name(&self) -> Step {
         match self {
             ProtocolStep::Source => Step::GENERATE,
-            ProtocolStep::Change => Step::CHANGE,
+            ProtocolStep::Change { name } => name.clone(),
             ProtocolStep::Fixture => Step::FIXTURE,
             ProtocolStep::Verify { name } => name.clone(),
             ProtocolStep::Run(r) => r.name.clone(),
@@ -135,7 +137,7 @@ pub fn published() -> Vec<ProtocolStep> {
             makes: Some("s1".into()),
             ..run(Step::BACKUP_FULL, "backup")
         }),
-        ProtocolStep::Change,
+        ProtocolStep::Change { name: Step::CHANGE },
         ProtocolStep::Run(RunStep {
             makes: Some("s2".into()),
             ..run(Step::BACKUP_INCREMENTAL, "backup")
@@ -210,24 +212,29 @@ struct StepMap {
 
 const AGENT_WORDS: &str = "`source`, `change`, `fixture` or `verify`";
 
+fn named_or(name: Option<String>, default: Step) -> Result<Step, String> {
+    match name {
+        None => Ok(default),
+        Some(n) => Step::check_name(&n).map(|()| Step::named(n)),
+    }
+}
+
 fn agent_step(word: &str, name: Option<String>) -> Result<ProtocolStep, String> {
     let unnamed = |step: ProtocolStep| match &name {
         None => Ok(step),
         Some(_) => Err(format!(
-            "`{word}` takes no name: only `verify` and `run:` steps are named"
+            "`{word}` takes no name: only `change`, `verify` and `run:` steps are named"
         )),
     };
     match word {
         "source" => unnamed(ProtocolStep::Source),
-        "change" => unnamed(ProtocolStep::Change),
+        "change" => Ok(ProtocolStep::Change {
+            name: named_or(name, Step::CHANGE)?,
+        }),
         "fixture" => unnamed(ProtocolStep::Fixture),
-        "verify" => {
-            let name = name.unwrap_or_else(|| Step::VERIFY.to_string());
-            Step::check_name(&name)?;
-            Ok(ProtocolStep::Verify {
-                name: Step::named(name),
-            })
-        }
+        "verify" => Ok(ProtocolStep::Verify {
+            name: named_or(name, Step::VERIFY)?,
+        }),
         "generate" => Err(format!(
             "`generate` is written `source` in a protocol (its records are called generate); the agent's steps are {AGENT_WORDS}"
         )),
@@ -309,7 +316,14 @@ impl From<ProtocolStep> for StepForm {
     fn from(step: ProtocolStep) -> StepForm {
         match step {
             ProtocolStep::Source => StepForm::Word("source".into()),
-            ProtocolStep::Change => StepForm::Word("change".into()),
+            ProtocolStep::Change { name } if name == Step::CHANGE => {
+                StepForm::Word("change".into())
+            }
+            ProtocolStep::Change { name } => StepForm::Map(StepMap {
+                agent: Some("change".into()),
+                name: Some(name.to_string()),
+                ..StepMap::default()
+            }),
             ProtocolStep::Fixture => StepForm::Word("fixture".into()),
             ProtocolStep::Verify { name } if name == Step::VERIFY => {
                 StepForm::Word("verify".into())
@@ -357,7 +371,6 @@ pub fn check(steps: &[ProtocolStep], tools: &[ToolCommandsRef]) -> Vec<(Option<u
     let mut names = std::collections::BTreeSet::new();
     let mut made: Vec<&str> = Vec::new();
     let mut restored = false;
-    let mut changes = 0;
     // A missing command is said once per tool, at the first step running it.
     let mut missing = std::collections::BTreeSet::new();
     for (i, step) in steps.iter().enumerate() {
@@ -372,12 +385,7 @@ pub fn check(steps: &[ProtocolStep], tools: &[ToolCommandsRef]) -> Vec<(Option<u
             ProtocolStep::Source if i > 0 => problem("`source` comes once, first".into()),
             ProtocolStep::Source => {}
             ProtocolStep::Fixture => {}
-            ProtocolStep::Change => {
-                changes += 1;
-                if changes > 1 {
-                    problem("one `change` per cycle for now: each tool cycle compares its change with the first one's manifest".into());
-                }
-            }
+            ProtocolStep::Change { .. } => {}
             ProtocolStep::Verify { .. } => {
                 if !std::mem::take(&mut restored) {
                     problem("`verify` checks what a restore put in {target}: it follows a step with `restores:`".into());
@@ -487,6 +495,7 @@ mod tests {
             (r#"{"run":"x","do":"verify"}"#, "not both"),
             (r#"{"makes":"s1"}"#, "needs `run"),
             (r#"{"do":"change","timed":true}"#, "takes only a `name`"),
+            (r#"{"do":"source","name":"x"}"#, "takes no name"),
             (r#"{"run":"b","makes":"s1","restores":"s1"}"#, "exclude"),
             (r#"{"run":"b","kill_after_secs":0}"#, "above 0"),
             (r#"{"run":"Check"}"#, "a-z"),

@@ -15,16 +15,18 @@ struct Snapshot {
     /// printed, else the label.
     id: String,
     /// The manifest of the tree it was made of.
-    tree: &'static str,
+    tree: String,
 }
 
 /// What the steps of one tool cycle so far have left.
 struct CycleState {
     /// The manifest the source tree matches now.
-    source: &'static str,
+    source: String,
     snapshots: BTreeMap<String, Snapshot>,
     /// The manifest of what the last restore put in `{target}`.
-    restored: Option<&'static str>,
+    restored: Option<String>,
+    /// Change rounds so far.
+    changes: u64,
 }
 
 impl<'p> Runner<'p> {
@@ -35,9 +37,10 @@ impl<'p> Runner<'p> {
             return self.history_steps(tc, source);
         }
         let mut state = CycleState {
-            source: GENERATED,
+            source: GENERATED.to_string(),
             snapshots: BTreeMap::new(),
             restored: None,
+            changes: 0,
         };
         let steps = &self.plan.protocol;
         // `fixture` points `{source}` elsewhere for the steps after it.
@@ -46,16 +49,17 @@ impl<'p> Runner<'p> {
             let tc = &mut tc;
             let ok = match step {
                 ProtocolStep::Source => {
-                    state.source = GENERATED;
+                    state.source = GENERATED.to_string();
                     self.prepare_source(tc)?
                 }
-                ProtocolStep::Change => {
-                    state.source = CHANGED;
-                    self.change_source(tc)?
+                ProtocolStep::Change { name } => {
+                    state.changes += 1;
+                    state.source = Self::changed_manifest(state.changes);
+                    self.change_source(tc, name, state.changes)?
                 }
                 ProtocolStep::Fixture => {
                     let dir = tc.base.join("fixture");
-                    state.source = FIXTURE;
+                    state.source = FIXTURE.to_string();
                     let ok = self.write_fixture(tc, &dir)?;
                     tc.vars.source = path_str(&dir);
                     ok
@@ -70,12 +74,13 @@ impl<'p> Runner<'p> {
                         }));
                     };
                     let done_with = self.done_with_after(tc, &steps[i + 1..]);
-                    let differs = match manifest {
-                        CHANGED => "the restored tree differs from the changed source",
+                    let differs = match manifest.as_str() {
+                        GENERATED => "the restored tree differs from the generated source",
                         FIXTURE => "the restored fidelity fixture differs from the one written",
-                        _ => "the restored tree differs from the generated source",
+                        CHANGED => "the restored tree differs from the changed source",
+                        _ => "the restored tree differs from the changed source of its snapshot",
                     };
-                    self.verify_tree(tc, name, manifest, differs, done_with)?
+                    self.verify_tree(tc, name, &manifest, differs, done_with)?
                 }
                 ProtocolStep::Run(r) => {
                     if r.optional && !tc.tool.commands.contains_key(&r.command) {
@@ -109,7 +114,7 @@ impl<'p> Runner<'p> {
         };
         if let Some(label) = &r.restores {
             self.empty_target(tc)?;
-            state.restored = state.snapshots.get(label).map(|s| s.tree);
+            state.restored = state.snapshots.get(label).map(|s| s.tree.clone());
         }
         let outcome = self.tool_step(tc, r, snapshot.as_deref())?;
         if let (true, false, Some(label)) = (outcome.ok, outcome.killed, &r.makes) {
@@ -118,7 +123,7 @@ impl<'p> Runner<'p> {
                 label.clone(),
                 Snapshot {
                     id,
-                    tree: state.source,
+                    tree: state.source.clone(),
                 },
             );
         }

@@ -157,7 +157,7 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
         plan: &plan,
         ev: evidence,
         interrupt,
-        changed_digest: None,
+        changed_digests: Default::default(),
         fixture_digest: None,
         source_reusable: false,
         warned: HashSet::new(),
@@ -201,8 +201,9 @@ struct Runner<'p> {
     pristine: PathBuf,
     params: DatasetParams,
     change_seed: u64,
-    /// Digest of the first changed manifest: every later change must match.
-    changed_digest: Option<String>,
+    /// Digest of each change round's first manifest: the same round of
+    /// every later tool cycle must match it.
+    changed_digests: std::collections::BTreeMap<u64, String>,
     /// The same for the fidelity fixture.
     fixture_digest: Option<String>,
     /// The current tool cycle's source tree was made pristine, so the next

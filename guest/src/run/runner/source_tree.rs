@@ -95,15 +95,25 @@ impl<'p> Runner<'p> {
     fn reset_source(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
         self.check_stop()?;
         let (mut rec, started) = self.start_step(tc, Step::GENERATE)?;
-        let (pristine, source, params, seed) = (
+        let (pristine, source, params) = (
             self.pristine.clone(),
             PathBuf::from(&tc.vars.source),
             self.params,
-            self.change_seed,
         );
+        // What every change round of the protocol touched goes back.
+        let seeds: Vec<u64> = (1..=self.change_rounds())
+            .map(|round| self.change_seed_of(round))
+            .collect();
         let result = self.in_process(Step::GENERATE, move |_| {
-            let touched = labrun_dataset::change_plan(&params, seed);
-            reset_tree(&pristine, &source, &touched)
+            let mut total = crate::run::reset::ResetStats::default();
+            for seed in seeds {
+                let touched = labrun_dataset::change_plan(&params, seed);
+                let stats = reset_tree(&pristine, &source, &touched)?;
+                total.entries_written += stats.entries_written;
+                total.bytes_written += stats.bytes_written;
+                total.entries_removed += stats.entries_removed;
+            }
+            Ok::<_, std::io::Error>(total)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         match result {
@@ -133,33 +143,67 @@ impl<'p> Runner<'p> {
         Ok(ok)
     }
 
-    /// The 5% change on this tool cycle's source tree (untimed). Its
-    /// manifest must be the same in every tool cycle: the first is kept as
-    /// `manifests/changed.jsonl`, a different one beside it for inspection.
-    pub(super) fn change_source(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
+    /// The protocol's change rounds (`change` steps) per tool cycle.
+    fn change_rounds(&self) -> u64 {
+        self.plan
+            .protocol
+            .iter()
+            .filter(|s| matches!(s, labrun_evidence::ProtocolStep::Change { .. }))
+            .count() as u64
+    }
+
+    /// Round 1 is the published change (`change_seed`), round k uses
+    /// `change_seed + k - 1`.
+    fn change_seed_of(&self, round: u64) -> u64 {
+        self.change_seed.wrapping_add(round.saturating_sub(1))
+    }
+
+    /// The manifest of the tree after change round `round`:
+    /// `changed` (the published one), then `changed-2`, `changed-3`...
+    pub(super) fn changed_manifest(round: u64) -> String {
+        match round {
+            1 => CHANGED.to_string(),
+            k => format!("{CHANGED}-{k}"),
+        }
+    }
+
+    /// A 5% change on this tool cycle's source tree (untimed), round
+    /// `round` of the protocol. Its manifest must be the same in every tool
+    /// cycle: the first is kept as `manifests/changed[-k].jsonl`, a
+    /// different one beside it for inspection.
+    pub(super) fn change_source(
+        &mut self,
+        tc: &ToolCycle,
+        name: &Step,
+        round: u64,
+    ) -> Result<bool, Halt> {
         self.check_stop()?;
-        let (mut rec, started) = self.start_step(tc, Step::CHANGE)?;
+        let (mut rec, started) = self.start_step(tc, name.clone())?;
         let (dir, params, seed) = (
             PathBuf::from(&tc.vars.source),
             self.params,
-            self.change_seed,
+            self.change_seed_of(round),
         );
-        let result = self.in_process(Step::CHANGE, move |progress| {
+        let manifest_name = Self::changed_manifest(round);
+        let result = self.in_process(name.clone(), move |progress| {
             labrun_dataset::apply_change(&dir, &params, seed, progress)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         match result {
             InProcess::Done(Ok(manifest)) => {
                 rec.ok = true;
-                match &self.changed_digest {
-                    None => self.changed_digest = Some(self.ev.write_manifest(CHANGED, &manifest)?),
+                match self.changed_digests.get(&round) {
+                    None => {
+                        let digest = self.ev.write_manifest(&manifest_name, &manifest)?;
+                        self.changed_digests.insert(round, digest);
+                    }
                     Some(first) if *first == Evidence::manifest_digest(&manifest) => {}
                     Some(_) => {
-                        let name = format!("{CHANGED}-c{}-{}", tc.cycle, tc.tool.name);
+                        let name = format!("{manifest_name}-c{}-{}", tc.cycle, tc.tool.name);
                         self.ev.write_manifest(&name, &manifest)?;
                         rec.ok = false;
                         rec.error = Some(format!(
-                            "the change made a different tree than in the first tool cycle (manifests/{CHANGED}.jsonl vs manifests/{name}.jsonl): the dataset change is not deterministic, a bug in labrun"
+                            "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{name}.jsonl): the dataset change is not deterministic, a bug in labrun"
                         ));
                     }
                 }
