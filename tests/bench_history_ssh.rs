@@ -13,7 +13,6 @@ use run_output::{only_run_dir, records};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const LABRUN: &str = env!("CARGO_BIN_EXE_labrun");
 const COMMITS: u64 = 3;
 
 fn write_lab(dir: &Path, sshd: &Sshd) -> PathBuf {
@@ -35,25 +34,7 @@ fn bench_over_ssh_backs_up_each_commit_and_restores_every_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = write_lab(dir.path(), &sshd);
     let results = dir.path().join("results");
-    let out = Command::new(LABRUN)
-        .arg("-f")
-        .arg(&lab)
-        .args([
-            "bench",
-            "--plain",
-            "--tools",
-            "restic,borg,duplicity",
-            "--results",
-        ])
-        .arg(&results)
-        .output()
-        .expect("run labrun");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
+    common::bench_ok(&lab, &results, "restic,borg,duplicity", &sshd);
     let run = &only_run_dir(&results);
     let records = records(run);
     for tool in ["restic", "borg", "duplicity"] {
@@ -135,19 +116,7 @@ fn a_repository_on_the_host_is_pushed_into_the_guest() {
         1,
     );
     let results = dir.path().join("results");
-    let out = Command::new(LABRUN)
-        .arg("-f")
-        .arg(&lab)
-        .args(["bench", "--plain", "--tools", "restic,borg", "--results"])
-        .arg(&results)
-        .output()
-        .expect("run labrun");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
+    let text = common::bench_ok(&lab, &results, "restic,borg", &sshd);
     assert!(text.contains("pushed the repository"), "{text}");
     let run = only_run_dir(&results);
     let plan = std::fs::read_to_string(run.join("raw/plan.json")).unwrap();

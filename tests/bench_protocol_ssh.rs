@@ -11,9 +11,6 @@ use labrun_ssh::test_support::Sshd;
 use run_output::{only_run_dir, records};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
-
-const LABRUN: &str = env!("CARGO_BIN_EXE_labrun");
 
 /// Runs `shipped` (restic and borg) after `edit` changed its lab text; gives
 /// the run folder and every record.
@@ -34,19 +31,7 @@ fn bench(
     let text = std::fs::read_to_string(&lab).expect("lab");
     std::fs::write(&lab, edit(text)).expect("write lab");
     let results = dir.path().join("results");
-    let out = Command::new(LABRUN)
-        .arg("-f")
-        .arg(&lab)
-        .args(["bench", "--plain", "--tools", "restic,borg", "--results"])
-        .arg(&results)
-        .output()
-        .expect("run labrun");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
+    common::bench_ok(&lab, &results, "restic,borg", &sshd);
     let run = only_run_dir(&results);
     let recs = records(&run);
     (dir, run, recs)

@@ -123,13 +123,7 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = write_lab(dir.path(), &sshd, 2, 0.001);
     let results = dir.path().join("results");
-    let out = labrun(&lab, &results, &[]).output().expect("run labrun");
-    let text = format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
+    let text = common::bench_ok(&lab, &results, "restic,borg", &sshd);
     assert!(text.contains("estimated duration"), "{text}");
     let run = only_run_dir(&results);
     assert_complete(&run, 2);

@@ -68,26 +68,6 @@ impl RemoteRun {
     }
 }
 
-/// Quotes a string for a POSIX shell: paths come from lab files and run ids.
-pub fn sh_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@,".contains(&b))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(sh_quote("/srv/labrun"), "/srv/labrun");
-        assert_eq!(sh_quote("a b"), "'a b'");
-        assert_eq!(sh_quote("it's"), r"'it'\''s'");
-        assert_eq!(sh_quote(""), "''");
-    }
-}
+/// Paths in remote commands come from lab files and run ids: quoted by the
+/// SSH crate's one rule.
+pub use labrun_ssh::shell_quote as sh_quote;

@@ -43,3 +43,23 @@ pub fn target_lab(
     std::fs::write(&path, lab).expect("write lab");
     path
 }
+
+/// `labrun -f LAB bench --plain --tools TOOLS --results RESULTS`, which must
+/// succeed (else the test fails with its output and the server's log);
+/// gives stdout and stderr as one text.
+pub fn bench_ok(lab: &Path, results: &Path, tools: &str, sshd: &Sshd) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_labrun"))
+        .arg("-f")
+        .arg(lab)
+        .args(["bench", "--plain", "--tools", tools, "--results"])
+        .arg(results)
+        .output()
+        .expect("run labrun");
+    let text = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
+    text
+}

@@ -5,7 +5,7 @@ use crate::error::{LabError, Problem};
 use crate::locate::{Pos, SourceMap};
 use crate::schema::Lab;
 use serde_saphyr::Error as YamlError;
-use sha2::{Digest, Sha256};
+
 use std::path::{Path, PathBuf};
 
 /// A lab file is a page of settings; anything bigger is a mistake (or an
@@ -92,7 +92,7 @@ impl Lab {
         lab.source = LabSource {
             file: PathBuf::from(file),
             text: text.to_string(),
-            sha256: hex::encode(Sha256::digest(text.as_bytes())),
+            sha256: labrun_evidence::digest::sha256_hex(text.as_bytes()),
         };
         Ok(lab)
     }

@@ -84,14 +84,6 @@ impl Lab {
             ));
             return;
         }
-        let tools: Vec<_> = self
-            .tools
-            .iter()
-            .map(|t| labrun_evidence::protocol::ToolCommandsRef {
-                name: &t.name,
-                commands: &t.commands,
-            })
-            .collect();
         // A command no step runs is most likely a misspelt one (`bakup:`).
         let run: BTreeSet<&str> = self
             .protocol
@@ -115,7 +107,10 @@ impl Lab {
                 ));
             }
         }
-        for (index, message) in labrun_evidence::protocol::check(&self.protocol, &tools) {
+        for (index, message) in labrun_evidence::protocol::check(
+            &self.protocol,
+            self.tools.iter().map(|t| (t.name.as_str(), &t.commands)),
+        ) {
             let path = match index {
                 Some(i) => format!("protocol[{i}]"),
                 None => "protocol".to_string(),

@@ -350,17 +350,16 @@ impl From<ProtocolStep> for StepForm {
     }
 }
 
-/// A tool as the protocol check sees it: its name and its commands.
-pub struct ToolCommandsRef<'a> {
-    pub name: &'a str,
-    pub commands: &'a crate::ToolCommands,
-}
-
 /// Every problem of a protocol that no single step shows: the order of the
 /// agent's steps, snapshot labels, names, and commands the tools lack. The
 /// one rule for the lab check and the agent's plan check; each problem with
 /// the index of its step (None: the whole list).
-pub fn check(steps: &[ProtocolStep], tools: &[ToolCommandsRef]) -> Vec<(Option<usize>, String)> {
+/// `tools`: each tool's name and commands.
+pub fn check<'a>(
+    steps: &[ProtocolStep],
+    tools: impl IntoIterator<Item = (&'a str, &'a crate::ToolCommands)>,
+) -> Vec<(Option<usize>, String)> {
+    let tools: Vec<(&str, &crate::ToolCommands)> = tools.into_iter().collect();
     let mut out = Vec::new();
     if steps.first() != Some(&ProtocolStep::Source) {
         out.push((
@@ -419,13 +418,13 @@ pub fn check(steps: &[ProtocolStep], tools: &[ToolCommandsRef]) -> Vec<(Option<u
                     }
                 }
                 restored |= r.restores.is_some();
-                for tool in tools {
-                    match tool.commands.get(&r.command) {
+                for &(tool, commands) in &tools {
+                    match commands.get(&r.command) {
                         None if r.optional => {}
-                        None if !missing.insert((tool.name, r.command.as_str())) => {}
+                        None if !missing.insert((tool, r.command.as_str())) => {}
                         None => problem(format!(
                             "runs `{}`, which tool {} has no command for: add `commands.{}` to it, or mark the step `optional: true`",
-                            r.command, tool.name, r.command
+                            r.command, tool, r.command
                         )),
                         Some(c)
                             if r.snapshot_label().is_none()
@@ -437,7 +436,7 @@ pub fn check(steps: &[ProtocolStep], tools: &[ToolCommandsRef]) -> Vec<(Option<u
                         {
                             problem(format!(
                                 "runs {}'s `{}`, which uses {{snapshot}}, but names no snapshot: add `makes:`, `restores:` or `snapshot:`",
-                                tool.name, r.command
+                                tool, r.command
                             ))
                         }
                         Some(_) => {}

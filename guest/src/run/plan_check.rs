@@ -5,10 +5,10 @@
 
 use crate::run::error::{PlanError, RunError};
 use crate::run::placeholders::unknown_placeholders;
+use labrun_evidence::digest::sha256_file;
 use labrun_evidence::{
     CommitSelection, DatasetPlan, HistorySource, Plan, SCHEMA_VERSION, ToolPlan,
 };
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -81,15 +81,8 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         return Err(PlanError::ZeroTimeout);
     }
     // The lab check's rule, again: a plan is the agent's input.
-    let tools: Vec<_> = plan
-        .tools
-        .iter()
-        .map(|t| labrun_evidence::protocol::ToolCommandsRef {
-            name: &t.name,
-            commands: &t.commands,
-        })
-        .collect();
-    if let Some((index, message)) = labrun_evidence::protocol::check(&plan.protocol, &tools)
+    let tools = plan.tools.iter().map(|t| (t.name.as_str(), &t.commands));
+    if let Some((index, message)) = labrun_evidence::protocol::check(&plan.protocol, tools)
         .into_iter()
         .next()
     {
@@ -271,21 +264,6 @@ pub fn check_binaries(plan: &Plan) -> Result<(), RunError> {
     Ok(())
 }
 
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => return Ok(hex::encode(hasher.finalize())),
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 #[cfg(test)]
 pub mod tests {
     use super::*;
@@ -417,7 +395,7 @@ pub mod tests {
         let p = file.to_str().unwrap();
         assert!(with_binary(p, None).unwrap_err().contains("not executable"));
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let digest = hex::encode(Sha256::digest(b"#!/bin/sh\n"));
+        let digest = labrun_evidence::digest::sha256_hex(b"#!/bin/sh\n");
         with_binary(p, Some(&digest)).unwrap();
         with_binary(p, Some(&digest.to_uppercase())).unwrap();
         let err = with_binary(p, Some(&"0".repeat(64))).unwrap_err();

@@ -157,8 +157,7 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
         plan: &plan,
         ev: evidence,
         interrupt,
-        changed_digests: Default::default(),
-        fixture_digest: None,
+        first_manifests: Default::default(),
         source_reusable: false,
         warned: HashSet::new(),
         start_warnings,
@@ -201,11 +200,10 @@ struct Runner<'p> {
     pristine: PathBuf,
     params: DatasetParams,
     change_seed: u64,
-    /// Digest of each change round's first manifest: the same round of
-    /// every later tool cycle must match it.
-    changed_digests: std::collections::BTreeMap<u64, String>,
-    /// The same for the fidelity fixture.
-    fixture_digest: Option<String>,
+    /// Digests of the manifests the first tool cycle made (each change
+    /// round's, the fidelity fixture's), by name: every later tool cycle
+    /// must make the same trees.
+    first_manifests: std::collections::BTreeMap<String, String>,
     /// The current tool cycle's source tree was made pristine, so the next
     /// tool cycle may reset it rather than copy the dataset again.
     source_reusable: bool,

@@ -192,20 +192,11 @@ impl<'p> Runner<'p> {
         match result {
             InProcess::Done(Ok(manifest)) => {
                 rec.ok = true;
-                match self.changed_digests.get(&round) {
-                    None => {
-                        let digest = self.ev.write_manifest(&manifest_name, &manifest)?;
-                        self.changed_digests.insert(round, digest);
-                    }
-                    Some(first) if *first == Evidence::manifest_digest(&manifest) => {}
-                    Some(_) => {
-                        let name = format!("{manifest_name}-c{}-{}", tc.cycle, tc.tool.name);
-                        self.ev.write_manifest(&name, &manifest)?;
-                        rec.ok = false;
-                        rec.error = Some(format!(
-                            "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{name}.jsonl): the dataset change is not deterministic, a bug in labrun"
-                        ));
-                    }
+                if let Some(other) = self.keep_same_manifest(tc, &manifest_name, &manifest)? {
+                    rec.ok = false;
+                    rec.error = Some(format!(
+                        "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{other}.jsonl): the dataset change is not deterministic, a bug in labrun"
+                    ));
                 }
             }
             InProcess::Done(Err(e)) => {
@@ -235,17 +226,11 @@ impl<'p> Runner<'p> {
                 rec.ok = true;
                 rec.files = Some(file_count(&manifest));
                 rec.bytes = Some(manifest.total_file_bytes());
-                match &self.fixture_digest {
-                    None => self.fixture_digest = Some(self.ev.write_manifest(FIXTURE, &manifest)?),
-                    Some(first) if *first == Evidence::manifest_digest(&manifest) => {}
-                    Some(_) => {
-                        let name = format!("{FIXTURE}-c{}-{}", tc.cycle, tc.tool.name);
-                        self.ev.write_manifest(&name, &manifest)?;
-                        rec.ok = false;
-                        rec.error = Some(format!(
-                            "the fidelity fixture differs from the first tool cycle's (manifests/{FIXTURE}.jsonl vs manifests/{name}.jsonl): a bug in labrun, or a filesystem that changed under the run"
-                        ));
-                    }
+                if let Some(other) = self.keep_same_manifest(tc, FIXTURE, &manifest)? {
+                    rec.ok = false;
+                    rec.error = Some(format!(
+                        "the fidelity fixture differs from the first tool cycle's (manifests/{FIXTURE}.jsonl vs manifests/{other}.jsonl): a bug in labrun, or a filesystem that changed under the run"
+                    ));
                 }
             }
             InProcess::Done(Err(e)) => {
@@ -261,5 +246,29 @@ impl<'p> Runner<'p> {
         let ok = rec.ok;
         self.append(&rec)?;
         Ok(ok)
+    }
+
+    /// Every tool cycle must make the same tree at this point of the
+    /// protocol: the first one's manifest is kept as `manifests/<name>.jsonl`;
+    /// a later one that differs is kept beside it, and its name returned.
+    fn keep_same_manifest(
+        &mut self,
+        tc: &ToolCycle,
+        name: &str,
+        manifest: &labrun_evidence::Manifest,
+    ) -> Result<Option<String>, Halt> {
+        match self.first_manifests.get(name) {
+            None => {
+                let digest = self.ev.write_manifest(name, manifest)?;
+                self.first_manifests.insert(name.to_string(), digest);
+                Ok(None)
+            }
+            Some(first) if *first == Evidence::manifest_digest(manifest) => Ok(None),
+            Some(_) => {
+                let other = format!("{name}-c{}-{}", tc.cycle, tc.tool.name);
+                self.ev.write_manifest(&other, manifest)?;
+                Ok(Some(other))
+            }
+        }
     }
 }

@@ -24,7 +24,6 @@ use crate::run::evidence::{Evidence, blank_record};
 use crate::run::interrupt::InProcess;
 use labrun_evidence::{HistoryPoint, HistorySource, Manifest, RunStep, Step};
 use series::Series;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -189,7 +188,7 @@ impl<'p> Runner<'p> {
         let name = manifest_name(k);
         let path = self.ev.manifest_path(&name);
         let first = match std::fs::read(&path) {
-            Ok(bytes) => hex::encode(Sha256::digest(&bytes)),
+            Ok(bytes) => labrun_evidence::digest::sha256_hex(&bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.ev.write_manifest(&name, manifest)?;
                 return Ok(());
