@@ -49,6 +49,22 @@ pub struct TreeSpec {
     pub timeline_rel: Option<String>,
 }
 
+/// What runs one measured command: [`Processes`] spawns it; a test hands
+/// the runner a stand-in, so the protocol's interpreter can be checked
+/// without real tools (hyperfine's `Executor` seam).
+pub trait Executor: Send + Sync {
+    fn run(&self, spec: &CommandSpec, interrupt: &Interrupt) -> Result<Measurement, MeasureError>;
+}
+
+/// The real executor: [`run_measured`].
+pub struct Processes;
+
+impl Executor for Processes {
+    fn run(&self, spec: &CommandSpec, interrupt: &Interrupt) -> Result<Measurement, MeasureError> {
+        run_measured(spec, interrupt)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
     pub wall_secs: f64,

@@ -27,6 +27,7 @@ use crate::run::error::RunError;
 use crate::run::evidence::{Done, Evidence, FailedCycle, blank_record, unix_ms_now};
 use crate::run::interrupt::{InProcess, Interrupt, signal_name};
 use crate::run::leftover::{self, stop_leftover_tool};
+use crate::run::measure::{Executor, Processes};
 use crate::run::placeholders::Vars;
 use crate::run::plan_check::{check_binaries, load_plan};
 use crate::run::remove::remove_trees;
@@ -47,6 +48,8 @@ use std::time::{Duration, Instant};
 // steps as the protocol does.
 mod cycle;
 mod history;
+#[cfg(test)]
+mod interpreter_tests;
 mod source_tree;
 mod tool_step;
 mod verify_step;
@@ -111,6 +114,15 @@ impl From<RunError> for Halt {
 /// little disk) or could not go on (evidence could not be written); what was
 /// written until then stays.
 pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcome, RunError> {
+    execute_with(opts, interrupt, &Processes)
+}
+
+/// [`execute`] with the commands run by `executor`.
+pub fn execute_with(
+    opts: &RunOptions,
+    interrupt: Arc<Interrupt>,
+    executor: &dyn Executor,
+) -> Result<RunOutcome, RunError> {
     let plan = load_plan(&opts.plan);
     let mut start_warnings = Vec::new();
     if opts.remove_plan {
@@ -150,6 +162,7 @@ pub fn execute(opts: &RunOptions, interrupt: Arc<Interrupt>) -> Result<RunOutcom
         DatasetPlan::GitHistory { .. } => (0, 0.0, None),
     };
     let mut runner = Runner {
+        executor,
         pristine: root.join("pristine"),
         root,
         params: DatasetParams { seed, scale },
@@ -194,6 +207,8 @@ fn remove_plan(plan: &Path) -> Option<String> {
 
 struct Runner<'p> {
     plan: &'p Plan,
+    /// Runs every measured command (tool steps and their helpers).
+    executor: &'p dyn Executor,
     ev: Evidence,
     interrupt: Arc<Interrupt>,
     root: PathBuf,

@@ -7,7 +7,7 @@ use crate::run::env::{from_process, tool_env};
 use crate::run::error::RunError;
 use crate::run::evidence::{blank_record, unix_ms_now};
 use crate::run::interrupt::signal_name;
-use crate::run::measure::{CommandSpec, Measurement, TreeSpec, run_measured};
+use crate::run::measure::{CommandSpec, Measurement, TreeSpec};
 use crate::run::placeholders::{Vars, substitute};
 use crate::run::repo_size::allocated_bytes;
 use labrun_evidence::command::roles;
@@ -146,7 +146,7 @@ impl<'p> Runner<'p> {
             timeout: kill.or(self.timeout()),
             tree,
         };
-        let result = run_measured(&spec, &self.interrupt);
+        let result = self.executor.run(&spec, &self.interrupt);
         rec.argv = argv;
         self.scrub(tc.tool, &[&logs.stdout, &logs.stderr])?;
         match result {
@@ -250,7 +250,7 @@ impl<'p> Runner<'p> {
                 timeline_rel: None,
             }),
         };
-        let result = run_measured(&spec, &self.interrupt);
+        let result = self.executor.run(&spec, &self.interrupt);
         if let Ok(m) = &result
             && let Some(t) = m.tree.as_ref().filter(|t| !t.leftovers.is_empty())
         {

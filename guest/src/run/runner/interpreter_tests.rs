@@ -1,0 +1,163 @@
+//! The protocol's interpreter with a stand-in executor: no process runs, so
+//! what is checked is the interpreter alone — which commands it asks for, in
+//! which order, with which placeholders, and what it records.
+
+use super::{RunOptions, RunOutcome, execute_with};
+use crate::run::interrupt::Interrupt;
+use crate::run::measure::{CommandSpec, Executor, MeasureError, Measurement};
+use labrun_evidence::{ExitStatus, StepRecord};
+use serde_json::json;
+use std::sync::Mutex;
+
+/// Records each argv; `{bin} id` prints the next snapshot id, `{bin} slow`
+/// runs into its watchdog (as a killed tool does).
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<String>>,
+}
+
+impl Executor for Recorder {
+    fn run(&self, spec: &CommandSpec, _: &Interrupt) -> Result<Measurement, MeasureError> {
+        let line = spec.argv.join(" ");
+        let mut seen = self.seen.lock().unwrap();
+        seen.push(line.clone());
+        let ids = seen.iter().filter(|l| l.ends_with(" id")).count();
+        let stdout = if line.ends_with(" id") {
+            format!("id-{ids}\n")
+        } else {
+            String::new()
+        };
+        std::fs::write(spec.stdout, stdout).unwrap();
+        std::fs::write(spec.stderr, "").unwrap();
+        Ok(Measurement {
+            wall_secs: 0.1,
+            user_secs: 0.05,
+            sys_secs: 0.01,
+            max_rss_kib: 1000,
+            exit: ExitStatus {
+                code: (!line.ends_with(" slow")).then_some(0),
+                signal: line.ends_with(" slow").then_some(9),
+            },
+            timed_out: line.ends_with(" slow"),
+            interrupted_by: None,
+            tree: None,
+        })
+    }
+}
+
+fn tool(name: &str, with_stats: bool) -> serde_json::Value {
+    let mut commands = json!({
+        "init": {"argv": ["{bin}", "init", "{repo}"]},
+        "backup": {"argv": ["{bin}", "backup", "{snapshot}"], "cwd": "{source}"},
+        "snapshot_id": {"argv": ["{bin}", "id"]},
+        "forget": {"argv": ["{bin}", "forget", "{snapshot}"]},
+        "slow": {"argv": ["{bin}", "slow"]},
+    });
+    if with_stats {
+        commands["stats"] = json!({"argv": ["{bin}", "stats"]});
+    }
+    json!({"name": name, "version": "1", "binary": "/bin/sh", "commands": commands})
+}
+
+#[test]
+fn the_protocol_runs_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({
+        "schema_version": labrun_evidence::SCHEMA_VERSION,
+        "run_id": "interp-1",
+        "cycles": 1,
+        "dataset": {"kind": "synthetic", "seed": 3, "scale": 0.0002},
+        "rotate_tools": false,
+        "tools": [tool("alpha", true), tool("beta", false)],
+        "protocol": [
+            "source",
+            {"run": "init"},
+            {"run": "backup", "name": "backup_full", "makes": "s1"},
+            {"run": "backup", "name": "backup_2", "makes": "s2"},
+            {"run": "forget", "name": "forget_s1", "snapshot": "s1"},
+            {"run": "slow", "name": "killed", "kill_after_secs": 5},
+            {"run": "stats", "optional": true}
+        ]
+    });
+    let plan_path = dir.path().join("plan.json");
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    let recorder = Recorder::default();
+    let opts = RunOptions {
+        plan: plan_path,
+        work: dir.path().join("work"),
+        evidence: dir.path().join("evidence"),
+        lock: None,
+        remove_plan: false,
+        echo_events: false,
+    };
+    let outcome = execute_with(&opts, Interrupt::new(), &recorder).unwrap();
+    assert_eq!(outcome, RunOutcome::Passed);
+
+    let seen = recorder.seen.lock().unwrap().clone();
+    let alpha: Vec<&str> = seen
+        .iter()
+        .filter(|l| l.contains("c1-alpha") || !l.contains("c1-beta"))
+        .map(|l| l.rsplit('/').next().unwrap_or(l))
+        .collect();
+    let tail = |l: &str| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" ");
+    let wanted_alpha = [
+        "cp -a --reflink=auto",
+        "init",
+        "backup s1",
+        "id",
+        "backup s2",
+        "id",
+        "forget id-1",
+        "slow",
+        "stats",
+    ];
+    let alpha_seen: Vec<String> = seen
+        .iter()
+        .take_while(|l| !l.contains("c1-beta"))
+        .map(|l| {
+            if l.starts_with("cp ") {
+                "cp -a --reflink=auto".to_string()
+            } else {
+                tail(l).replace(&*dir.path().to_string_lossy(), "")
+            }
+        })
+        .map(|l| {
+            // `init <repo>`: the repository's path is the work tree's.
+            if l.starts_with("init ") {
+                "init".to_string()
+            } else {
+                l
+            }
+        })
+        .collect();
+    assert_eq!(alpha_seen, wanted_alpha, "all: {seen:#?} ({alpha:?})");
+    // beta has no `stats`: the optional step is skipped, nothing asked.
+    let beta_last = seen.last().unwrap();
+    assert!(beta_last.ends_with(" slow"), "{seen:#?}");
+
+    let records: Vec<StepRecord> =
+        std::fs::read_to_string(dir.path().join("evidence/records.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let of = |tool: &str, step: &str| {
+        records
+            .iter()
+            .find(|r| r.tool == tool && r.step.as_str() == step)
+            .unwrap_or_else(|| panic!("no {tool} {step}"))
+    };
+    assert_eq!(of("alpha", "backup_full").snapshot.as_deref(), Some("id-1"));
+    assert_eq!(of("alpha", "forget_s1").snapshot.as_deref(), Some("id-1"));
+    let killed = of("alpha", "killed");
+    assert!(
+        killed.ok && killed.planned_kill.as_ref().is_some_and(|k| k.killed),
+        "{killed:?}"
+    );
+    assert!(of("alpha", "stats").timed);
+    assert!(
+        !records
+            .iter()
+            .any(|r| r.tool == "beta" && r.step.as_str() == "stats")
+    );
+}
