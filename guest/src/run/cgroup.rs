@@ -91,7 +91,7 @@ impl CgroupRoot {
         let shared = mount.join(SUBTREE);
         create_if_missing(&shared)?;
         end_dead_agents(&shared);
-        let dir = shared.join(format!("agent-{}", std::process::id()));
+        let dir = shared.join(agent_folder(std::process::id()));
         create_if_missing(&dir)?;
         // Each controller on its own: one the kernel lacks must not stop
         // the others. Down the chain from the mount's root (systemd may not
@@ -146,20 +146,42 @@ fn create_if_missing(dir: &Path) -> io::Result<()> {
 
 /// Subtrees of agents that no longer run (SIGKILLed: no Drop ran): what
 /// their steps left running is killed, and the cgroups are removed.
+/// `agent-<pid>-<start ticks>`: an agent's folder names the process as the
+/// lock marker does (`crate::run::process`), so a recycled pid never makes
+/// a dead agent's folder look alive.
+fn agent_folder(pid: u32) -> String {
+    let ticks = crate::run::process::process_id(pid).map_or(0, |p| p.start_ticks);
+    format!("agent-{pid}-{ticks}")
+}
+
+/// Whether the agent that made folder `name` (`agent-<pid>-<ticks>`) runs.
+fn agent_alive(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("agent-") else {
+        return true; // not an agent's folder: leave it
+    };
+    match rest.split_once('-') {
+        Some((pid, ticks)) => match (pid.parse::<u32>(), ticks.parse::<u64>()) {
+            (Ok(pid), Ok(ticks)) => {
+                crate::run::process::process_id(pid).is_some_and(|p| p.start_ticks == ticks)
+            }
+            _ => true,
+        },
+        // An older agent's `agent-<pid>`: its pid is all there is to go by.
+        None => rest
+            .parse::<u32>()
+            .map_or(true, |pid| Path::new(&format!("/proc/{pid}")).exists()),
+    }
+}
+
+/// Kills and removes the steps' cgroups of agents that are gone.
 fn end_dead_agents(shared: &Path) {
     let Ok(entries) = fs::read_dir(shared) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("agent-"))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+        let Some(name) = name.to_str() else { continue };
+        if name == agent_folder(std::process::id()) || agent_alive(name) {
             continue;
         }
         let agent = entry.path();
@@ -466,6 +488,19 @@ pub fn own_cpu_secs() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recycled_pid_does_not_keep_a_dead_agents_folder() {
+        let me = std::process::id();
+        assert!(agent_alive(&agent_folder(me)));
+        // The same pid with another start: the agent that made it is gone.
+        assert!(!agent_alive(&format!("agent-{me}-1")));
+        assert!(!agent_alive("agent-4000000000-7"));
+        // An older agent's folder goes by its pid; anything else is left.
+        assert!(agent_alive(&format!("agent-{me}")));
+        assert!(!agent_alive("agent-4000000000"));
+        assert!(agent_alive("something-else"));
+    }
 
     #[test]
     fn io_stat_sums_devices() {
