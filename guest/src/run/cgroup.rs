@@ -31,6 +31,10 @@ const SUBTREE: &str = "labrun-agent";
 const CONTROLLERS: [&str; 3] = ["memory", "pids", "io"];
 /// How long leftovers get to die after `cgroup.kill`.
 const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How long what is still in a step's cgroup when its tool exits gets to
+/// leave by itself before it counts as left running: the tool's group was
+/// just killed (a timeout, a planned kill) and its members are exiting.
+const SETTLE: Duration = Duration::from_millis(300);
 
 /// Where steps' cgroups are made, or why they cannot be.
 #[derive(Debug)]
@@ -238,6 +242,10 @@ impl StepCgroup {
     /// and kills whatever is still in the cgroup, reads the final figures,
     /// removes the cgroup.
     pub fn finish(&self, sampled: SamplerResult, agent_cpu_secs: f64) -> TreeMeters {
+        let settle_until = Instant::now() + SETTLE;
+        while !pids(&self.dir).is_empty() && Instant::now() < settle_until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let leftovers = process_names(&self.dir);
         if !leftovers.is_empty() {
             let _ = kill_all(&self.dir);
