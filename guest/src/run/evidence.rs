@@ -9,9 +9,9 @@
 //! and `done.json`, written last and only when the whole plan ran.
 
 use crate::run::error::RunError;
+use labrun_evidence::digest::HashingWriter;
 use labrun_evidence::{Event, Manifest, Plan, SCHEMA_VERSION, StepRecord, files};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -157,16 +157,10 @@ impl Evidence {
         let path = self.manifest_path(name);
         let write = || -> io::Result<String> {
             let file = File::create(&path)?;
-            let mut w = HashingWriter {
-                inner: BufWriter::new(file),
-                hasher: Sha256::new(),
-            };
+            let mut w = HashingWriter::new(BufWriter::new(file));
             manifest.write_to(&mut w)?;
-            let digest = hex::encode(w.hasher.finalize());
-            w.inner
-                .into_inner()
-                .map_err(|e| e.into_error())?
-                .sync_all()?;
+            let (inner, digest) = w.finish();
+            inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             Ok(digest)
         };
         write().map_err(|e| RunError::io("cannot write evidence file", &path, e))
@@ -174,13 +168,10 @@ impl Evidence {
 
     /// The SHA-256 [`Evidence::write_manifest`] would return, writing nothing.
     pub fn manifest_digest(manifest: &Manifest) -> String {
-        let mut w = HashingWriter {
-            inner: io::sink(),
-            hasher: Sha256::new(),
-        };
+        let mut w = HashingWriter::new(io::sink());
         // Writing to a sink cannot fail.
         let _ = manifest.write_to(&mut w);
-        hex::encode(w.hasher.finalize())
+        w.finish().1
     }
 
     #[cfg(test)]
@@ -219,22 +210,6 @@ fn json_line(value: &impl Serialize) -> Vec<u8> {
     let mut line = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
     line.push(b'\n');
     line
-}
-
-struct HashingWriter<W> {
-    inner: W,
-    hasher: Sha256,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 pub fn unix_ms_now() -> u64 {
@@ -337,7 +312,7 @@ mod tests {
         let digest = ev.write_manifest("generated", &m).unwrap();
         assert_eq!(Evidence::manifest_digest(&m), digest);
         let bytes = std::fs::read(ev.manifest_path("generated")).unwrap();
-        assert_eq!(digest, hex::encode(Sha256::digest(&bytes)));
+        assert_eq!(digest, labrun_evidence::digest::sha256_hex(&bytes));
         assert_eq!(ev.read_manifest("generated").unwrap(), m);
         let logs = ev.log_paths("restic", "c1-init").unwrap();
         assert_eq!(logs.stdout_rel, "logs/restic/c1-init.out");
