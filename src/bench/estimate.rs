@@ -4,9 +4,11 @@
 //! hashing, compressing, encrypting) and the time of a cache drop.
 //!
 //! Per tool and cycle:
-//! - each of the 4 timed steps starts a tool process and drops the cache
-//!   first: a fixed cost, [`STARTUP_WORK`] worth of hashing each (a Go binary
-//!   starts in ~2 s, a Python one in ~4-6 s under TCG; ~0.1 s under KVM);
+//! - each step of the protocol that runs a tool command (4 in the published
+//!   cycle: init, full, incremental, restore; a lab's own protocol has its
+//!   own count) starts a tool process and drops the cache first: a fixed
+//!   cost, [`STARTUP_WORK`] worth of hashing each (a Go binary starts in
+//!   ~2 s, a Python one in ~4-6 s under TCG; ~0.1 s under KVM);
 //! - the tool moves the data [`TOOL_PASSES`] times (full backup, restore, and
 //!   the incremental backup's rescan), each pass writing to disk and doing
 //!   [`TOOL_WORK`] times the hashing of the bytes;
@@ -17,8 +19,6 @@
 //! run took 7.5 min. The old "6 passes at the disk rate" said 76 s. It is
 //! still a rough guide; the timed steps' own figures are the evidence.
 
-/// Timed steps per tool and cycle (init, full, incremental, restore).
-const TIMED_STEPS: f64 = 4.0;
 /// Bytes of SHA-256 that take as long as one tool start.
 const STARTUP_WORK: f64 = 170e6;
 /// Passes of the dataset through a backup tool per cycle.
@@ -67,14 +67,23 @@ pub struct Estimate {
     pub rates: MachineRates,
 }
 
-pub fn estimate(dataset_bytes: u64, tools: usize, cycles: u32, rates: MachineRates) -> Estimate {
+/// `tool_steps`: the protocol's steps that run a tool command, per tool
+/// cycle. The data passes model the published cycle's (a lab's extra steps,
+/// such as a check that reads everything, are not in them).
+pub fn estimate(
+    dataset_bytes: u64,
+    tools: usize,
+    cycles: u32,
+    tool_steps: usize,
+    rates: MachineRates,
+) -> Estimate {
     let sha = rates.sha256_bytes_per_sec.max(1.0);
     let write = rates.write_bytes_per_sec.max(1.0);
     let bytes = dataset_bytes as f64;
     let per_step = rates.cache_drop_secs + STARTUP_WORK / sha;
     let tool_pass = bytes / write + TOOL_WORK * bytes / sha;
     let runs = tools as f64 * f64::from(cycles);
-    let fixed_secs = runs * TIMED_STEPS * per_step;
+    let fixed_secs = runs * tool_steps as f64 * per_step;
     let data_secs = runs * (TOOL_PASSES * tool_pass + AGENT_PASSES * bytes / sha);
     Estimate {
         secs: fixed_secs + data_secs,
@@ -135,16 +144,26 @@ mod tests {
     #[test]
     fn the_calibration_run_comes_out_near_what_it_took() {
         // make bench: 3 tools, 3 cycles, scale 0.01 (61 MB): 7.5 min.
-        let e = estimate(61_000_000, 3, 3, TCG);
+        let e = estimate(61_000_000, 3, 3, 4, TCG);
         assert!((420.0..=540.0).contains(&e.secs), "{e:?}");
     }
 
     #[test]
+    fn more_tool_steps_cost_more_tool_starts() {
+        let published = estimate(1_000_000, 3, 1, 4, TCG);
+        let maintenance = estimate(1_000_000, 3, 1, 9, TCG);
+        assert!(
+            maintenance.secs > published.secs,
+            "{maintenance:?} vs {published:?}"
+        );
+    }
+
+    #[test]
     fn estimate_grows_with_work_and_keeps_a_fixed_part() {
-        let one = estimate(1_000_000_000, 1, 1, TCG);
-        let nine = estimate(1_000_000_000, 3, 3, TCG);
+        let one = estimate(1_000_000_000, 1, 1, 4, TCG);
+        let nine = estimate(1_000_000_000, 3, 3, 4, TCG);
         assert!((nine.secs - 9.0 * one.secs).abs() < 1e-6);
-        let tiny = estimate(1, 1, 1, TCG);
+        let tiny = estimate(1, 1, 1, 4, TCG);
         assert!(
             tiny.secs > 10.0,
             "tool starts cost time even for no data: {tiny:?}"
@@ -154,7 +173,7 @@ mod tests {
 
     #[test]
     fn long_runs_suggest_a_scale_that_fits_half_an_hour() {
-        let e = estimate(6_100_000_000, 3, 3, TCG);
+        let e = estimate(6_100_000_000, 3, 3, 4, TCG);
         assert!(
             e.secs > 6.0 * 3600.0,
             "full scale under TCG takes hours: {e:?}"
@@ -167,12 +186,12 @@ mod tests {
             .and_then(|t| t.split_whitespace().next())
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no --scale hint in {text}"));
-        let at_quick = estimate((6.1e9 * quick) as u64, 3, 3, TCG);
+        let at_quick = estimate((6.1e9 * quick) as u64, 3, 3, 4, TCG);
         assert!(
             (1600.0..=2000.0).contains(&at_quick.secs),
             "--scale {quick} gives {at_quick:?}"
         );
-        assert!(!describe(&estimate(1_000_000, 1, 1, TCG), 1.0, false).contains("--scale"));
+        assert!(!describe(&estimate(1_000_000, 1, 1, 4, TCG), 1.0, false).contains("--scale"));
     }
 
     #[test]

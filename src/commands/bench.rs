@@ -449,7 +449,12 @@ async fn say_estimate(
     let emulated = access.acceleration.as_deref() == Some("tcg");
     match rates {
         Some(rates) => {
-            let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, rates);
+            let tool_steps = plan
+                .protocol
+                .iter()
+                .filter(|s| s.as_run().is_some())
+                .count();
+            let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, tool_steps, rates);
             display.note(&estimate::describe(&e, scale.unwrap_or(1.0), emulated));
         }
         None => display
