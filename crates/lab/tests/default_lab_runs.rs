@@ -122,10 +122,24 @@ fn default_lab_commands_back_up_and_restore_with_the_pinned_packages() {
             tool.name
         );
 
-        // a gpg-agent started for duplicity's encryption belongs to this test
-        let _ = Command::new("gpgconf")
-            .args(["--kill", "gpg-agent"])
-            .env("GNUPGHOME", d.work.join(".gnupg"))
-            .status();
+        // A gpg-agent started for duplicity's encryption belongs to this
+        // test: it lives in the GNUPGHOME the lab names, and must not outlive
+        // the test (the agent runs each step in a cgroup; this test does not).
+        if let Some(home) = tool.env.get("GNUPGHOME") {
+            let _ = Command::new("gpgconf")
+                .args(["--kill", "gpg-agent"])
+                .env("GNUPGHOME", home)
+                .status();
+            let left = Command::new("pgrep")
+                .args(["-f", &format!("gpg-agent --homedir {home}")])
+                .output()
+                .expect("pgrep");
+            assert!(
+                left.stdout.is_empty(),
+                "{}: a gpg-agent for {home} outlived the test: {}",
+                tool.name,
+                String::from_utf8_lossy(&left.stdout)
+            );
+        }
     }
 }
