@@ -6,7 +6,8 @@
 //! typo like `{rep}` never runs. Anything else in braces is left alone, so a
 //! `sh -c` script can still say `${HOME}` or `find -exec ... {} +`.
 
-use labrun_evidence::PLACEHOLDERS;
+use labrun_evidence::{CommandTemplate, PLACEHOLDERS};
+use std::path::PathBuf;
 
 /// The values of one step's placeholders.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,6 +54,19 @@ pub fn substitute(text: &str, vars: &Vars) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A command template made concrete: its argv with placeholders filled in,
+/// and its working directory (the tool's work folder unless it names one).
+pub fn resolve(template: &CommandTemplate, vars: &Vars) -> (Vec<String>, PathBuf) {
+    let argv = template.argv.iter().map(|a| substitute(a, vars)).collect();
+    let cwd = PathBuf::from(
+        template
+            .cwd
+            .as_deref()
+            .map_or_else(|| vars.work.clone(), |c| substitute(c, vars)),
+    );
+    (argv, cwd)
 }
 
 /// The placeholder-shaped names in `text` that are not placeholders.

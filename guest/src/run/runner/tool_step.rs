@@ -8,7 +8,7 @@ use crate::run::error::RunError;
 use crate::run::evidence::{blank_record, unix_ms_now};
 use crate::run::interrupt::signal_name;
 use crate::run::measure::{CommandSpec, Measurement, TreeSpec};
-use crate::run::placeholders::{Vars, substitute};
+use crate::run::placeholders::{Vars, resolve};
 use crate::run::repo_size::allocated_bytes;
 use labrun_evidence::command::roles;
 use labrun_evidence::record::PlannedKill;
@@ -43,13 +43,7 @@ impl<'p> Runner<'p> {
             snapshot: snapshot.unwrap_or_default().to_string(),
             ..tc.vars.clone()
         };
-        let argv: Vec<String> = template.argv.iter().map(|a| substitute(a, &vars)).collect();
-        let cwd = PathBuf::from(
-            template
-                .cwd
-                .as_deref()
-                .map_or_else(|| vars.work.clone(), |c| substitute(c, &vars)),
-        );
+        let (argv, cwd) = resolve(template, &vars);
         let env = tool_env(&tc.tool.env, &vars, from_process);
         let mut rec = self.measured_step(tc, r, argv, cwd, &env)?;
         rec.snapshot = snapshot.map(str::to_string);
@@ -220,13 +214,7 @@ impl<'p> Runner<'p> {
         vars: &Vars,
         env: &std::collections::BTreeMap<String, String>,
     ) -> Result<Result<String, String>, AuxHalt> {
-        let argv: Vec<String> = template.argv.iter().map(|a| substitute(a, vars)).collect();
-        let cwd = PathBuf::from(
-            template
-                .cwd
-                .as_deref()
-                .map_or_else(|| vars.work.clone(), |c| substitute(c, vars)),
-        );
+        let (argv, cwd) = resolve(template, vars);
         let logs = self
             .ev
             .log_paths(&tc.tool.name, &format!("{}-{step}.{name}", log_prefix(tc)))
