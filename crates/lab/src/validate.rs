@@ -111,11 +111,7 @@ impl Lab {
             &self.protocol,
             self.tools.iter().map(|t| (t.name.as_str(), &t.commands)),
         ) {
-            let path = match index {
-                Some(i) => format!("protocol[{i}]"),
-                None => "protocol".to_string(),
-            };
-            out.push(Problem::new(path, message));
+            out.push(Problem::new(format!("protocol[{index}]"), message));
         }
     }
 }

@@ -353,17 +353,16 @@ impl From<ProtocolStep> for StepForm {
 /// Every problem of a protocol that no single step shows: the order of the
 /// agent's steps, snapshot labels, names, and commands the tools lack. The
 /// one rule for the lab check and the agent's plan check; each problem with
-/// the index of its step (None: the whole list).
-/// `tools`: each tool's name and commands.
+/// the index of its step. `tools`: each tool's name and commands.
 pub fn check<'a>(
     steps: &[ProtocolStep],
     tools: impl IntoIterator<Item = (&'a str, &'a crate::ToolCommands)>,
-) -> Vec<(Option<usize>, String)> {
+) -> Vec<(usize, String)> {
     let tools: Vec<(&str, &crate::ToolCommands)> = tools.into_iter().collect();
     let mut out = Vec::new();
     if steps.first() != Some(&ProtocolStep::Source) {
         out.push((
-            Some(0),
+            0,
             "a protocol starts with `source` (the tool cycle's pristine source tree)".to_string(),
         ));
     }
@@ -373,7 +372,7 @@ pub fn check<'a>(
     // A missing command is said once per tool, at the first step running it.
     let mut missing = std::collections::BTreeSet::new();
     for (i, step) in steps.iter().enumerate() {
-        let mut problem = |m: String| out.push((Some(i), m));
+        let mut problem = |m: String| out.push((i, m));
         let name = step.name();
         if !names.insert(name.clone()) {
             problem(format!(

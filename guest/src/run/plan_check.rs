@@ -86,10 +86,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         .into_iter()
         .next()
     {
-        return Err(PlanError::Protocol {
-            index: index.unwrap_or(0),
-            message,
-        });
+        return Err(PlanError::Protocol { index, message });
     }
     let mut names = HashSet::new();
     for tool in &plan.tools {
