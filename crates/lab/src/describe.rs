@@ -53,11 +53,7 @@ impl Lab {
 
     /// The protocol's timed steps, in order.
     pub fn timed_steps(&self) -> Vec<Step> {
-        self.protocol
-            .iter()
-            .filter(|s| s.timed())
-            .map(|s| s.name())
-            .collect()
+        labrun_evidence::protocol::timed_steps(&self.protocol)
     }
 
     /// Timed steps a full run makes: per tool and cycle, the protocol's.

@@ -91,11 +91,7 @@ impl PlanView {
     /// The timed steps, in the protocol's order.
     pub fn timed_steps(&self) -> Vec<Step> {
         match (&self.protocol, &self.timed_steps) {
-            (Some(steps), _) => steps
-                .iter()
-                .filter(|s| s.timed())
-                .map(|s| s.name())
-                .collect(),
+            (Some(steps), _) => labrun_evidence::protocol::timed_steps(steps),
             (None, Some(timed)) => timed.clone(),
             (None, None) => Self::published_timed_steps(),
         }
@@ -103,11 +99,7 @@ impl PlanView {
 
     /// Those of the published cycle, for evidence without a plan.
     pub fn published_timed_steps() -> Vec<Step> {
-        labrun_evidence::protocol::published()
-            .iter()
-            .filter(|s| s.timed())
-            .map(|s| s.name())
-            .collect()
+        labrun_evidence::protocol::timed_steps(&labrun_evidence::protocol::published())
     }
 }
 

@@ -126,6 +126,16 @@ impl ProtocolStep {
     }
 }
 
+/// The names of the steps of `steps` that are timed, in order: the phases a
+/// report shows.
+pub fn timed_steps(steps: &[ProtocolStep]) -> Vec<Step> {
+    steps
+        .iter()
+        .filter(|s| s.timed())
+        .map(|s| s.name())
+        .collect()
+}
+
 /// The published cycle (SPEC 4): init, full backup, 5% change, incremental
 /// backup, restore, verify; the four tool commands timed.
 pub fn published() -> Vec<ProtocolStep> {
