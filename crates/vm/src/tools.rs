@@ -117,12 +117,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quoting_survives_quotes_and_spaces() {
-        assert_eq!(quote("/usr/bin/x"), "'/usr/bin/x'");
-        assert_eq!(quote("a b'c"), r"'a b'\''c'");
-    }
-
-    #[test]
     fn digest_lines_are_sha256sum_format() {
         let t = InstalledTool {
             name: "restic".into(),
