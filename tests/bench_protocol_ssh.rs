@@ -122,21 +122,48 @@ fn maintenance_steps_and_a_step_labrun_never_saw() {
 
 #[test]
 fn an_interrupted_backup_is_resumed_checked_and_restored() {
-    // Well inside the first backup: restic derives its key with scrypt and
-    // borg starts Python before either reads a file.
-    let (_dir, run, recs) = bench("labs/interrupted.yaml", |lab| {
-        lab.replace("kill_after_secs: 120", "kill_after_secs: 0.3")
-    });
+    // The lab as shipped: the kill at half of the reference backup's time
+    // (restic derives its key with scrypt and borg starts Python before
+    // either reads a file, so half-way is still inside the backup).
+    let (_dir, run, recs) = bench("labs/interrupted.yaml", |lab| lab);
     let mut killed = 0;
     for tool in ["restic", "borg"] {
+        let reference = record(&recs, tool, "backup_reference");
+        assert_eq!(reference["ok"], true, "{tool}: {reference}");
         let cut = record(&recs, tool, "backup_interrupted");
         assert_eq!(cut["ok"], true, "{tool}: {cut}");
-        assert_eq!(cut["planned_kill"]["after_secs"], 0.3, "{tool}: {cut}");
-        if cut["planned_kill"]["killed"] == true {
+        let planned = &cut["planned_kill"];
+        let of = &planned["fraction_of"];
+        assert_eq!(of["step"], "backup_reference", "{tool}: {cut}");
+        assert_eq!(
+            of["step_wall_secs"], reference["wall_secs"],
+            "{tool}: {cut}"
+        );
+        let half = 0.5 * reference["wall_secs"].as_f64().unwrap();
+        assert!(
+            (planned["after_secs"].as_f64().unwrap() - half).abs() < 1e-9,
+            "{tool}: {cut}"
+        );
+        if planned["killed"] == true {
             killed += 1;
-            assert!(cut["wall_secs"].as_f64().unwrap() < 5.0, "{tool}: {cut}");
+            assert!(
+                cut["wall_secs"].as_f64().unwrap() < half + 5.0,
+                "{tool}: {cut}"
+            );
         }
-        for step in ["backup_resumed", "check", "restore", "verify"] {
+        // The check right after the kill may fail; its record says so.
+        let first_check = record(&recs, tool, "check_after_kill");
+        assert_eq!(first_check["timed"], false, "{tool}: {first_check}");
+        if first_check["ok"] == false {
+            assert_eq!(first_check["may_fail"], true, "{tool}: {first_check}");
+        }
+        for step in [
+            "drop_reference",
+            "backup_resumed",
+            "check",
+            "restore",
+            "verify",
+        ] {
             let r = record(&recs, tool, step);
             assert_eq!(r["ok"], true, "{tool} {step}: {r}");
         }
@@ -145,10 +172,16 @@ fn an_interrupted_backup_is_resumed_checked_and_restored() {
     }
     assert!(
         killed > 0,
-        "neither tool was still running 0.3 s in: {recs:?}"
+        "neither tool was still running half-way through the reference's time: {recs:?}"
     );
     let md = summary(&run);
-    assert!(md.contains("### backup_interrupted"), "{md}");
+    for phase in [
+        "### backup_reference",
+        "### backup_interrupted",
+        "### backup_resumed",
+    ] {
+        assert!(md.contains(phase), "summary.md lacks {phase}:\n{md}");
+    }
 }
 
 #[test]

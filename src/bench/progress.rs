@@ -87,9 +87,22 @@ pub fn step_line(r: &StepRecord) -> String {
             "  RESTORE MISMATCH"
         });
     }
+    if let Some(k) = r.planned_kill.as_ref() {
+        line.push_str(&if k.killed {
+            format!("  killed as planned after {:.1} s", k.after_secs)
+        } else {
+            format!("  finished before its kill point ({:.1} s)", k.after_secs)
+        });
+    }
     if !r.ok {
+        // A failure the protocol allows is news, not an alarm.
+        let what = if r.may_fail {
+            "failed (allowed by the protocol)"
+        } else {
+            "FAILED"
+        };
         line.push_str(&format!(
-            "  FAILED: {}",
+            "  {what}: {}",
             one_line(r.error.as_deref().unwrap_or("see the step's stderr log"))
         ));
     }
@@ -293,6 +306,7 @@ mod tests {
             error: None,
             tree: None,
             planned_kill: None,
+            may_fail: false,
             history: None,
         };
         let line = step_line(&r);

@@ -449,9 +449,7 @@ async fn say_estimate(
     let emulated = access.acceleration.as_deref() == Some("tcg");
     match rates {
         Some(rates) => {
-            let tool_steps = plan
-                .protocol
-                .iter()
+            let tool_steps = labrun_evidence::protocol::flat(&plan.protocol)
                 .filter(|s| s.as_run().is_some())
                 .count();
             let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, tool_steps, rates);

@@ -117,6 +117,9 @@ impl Lab {
 
         if let Some(source) = self.history_source() {
             crate::history::describe(&source, &mut s);
+            if self.protocol != labrun_evidence::protocol::history() {
+                describe_protocol(&mut s, &self.protocol);
+            }
             describe_history_steps(self, &source, &mut s);
             push_line!(s, "tools ({}):", self.tools.len());
             for t in &self.tools {
@@ -251,10 +254,24 @@ fn gb(bytes: u64) -> String {
 
 /// A lab's own protocol, one step a line: what it runs and on what.
 fn describe_protocol(s: &mut String, steps: &[labrun_evidence::ProtocolStep]) {
-    use labrun_evidence::ProtocolStep;
     push_line!(s, "protocol ({} steps per tool and cycle):", steps.len());
+    describe_steps(s, steps, "  ");
+}
+
+fn describe_steps(s: &mut String, steps: &[labrun_evidence::ProtocolStep], indent: &str) {
+    use labrun_evidence::ProtocolStep;
+    use labrun_evidence::protocol::KillPoint;
     for step in steps {
         let what = match step {
+            ProtocolStep::EachCommit(block) => {
+                push_line!(s, "{indent}each commit from commit {}:", block.from);
+                describe_steps(s, &block.steps, &format!("{indent}  "));
+                continue;
+            }
+            ProtocolStep::Commit => {
+                "the tree moved to the next commit (untimed; records say generate, then change)"
+                    .to_string()
+            }
             ProtocolStep::Source => "the pristine source tree (untimed)".to_string(),
             ProtocolStep::Change { .. } => "the seeded 5% change (untimed)".to_string(),
             ProtocolStep::Fixture => {
@@ -288,13 +305,20 @@ fn describe_protocol(s: &mut String, steps: &[labrun_evidence::ProtocolStep]) {
                 if r.optional {
                     parts.push("skipped by tools without it".into());
                 }
-                if let Some(k) = r.kill_after_secs {
-                    parts.push(format!("killed after {k} s"));
+                match &r.kill {
+                    Some(KillPoint::AfterSecs(k)) => parts.push(format!("killed after {k} s")),
+                    Some(KillPoint::FractionOf { fraction, step }) => {
+                        parts.push(format!("killed at {fraction} of {step}'s time"))
+                    }
+                    None => {}
+                }
+                if r.may_fail {
+                    parts.push("may fail".into());
                 }
                 parts.join(", ")
             }
         };
-        push_line!(s, "  {:<20} {what}", step.name().as_str());
+        push_line!(s, "{indent}{:<20} {what}", step.name().as_str());
     }
 }
 

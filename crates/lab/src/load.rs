@@ -70,6 +70,10 @@ impl Lab {
                 });
             }
         };
+        if lab.protocol.is_empty() {
+            let history = matches!(lab.dataset, crate::DatasetSpec::GitHistory { .. });
+            lab.protocol = labrun_evidence::protocol::default_for(history);
+        }
         let mut problems = lab.validate();
         if !problems.is_empty() {
             let map = SourceMap::build(text);

@@ -29,9 +29,10 @@ pub struct Lab {
     pub cycles: u32,
     #[serde(default)]
     pub timeouts: Timeouts,
-    /// The steps of each tool cycle (`labrun_evidence::protocol`); the
-    /// published cycle when absent.
-    #[serde(default = "labrun_evidence::protocol::published")]
+    /// The steps of each tool cycle (`labrun_evidence::protocol`). When
+    /// absent (or empty), the dataset's default, filled in as the lab is
+    /// read: the published cycle, or for a git history SPEC 6's study.
+    #[serde(default)]
     pub protocol: Vec<ProtocolStep>,
     pub tools: Vec<ToolSpec>,
     /// The file this lab was read from (not a YAML key).

@@ -75,19 +75,9 @@ impl Lab {
     /// The protocol's own rule (shared with the agent's plan check), with
     /// each problem at its step.
     fn validate_protocol(&self, out: &mut Vec<Problem>) {
-        if matches!(self.dataset, DatasetSpec::GitHistory { .. })
-            && self.protocol != labrun_evidence::protocol::published()
-        {
-            out.push(Problem::new(
-                "protocol",
-                "a git-history lab runs its own series (a backup per commit, then a restore of each): remove `protocol:` or use a synthetic dataset",
-            ));
-            return;
-        }
+        let history = matches!(self.dataset, DatasetSpec::GitHistory { .. });
         // A command no step runs is most likely a misspelt one (`bakup:`).
-        let run: BTreeSet<&str> = self
-            .protocol
-            .iter()
+        let run: BTreeSet<&str> = labrun_evidence::protocol::flat(&self.protocol)
             .filter_map(|s| s.as_run())
             .map(|r| r.command.as_str())
             .collect();
@@ -107,11 +97,12 @@ impl Lab {
                 ));
             }
         }
-        for (index, message) in labrun_evidence::protocol::check(
+        for (at, message) in labrun_evidence::protocol::check(
             &self.protocol,
             self.tools.iter().map(|t| (t.name.as_str(), &t.commands)),
+            history,
         ) {
-            out.push(Problem::new(format!("protocol[{index}]"), message));
+            out.push(Problem::new(at.to_string(), message));
         }
     }
 }

@@ -92,6 +92,13 @@ const CASES: &[(&str, &str, &str)] = &[
         "  kind: synthetic\n  seed: 7\n  scale: 0.5",
         "  kind: git-history\n  generate: {seed: 1, comits: 3, files: 10}",
     ),
+    // A history lab's own protocol: a block that starts at the wrong
+    // commit, and a restore of snapshots it never made, each at its step.
+    (
+        "history_protocol_block_mistakes",
+        "  kind: synthetic\n  seed: 7\n  scale: 0.5\ncycles: 3\n",
+        "  kind: git-history\n  generate: {seed: 1, commits: 3, files: 10}\ncycles: 3\nprotocol:\n  - {run: init}\n  - commit\n  - {run: backup, makes: s1}\n  - each_commit:\n      - commit\n      - {run: backup, name: backup_next, makes: \"s{k}\"}\n  - each_commit:\n      - {run: restore, restores: \"t{k}\"}\n      - verify\n",
+    ),
     (
         "history_list_and_every",
         "  kind: synthetic\n  seed: 7\n  scale: 0.5",

@@ -62,8 +62,9 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
         ));
     }
 
-    if !summary.failed_steps.is_empty() {
-        let n = summary.failed_steps.len();
+    let failed = summary.failed_steps.iter().filter(|f| !f.allowed).count();
+    if failed > 0 {
+        let n = failed;
         out.push(Warning::new(
             WarningKind::StepsFailed,
             format!(

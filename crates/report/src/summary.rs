@@ -115,6 +115,10 @@ pub struct FailedStep {
     pub step: Step,
     pub error: Option<String>,
     pub exit: Option<ExitStatus>,
+    /// The protocol allowed this step to fail (`may_fail`): listed, but
+    /// not a failure of the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allowed: bool,
 }
 
 impl Summary {
@@ -181,6 +185,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
             step: r.step.clone(),
             error: r.error.clone(),
             exit: r.exit.clone(),
+            allowed: r.may_fail,
         })
         .collect();
 
@@ -404,6 +409,7 @@ mod tests {
             error: None,
             tree: None,
             planned_kill: None,
+            may_fail: false,
             history: None,
         }
     }

@@ -28,7 +28,7 @@ pub use marker::{AgentMarker, ProcessId};
 pub use plan::{
     CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, ToolCommands, ToolPlan,
 };
-pub use protocol::{ProtocolStep, RunStep};
+pub use protocol::{EachCommit, ProtocolStep, RunStep};
 pub use record::{
     ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, StepRecord, TimelineRow,
     TreeMeters, VerifyOutcome,

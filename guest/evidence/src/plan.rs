@@ -17,8 +17,10 @@ pub struct Plan {
     pub cycles: u32,
     pub dataset: DatasetPlan,
     pub tools: Vec<ToolPlan>,
-    /// The steps of every tool cycle, in order (SPEC 4's by default).
-    #[serde(default = "crate::protocol::published")]
+    /// The steps of every tool cycle, in order. Plans labrun writes always
+    /// hold them; when absent (or empty), the dataset's default
+    /// ([`crate::protocol::default_for`]), filled in as the agent reads it.
+    #[serde(default)]
     pub protocol: Vec<ProtocolStep>,
     /// `sync` and drop the page cache before every step that asks for it
     /// (off: none does, whatever the protocol says).

@@ -66,18 +66,34 @@ pub struct StepRecord {
     /// and whether it was still running then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_kill: Option<PlannedKill>,
+    /// The protocol lets this step fail (`may_fail`): a failure is
+    /// recorded (`ok: false`) but does not end the cycle or fail the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_fail: bool,
     /// Git-history runs only: which snapshot of the series this step made,
     /// moved the tree to, restored or verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryPoint>,
 }
 
-/// A kill the protocol asked for (`kill_after_secs`).
+/// A kill the protocol asked for (`kill_after_secs` or `kill_after`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedKill {
     pub after_secs: f64,
     /// False: the tool finished before the kill point.
     pub killed: bool,
+    /// Where `after_secs` came from, for a kill at a fraction of an
+    /// earlier step's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction_of: Option<KillFraction>,
+}
+
+/// `after_secs` = `fraction` × the wall time of `step` in this tool cycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KillFraction {
+    pub step: Step,
+    pub fraction: f64,
+    pub step_wall_secs: f64,
 }
 
 /// What a timed step's whole process tree used, from the cgroup (v2) the

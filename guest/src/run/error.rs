@@ -58,8 +58,8 @@ pub enum PlanError {
         name: String,
         command: String,
     },
-    #[error("protocol step {index}: {message}")]
-    Protocol { index: usize, message: String },
+    #[error("{at}: {message}")]
+    Protocol { at: String, message: String },
     #[error("dataset scale {0} must be a finite number above 0")]
     BadScale(f64),
     #[error("`step_timeout_secs` is 0: leave it out for no timeout, or give a number of seconds")]
@@ -74,8 +74,9 @@ pub enum RunError {
     ReadPlan { path: PathBuf, source: io::Error },
     #[error("the plan {path} is not valid: {message}")]
     ParsePlan { path: PathBuf, message: String },
-    #[error("the plan {path} cannot be run: {source}")]
-    Plan { path: PathBuf, source: PlanError },
+    // Not a `source`: the message says it already (`{:#}` would say it twice).
+    #[error("the plan {path} cannot be run: {problem}")]
+    Plan { path: PathBuf, problem: PlanError },
     #[error(
         "tool {tool:?}: binary {path} {problem}: install it there (or fix `binary` in the plan) before running"
     )]

@@ -253,6 +253,7 @@ pub fn blank_record(
         error: None,
         tree: None,
         planned_kill: None,
+        may_fail: false,
         history: None,
     }
 }

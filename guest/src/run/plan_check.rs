@@ -25,9 +25,9 @@ pub fn load_plan(path: &Path) -> Result<Plan, RunError> {
             path: path.to_path_buf(),
             message,
         },
-        ParseError::Plan(source) => RunError::Plan {
+        ParseError::Plan(problem) => RunError::Plan {
             path: path.to_path_buf(),
-            source,
+            problem,
         },
     })
 }
@@ -55,7 +55,11 @@ pub fn parse_plan(text: &str) -> Result<Plan, ParseError> {
     }
     // From the text again, not the Value, so serde's message keeps the line
     // and column of the offending field.
-    let plan: Plan = serde_json::from_str(text).map_err(|e| ParseError::Json(e.to_string()))?;
+    let mut plan: Plan = serde_json::from_str(text).map_err(|e| ParseError::Json(e.to_string()))?;
+    if plan.protocol.is_empty() {
+        let history = matches!(plan.dataset, DatasetPlan::GitHistory { .. });
+        plan.protocol = labrun_evidence::protocol::default_for(history);
+    }
     validate(&plan).map_err(ParseError::Plan)?;
     Ok(plan)
 }
@@ -82,11 +86,15 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     }
     // The lab check's rule, again: a plan is the agent's input.
     let tools = plan.tools.iter().map(|t| (t.name.as_str(), &t.commands));
-    if let Some((index, message)) = labrun_evidence::protocol::check(&plan.protocol, tools)
+    let history = matches!(plan.dataset, DatasetPlan::GitHistory { .. });
+    if let Some((at, message)) = labrun_evidence::protocol::check(&plan.protocol, tools, history)
         .into_iter()
         .next()
     {
-        return Err(PlanError::Protocol { index, message });
+        return Err(PlanError::Protocol {
+            at: at.to_string(),
+            message,
+        });
     }
     let mut names = HashSet::new();
     for tool in &plan.tools {

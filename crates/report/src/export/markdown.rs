@@ -157,7 +157,16 @@ fn page(s: &Summary) -> String {
             .error
             .as_deref()
             .map_or("no reason recorded".to_string(), one_line);
-        let _ = writeln!(out, "- {who}cycle {}, `{}`: {why}{exit}", f.cycle, f.step);
+        let allowed = if f.allowed {
+            " (the protocol allows it to fail)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "- {who}cycle {}, `{}`{allowed}: {why}{exit}",
+            f.cycle, f.step
+        );
     }
     for t in &s.tools {
         for c in t

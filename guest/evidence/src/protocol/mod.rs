@@ -18,13 +18,22 @@
 //!   - verify                                  # the restore against s2's tree
 //!   - {run: check}                            # any command the tools define
 //! ```
+//!
+//! A git-history lab's tree comes from its commits instead: `commit` moves
+//! it to the next one, and `each_commit:` repeats its steps once per commit
+//! of the series ([`history`] is SPEC 6's study written so).
+
+mod check;
+mod form;
+
+pub use check::{StepAt, check};
 
 use crate::step::Step;
 use serde::{Deserialize, Serialize};
 
 /// One step of a tool cycle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "StepForm", into = "StepForm")]
+#[serde(try_from = "form::StepForm", into = "form::StepForm")]
 pub enum ProtocolStep {
     /// The tool cycle's pristine source tree (a copy of the generated one,
     /// or the previous tool cycle's reset). Recorded as `generate`.
@@ -44,7 +53,25 @@ pub enum ProtocolStep {
     Verify { name: Step },
     /// A command of the tool.
     Run(RunStep),
+    /// A git-history dataset's tree moved to the next commit of its series
+    /// (the first into an empty tree), its manifest kept. Untimed; recorded
+    /// as `generate` for the first commit and `change` for the next ones.
+    Commit,
+    /// Its steps once per commit of a git-history series, in order, from
+    /// commit `from` to the last; `{k}` in a snapshot label stands for the
+    /// commit's number, and each record carries its commit.
+    EachCommit(EachCommit),
 }
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EachCommit {
+    /// The first commit (1-based) the steps run for.
+    pub from: u32,
+    pub steps: Vec<ProtocolStep>,
+}
+
+/// What `{k}` in a snapshot label is replaced with: the commit's number.
+pub const COMMIT_NUMBER: &str = "{k}";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunStep {
@@ -69,10 +96,25 @@ pub struct RunStep {
     pub repo_size: bool,
     /// A tool without this command skips the step (e.g. `compact`).
     pub optional: bool,
-    /// Kill the tool (SIGKILL to its whole tree) this long after its start:
-    /// an interrupted backup. The step passes when it was killed, or when it
-    /// finished first (the record says which).
-    pub kill_after_secs: Option<f64>,
+    /// Kill the tool (SIGKILL to its whole tree) part-way: an interrupted
+    /// backup. The step passes when it was killed, or when it finished
+    /// first (the record says which).
+    pub kill: Option<KillPoint>,
+    /// Its failure is recorded but ends nothing: the cycle goes on, and the
+    /// run is not failed by it (a check right after a kill may well fail:
+    /// that is what it measures).
+    pub may_fail: bool,
+}
+
+/// When a step is killed on purpose.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KillPoint {
+    /// This long after its start (`kill_after_secs: 120`).
+    AfterSecs(f64),
+    /// At this fraction of the wall time an earlier step of the same tool
+    /// cycle took (`kill_after: {fraction: 0.5, of: backup_reference}`):
+    /// the same point of the work on any machine and at any scale.
+    FractionOf { fraction: f64, step: Step },
 }
 
 impl RunStep {
@@ -89,7 +131,24 @@ impl RunStep {
             drop_cache: true,
             repo_size: true,
             optional: false,
-            kill_after_secs: None,
+            kill: None,
+            may_fail: false,
+        }
+    }
+
+    /// This step for commit `k` of an `each_commit` block: `{k}` in its
+    /// snapshot labels replaced by the number.
+    pub fn at_commit(&self, k: u32) -> RunStep {
+        let at = |label: &Option<String>| {
+            label
+                .as_ref()
+                .map(|l| l.replace(COMMIT_NUMBER, &k.to_string()))
+        };
+        RunStep {
+            makes: at(&self.makes),
+            restores: at(&self.restores),
+            snapshot: at(&self.snapshot),
+            ..self.clone()
         }
     }
 
@@ -103,7 +162,8 @@ impl RunStep {
 }
 
 impl ProtocolStep {
-    /// The name its records carry.
+    /// The name its records carry (a `commit` step's records say
+    /// `generate` or `change`; a block has none of its own).
     pub fn name(&self) -> Step {
         match self {
             ProtocolStep::Source => Step::GENERATE,
@@ -111,6 +171,8 @@ impl ProtocolStep {
             ProtocolStep::Fixture => Step::FIXTURE,
             ProtocolStep::Verify { name } => name.clone(),
             ProtocolStep::Run(r) => r.name.clone(),
+            ProtocolStep::Commit => Step::named("commit"),
+            ProtocolStep::EachCommit(_) => Step::named("each_commit"),
         }
     }
 
@@ -126,11 +188,19 @@ impl ProtocolStep {
     }
 }
 
+/// Every step, a block's steps in its place (each once, however many
+/// commits it runs for).
+pub fn flat(steps: &[ProtocolStep]) -> impl Iterator<Item = &ProtocolStep> {
+    steps.iter().flat_map(|s| match s {
+        ProtocolStep::EachCommit(block) => block.steps.iter().collect::<Vec<_>>(),
+        other => vec![other],
+    })
+}
+
 /// The names of the steps of `steps` that are timed, in order: the phases a
 /// report shows.
 pub fn timed_steps(steps: &[ProtocolStep]) -> Vec<Step> {
-    steps
-        .iter()
+    flat(steps)
         .filter(|s| s.timed())
         .map(|s| s.name())
         .collect()
@@ -161,355 +231,52 @@ pub fn published() -> Vec<ProtocolStep> {
     ]
 }
 
-/// The written form: a word, or a mapping with `run:` (a tool command) or
-/// `do:` (the agent's work, when it needs a name).
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-enum StepForm {
-    Word(String),
-    Map(StepMap),
-}
-
-// By hand, not `untagged`: serde's untagged error ("did not match any
-// variant") would hide the mapping's own message (an unknown key, a wrong type).
-impl<'de> Deserialize<'de> for StepForm {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<StepForm, D::Error> {
-        use serde::de::{self, MapAccess, Visitor, value};
-
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = StepForm;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a step: `source`, `change`, `verify`, or {run: <command>, ...}")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<StepForm, E> {
-                Ok(StepForm::Word(v.to_string()))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<StepForm, A::Error> {
-                StepMap::deserialize(value::MapAccessDeserializer::new(map)).map(StepForm::Map)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StepMap {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    run: Option<String>,
-    #[serde(default, rename = "do", skip_serializing_if = "Option::is_none")]
-    agent: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    makes: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    restores: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    snapshot: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    timed: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    drop_cache: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    repo_size: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    optional: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    kill_after_secs: Option<f64>,
-}
-
-const AGENT_WORDS: &str = "`source`, `change`, `fixture` or `verify`";
-
-fn named_or(name: Option<String>, default: Step) -> Result<Step, String> {
-    match name {
-        None => Ok(default),
-        Some(n) => Step::check_name(&n).map(|()| Step::named(n)),
-    }
-}
-
-fn agent_step(word: &str, name: Option<String>) -> Result<ProtocolStep, String> {
-    let unnamed = |step: ProtocolStep| match &name {
-        None => Ok(step),
-        Some(_) => Err(format!(
-            "`{word}` takes no name: only `change`, `verify` and `run:` steps are named"
-        )),
-    };
-    match word {
-        "source" => unnamed(ProtocolStep::Source),
-        "change" => Ok(ProtocolStep::Change {
-            name: named_or(name, Step::CHANGE)?,
+/// The git-history study (SPEC 6): `init`; the tree at each commit in turn,
+/// each backed up (the first backup full, the next ones incremental); then
+/// every snapshot restored into an emptied target and verified against its
+/// commit.
+pub fn history() -> Vec<ProtocolStep> {
+    let run = RunStep::new;
+    vec![
+        ProtocolStep::Run(run(Step::INIT, "init")),
+        ProtocolStep::Commit,
+        ProtocolStep::Run(RunStep {
+            makes: Some("s1".into()),
+            ..run(Step::BACKUP_FULL, "backup")
         }),
-        "fixture" => unnamed(ProtocolStep::Fixture),
-        "verify" => Ok(ProtocolStep::Verify {
-            name: named_or(name, Step::VERIFY)?,
+        ProtocolStep::EachCommit(EachCommit {
+            from: 2,
+            steps: vec![
+                ProtocolStep::Commit,
+                ProtocolStep::Run(RunStep {
+                    makes: Some(format!("s{COMMIT_NUMBER}")),
+                    ..run(Step::BACKUP_INCREMENTAL, "backup")
+                }),
+            ],
         }),
-        "generate" => Err(format!(
-            "`generate` is written `source` in a protocol (its records are called generate); the agent's steps are {AGENT_WORDS}"
-        )),
-        other => Err(format!(
-            "unknown step {other:?}: the agent's own steps are {AGENT_WORDS}; a tool command is written {{run: {other}}}"
-        )),
-    }
+        ProtocolStep::EachCommit(EachCommit {
+            from: 1,
+            steps: vec![
+                ProtocolStep::Run(RunStep {
+                    restores: Some(format!("s{COMMIT_NUMBER}")),
+                    repo_size: false,
+                    ..run(Step::RESTORE, "restore")
+                }),
+                ProtocolStep::Verify { name: Step::VERIFY },
+            ],
+        }),
+    ]
 }
 
-impl TryFrom<StepForm> for ProtocolStep {
-    type Error = String;
-
-    fn try_from(form: StepForm) -> Result<ProtocolStep, String> {
-        let m = match form {
-            StepForm::Word(word) => return agent_step(&word, None),
-            StepForm::Map(m) => m,
-        };
-        match (m.run, m.agent) {
-            (Some(_), Some(_)) => Err(
-                "a step has `run:` (a tool command) or `do:` (the agent's work), not both".into(),
-            ),
-            (None, None) => Err(format!(
-                "a step needs `run: <command>` or `do:` {AGENT_WORDS}"
-            )),
-            (None, Some(word)) => {
-                let only_name = m.makes.is_none()
-                    && m.restores.is_none()
-                    && m.snapshot.is_none()
-                    && m.timed.is_none()
-                    && m.drop_cache.is_none()
-                    && m.repo_size.is_none()
-                    && m.optional.is_none()
-                    && m.kill_after_secs.is_none();
-                if !only_name {
-                    return Err(format!(
-                        "`do: {word}` takes only a `name`: the agent's steps are not timed and use no snapshot"
-                    ));
-                }
-                agent_step(&word, m.name)
-            }
-            (Some(command), None) => {
-                let name = m.name.unwrap_or_else(|| command.clone());
-                Step::check_name(&name)?;
-                let given = [&m.makes, &m.restores, &m.snapshot]
-                    .iter()
-                    .filter(|s| s.is_some())
-                    .count();
-                if given > 1 {
-                    return Err(format!(
-                        "step {name}: `makes`, `restores` and `snapshot` exclude one another (one snapshot per step)"
-                    ));
-                }
-                if let Some(secs) = m.kill_after_secs
-                    && !(secs.is_finite() && secs > 0.0)
-                {
-                    return Err(format!(
-                        "step {name}: kill_after_secs must be a number of seconds above 0, not {secs}"
-                    ));
-                }
-                let timed = m.timed.unwrap_or(true);
-                Ok(ProtocolStep::Run(RunStep {
-                    name: Step::named(name),
-                    command,
-                    makes: m.makes,
-                    restores: m.restores,
-                    snapshot: m.snapshot,
-                    timed,
-                    drop_cache: m.drop_cache.unwrap_or(timed),
-                    repo_size: m.repo_size.unwrap_or(true),
-                    optional: m.optional.unwrap_or(false),
-                    kill_after_secs: m.kill_after_secs,
-                }))
-            }
-        }
+/// The default protocol of a dataset: the published cycle, or the
+/// git-history study.
+pub fn default_for(history: bool) -> Vec<ProtocolStep> {
+    if history {
+        self::history()
+    } else {
+        published()
     }
-}
-
-impl From<ProtocolStep> for StepForm {
-    fn from(step: ProtocolStep) -> StepForm {
-        match step {
-            ProtocolStep::Source => StepForm::Word("source".into()),
-            ProtocolStep::Change { name } if name == Step::CHANGE => {
-                StepForm::Word("change".into())
-            }
-            ProtocolStep::Change { name } => StepForm::Map(StepMap {
-                agent: Some("change".into()),
-                name: Some(name.to_string()),
-                ..StepMap::default()
-            }),
-            ProtocolStep::Fixture => StepForm::Word("fixture".into()),
-            ProtocolStep::Verify { name } if name == Step::VERIFY => {
-                StepForm::Word("verify".into())
-            }
-            ProtocolStep::Verify { name } => StepForm::Map(StepMap {
-                agent: Some("verify".into()),
-                name: Some(name.to_string()),
-                ..StepMap::default()
-            }),
-            ProtocolStep::Run(r) => StepForm::Map(StepMap {
-                name: (r.name.as_str() != r.command).then(|| r.name.to_string()),
-                run: Some(r.command),
-                makes: r.makes,
-                restores: r.restores,
-                snapshot: r.snapshot,
-                timed: Some(r.timed),
-                drop_cache: Some(r.drop_cache),
-                repo_size: Some(r.repo_size),
-                optional: r.optional.then_some(true),
-                kill_after_secs: r.kill_after_secs,
-                agent: None,
-            }),
-        }
-    }
-}
-
-/// Every problem of a protocol that no single step shows: the order of the
-/// agent's steps, snapshot labels, names, and commands the tools lack. The
-/// one rule for the lab check and the agent's plan check; each problem with
-/// the index of its step. `tools`: each tool's name and commands.
-pub fn check<'a>(
-    steps: &[ProtocolStep],
-    tools: impl IntoIterator<Item = (&'a str, &'a crate::ToolCommands)>,
-) -> Vec<(usize, String)> {
-    let tools: Vec<(&str, &crate::ToolCommands)> = tools.into_iter().collect();
-    let mut out = Vec::new();
-    if steps.first() != Some(&ProtocolStep::Source) {
-        out.push((
-            0,
-            "a protocol starts with `source` (the tool cycle's pristine source tree)".to_string(),
-        ));
-    }
-    let mut names = std::collections::BTreeSet::new();
-    let mut made: Vec<&str> = Vec::new();
-    let mut restored = false;
-    // A missing command is said once per tool, at the first step running it.
-    let mut missing = std::collections::BTreeSet::new();
-    for (i, step) in steps.iter().enumerate() {
-        let mut problem = |m: String| out.push((i, m));
-        let name = step.name();
-        if !names.insert(name.clone()) {
-            problem(format!(
-                "two steps are called {name}: give one a `name:` (records and reports tell steps apart by name)"
-            ));
-        }
-        match step {
-            ProtocolStep::Source if i > 0 => problem("`source` comes once, first".into()),
-            ProtocolStep::Source => {}
-            ProtocolStep::Fixture => {}
-            ProtocolStep::Change { .. } => {}
-            ProtocolStep::Verify { .. } => {
-                if !std::mem::take(&mut restored) {
-                    problem("`verify` checks what a restore put in {target}: it follows a step with `restores:`".into());
-                }
-            }
-            ProtocolStep::Run(r) => {
-                if [Step::GENERATE, Step::CHANGE, Step::FIXTURE].contains(&r.name) {
-                    problem(format!(
-                        "{} is the name of an agent step: name this one otherwise",
-                        r.name
-                    ));
-                }
-                if let Some(label) = r.makes.as_deref() {
-                    if made.contains(&label) {
-                        problem(format!(
-                            "snapshot {label} is made twice: give each backup its own label"
-                        ));
-                    }
-                    made.push(label);
-                }
-                for label in [&r.restores, &r.snapshot].into_iter().flatten() {
-                    if !made.contains(&label.as_str()) {
-                        problem(format!(
-                            "uses snapshot {label}, which no earlier step `makes:` (made so far: {})",
-                            if made.is_empty() {
-                                "none".to_string()
-                            } else {
-                                made.join(", ")
-                            }
-                        ));
-                    }
-                }
-                restored |= r.restores.is_some();
-                for &(tool, commands) in &tools {
-                    match commands.get(&r.command) {
-                        None if r.optional => {}
-                        None if !missing.insert((tool, r.command.as_str())) => {}
-                        None => problem(format!(
-                            "runs `{}`, which tool {} has no command for: add `commands.{}` to it, or mark the step `optional: true`",
-                            r.command, tool, r.command
-                        )),
-                        Some(c)
-                            if r.snapshot_label().is_none()
-                                && (c
-                                    .argv
-                                    .iter()
-                                    .chain(c.cwd.iter())
-                                    .any(|a| a.contains("{snapshot}"))) =>
-                        {
-                            problem(format!(
-                                "runs {}'s `{}`, which uses {{snapshot}}, but names no snapshot: add `makes:`, `restores:` or `snapshot:`",
-                                tool, r.command
-                            ))
-                        }
-                        Some(_) => {}
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(json: &str) -> Result<ProtocolStep, String> {
-        serde_json::from_str(json).map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn the_published_cycle_round_trips() {
-        let json = serde_json::to_string(&published()).unwrap();
-        let back: Vec<ProtocolStep> = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, published());
-        let names: Vec<String> = published().iter().map(|s| s.name().to_string()).collect();
-        assert_eq!(
-            names,
-            [
-                "generate",
-                "init",
-                "backup_full",
-                "change",
-                "backup_incremental",
-                "restore",
-                "verify"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_step_labrun_never_saw() {
-        let s = parse(r#"{"run":"stats","repo_size":false}"#).unwrap();
-        let r = s.as_run().unwrap();
-        assert_eq!(r.name, Step::named("stats"));
-        assert!(r.timed && r.drop_cache && !r.repo_size);
-        let s = parse(r#"{"run":"check","name":"check_untimed","timed":false}"#).unwrap();
-        assert!(!s.timed() && !s.as_run().unwrap().drop_cache);
-    }
-
-    #[test]
-    fn mistakes_are_named() {
-        for (json, says) in [
-            (r#""prune""#, "{run: prune}"),
-            (r#""generate""#, "written `source`"),
-            (r#"{"run":"x","do":"verify"}"#, "not both"),
-            (r#"{"makes":"s1"}"#, "needs `run"),
-            (r#"{"do":"change","timed":true}"#, "takes only a `name`"),
-            (r#"{"do":"source","name":"x"}"#, "takes no name"),
-            (r#"{"run":"b","makes":"s1","restores":"s1"}"#, "exclude"),
-            (r#"{"run":"b","kill_after_secs":0}"#, "above 0"),
-            (r#"{"run":"Check"}"#, "a-z"),
-        ] {
-            let e = parse(json).unwrap_err();
-            assert!(e.contains(says), "{json}: {e}");
-        }
-    }
-}
+mod tests;

@@ -1,11 +1,12 @@
 //! One tool cycle: the plan's protocol, step by step, as written. The
 //! interpreter keeps what the steps tell one another: which tree the source
-//! holds now, which snapshot was made of which tree (and its id), and what
-//! the last restore put in `{target}`.
+//! holds now, which snapshot was made of which tree (and its id), what the
+//! last restore put in `{target}`, and where a git history's series is.
 
+use super::history::{Series, commit_manifest};
 use super::{CHANGED, FIXTURE, GENERATED, Halt, Runner, ToolCycle, path_str};
 use crate::run::error::RunError;
-use labrun_evidence::{ProtocolStep, RunStep};
+use labrun_evidence::{EachCommit, HistoryPoint, ProtocolStep, RunStep};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -27,66 +28,40 @@ struct CycleState {
     restored: Option<String>,
     /// Change rounds so far.
     changes: u64,
+    /// A git history's series (opened at the first `commit`) and the commit
+    /// its tree is at (0: none yet). `None` after its thread died.
+    series: Option<Series>,
+    at_commit: u32,
 }
 
+/// Whether steps that use the trees follow: what a `verify` may remove.
+#[derive(Clone, Copy)]
+struct Later(bool);
+
 impl<'p> Runner<'p> {
-    /// Runs the protocol for one tool; `Ok(false)` at the first step that
-    /// failed (the rest would build on it).
+    /// Runs the protocol for one tool; `Ok(false)` when a step failed.
     pub(super) fn tool_cycle_steps(&mut self, tc: &ToolCycle) -> Result<bool, Halt> {
-        if let labrun_evidence::DatasetPlan::GitHistory { source } = &self.plan.dataset {
-            return self.history_steps(tc, source);
-        }
         let mut state = CycleState {
             source: GENERATED.to_string(),
             snapshots: BTreeMap::new(),
             restored: None,
             changes: 0,
+            series: None,
+            at_commit: 0,
         };
+        self.cycle_walls.clear();
         let steps = &self.plan.protocol;
         // `fixture` points `{source}` elsewhere for the steps after it.
         let mut tc = tc.clone();
         for (i, step) in steps.iter().enumerate() {
-            let tc = &mut tc;
+            let later = Later(uses_trees(&steps[i + 1..]));
             let ok = match step {
-                ProtocolStep::Source => {
-                    state.source = GENERATED.to_string();
-                    self.prepare_source(tc)?
+                ProtocolStep::EachCommit(block) => {
+                    self.each_commit(&mut tc, block, &mut state, later)?
                 }
-                ProtocolStep::Change { name } => {
-                    state.changes += 1;
-                    state.source = Self::changed_manifest(state.changes);
-                    self.change_source(tc, name, state.changes)?
-                }
-                ProtocolStep::Fixture => {
-                    let dir = tc.base.join("fixture");
-                    state.source = FIXTURE.to_string();
-                    let ok = self.write_fixture(tc, &dir)?;
-                    tc.vars.source = path_str(&dir);
-                    ok
-                }
-                ProtocolStep::Verify { name } => {
-                    self.check_stop()?;
-                    let Some(manifest) = state.restored.take() else {
-                        // The plan check refuses this order.
-                        return Err(Halt::Fatal(RunError::Dataset {
-                            phase: "verification",
-                            message: format!("step {name} has no restore before it"),
-                        }));
-                    };
-                    let done_with = self.done_with_after(tc, &steps[i + 1..]);
-                    let differs = match manifest.as_str() {
-                        GENERATED => "the restored tree differs from the generated source",
-                        FIXTURE => "the restored fidelity fixture differs from the one written",
-                        CHANGED => "the restored tree differs from the changed source",
-                        _ => "the restored tree differs from the changed source of its snapshot",
-                    };
-                    self.verify_tree(tc, name, &manifest, differs, done_with)?
-                }
-                ProtocolStep::Run(r) => {
-                    if r.optional && !tc.tool.commands.contains_key(&r.command) {
-                        continue;
-                    }
-                    self.run_step(tc, r, &mut state)?
+                _ => {
+                    tc.history = self.point(&state, state.at_commit);
+                    self.one_step(&mut tc, step, &mut state, later)?
                 }
             };
             if !ok {
@@ -94,6 +69,106 @@ impl<'p> Runner<'p> {
             }
         }
         Ok(true)
+    }
+
+    /// A block, once per commit from its `from` to the series' last. A
+    /// failed step ends the tool cycle, except in a block that makes
+    /// nothing later rounds build on (no `commit`, no `makes:`, e.g. the
+    /// restores of every snapshot): there it ends its round only.
+    fn each_commit(
+        &mut self,
+        tc: &mut ToolCycle,
+        block: &EachCommit,
+        state: &mut CycleState,
+        later: Later,
+    ) -> Result<bool, Halt> {
+        let Some(last) = self.series_len(tc, state)? else {
+            return Ok(false);
+        };
+        let builds_on = block
+            .steps
+            .iter()
+            .any(|s| *s == ProtocolStep::Commit || s.as_run().is_some_and(|r| r.makes.is_some()));
+        let mut all_ok = true;
+        for k in block.from..=last {
+            tc.history = self.point(state, k);
+            for (j, step) in block.steps.iter().enumerate() {
+                let later = Later(later.0 || k < last || uses_trees(&block.steps[j + 1..]));
+                let ok = match step {
+                    ProtocolStep::Run(r) => {
+                        self.one_step(tc, &ProtocolStep::Run(r.at_commit(k)), state, later)?
+                    }
+                    _ => self.one_step(tc, step, state, later)?,
+                };
+                if !ok && builds_on {
+                    return Ok(false);
+                }
+                if !ok {
+                    all_ok = false;
+                    break;
+                }
+            }
+        }
+        Ok(all_ok)
+    }
+
+    fn one_step(
+        &mut self,
+        tc: &mut ToolCycle,
+        step: &ProtocolStep,
+        state: &mut CycleState,
+        later: Later,
+    ) -> Result<bool, Halt> {
+        Ok(match step {
+            ProtocolStep::Source => {
+                state.source = GENERATED.to_string();
+                self.prepare_source(tc)?
+            }
+            ProtocolStep::Change { name } => {
+                state.changes += 1;
+                state.source = Self::changed_manifest(state.changes);
+                self.change_source(tc, name, state.changes)?
+            }
+            ProtocolStep::Fixture => {
+                let dir = tc.base.join("fixture");
+                state.source = FIXTURE.to_string();
+                let ok = self.write_fixture(tc, &dir)?;
+                tc.vars.source = path_str(&dir);
+                ok
+            }
+            ProtocolStep::Commit => self.next_commit(tc, state)?,
+            ProtocolStep::Verify { name } => {
+                self.check_stop()?;
+                let Some(manifest) = state.restored.take() else {
+                    // The plan check refuses this order.
+                    return Err(Halt::Fatal(RunError::Dataset {
+                        phase: "verification",
+                        message: format!("step {name} has no restore before it"),
+                    }));
+                };
+                let done_with = if later.0 {
+                    Vec::new()
+                } else {
+                    self.done_with(tc)
+                };
+                let differs = differs(&manifest);
+                self.verify_tree(tc, name, &manifest, &differs, done_with)?
+            }
+            ProtocolStep::Run(r) => {
+                if r.optional && !tc.tool.commands.contains_key(&r.command) {
+                    return Ok(true);
+                }
+                // A failure it may have is recorded, and ends nothing.
+                self.run_step(tc, r, state)? || r.may_fail
+            }
+            // The plan check refuses a block in a block.
+            ProtocolStep::EachCommit(_) => {
+                return Err(Halt::Fatal(RunError::Dataset {
+                    phase: "protocol",
+                    message: "`each_commit:` blocks do not nest".into(),
+                }));
+            }
+        })
     }
 
     fn run_step(
@@ -130,6 +205,49 @@ impl<'p> Runner<'p> {
         Ok(outcome.ok)
     }
 
+    /// `commit`: the tree moved to the series' next commit.
+    fn next_commit(&mut self, tc: &ToolCycle, state: &mut CycleState) -> Result<bool, Halt> {
+        if self.series_len(tc, state)?.is_none() {
+            return Ok(false);
+        }
+        let Some(series) = state.series.take() else {
+            return Ok(false);
+        };
+        let k = state.at_commit + 1;
+        let at = ToolCycle {
+            history: self.point_of(&series, k),
+            ..tc.clone()
+        };
+        let (ok, back) = self.move_tree(&at, series, k)?;
+        state.series = back;
+        if ok {
+            state.at_commit = k;
+            state.source = commit_manifest(k);
+        }
+        Ok(ok)
+    }
+
+    /// The number of commits of the series, opening it at first use;
+    /// `None` when it cannot be opened (the record says why).
+    fn series_len(&mut self, tc: &ToolCycle, state: &mut CycleState) -> Result<Option<u32>, Halt> {
+        if state.series.is_none() && state.at_commit == 0 {
+            state.series = self.open_series(tc)?;
+        }
+        Ok(state.series.as_ref().map(Series::len))
+    }
+
+    /// The history point of commit `k` (none before the first).
+    fn point(&self, state: &CycleState, k: u32) -> Option<HistoryPoint> {
+        state.series.as_ref().and_then(|s| self.point_of(s, k))
+    }
+
+    fn point_of(&self, series: &Series, k: u32) -> Option<HistoryPoint> {
+        (k > 0).then(|| HistoryPoint {
+            index: k,
+            commit: series.commit(k),
+        })
+    }
+
     /// `{target}` empty before a restore (a second restore of the cycle
     /// finds the first one's tree there).
     fn empty_target(&mut self, tc: &ToolCycle) -> Result<(), Halt> {
@@ -143,16 +261,10 @@ impl<'p> Runner<'p> {
         Ok(())
     }
 
-    /// What a verify may remove while it hashes, given the steps after it:
-    /// the repository and home when no tool step follows, and after the
-    /// run's last tool cycle the source and pristine trees too.
-    fn done_with_after(&self, tc: &ToolCycle, rest: &[ProtocolStep]) -> Vec<PathBuf> {
-        let uses_trees = rest
-            .iter()
-            .any(|s| !matches!(s, ProtocolStep::Verify { .. }));
-        if uses_trees {
-            return Vec::new();
-        }
+    /// What the last verify of a tool cycle may remove while it hashes: the
+    /// repository and home, and after the run's last tool cycle the source
+    /// and pristine trees too.
+    fn done_with(&self, tc: &ToolCycle) -> Vec<PathBuf> {
         let mut done_with = vec![PathBuf::from(&tc.vars.repo), PathBuf::from(&tc.vars.work)];
         let last = tc.cycle == self.plan.cycles && tc.order as usize + 1 == self.plan.tools.len();
         if last {
@@ -160,5 +272,24 @@ impl<'p> Runner<'p> {
             done_with.push(self.pristine.clone());
         }
         done_with
+    }
+}
+
+/// Whether any of `rest` uses the trees (anything but a `verify`).
+fn uses_trees(rest: &[ProtocolStep]) -> bool {
+    rest.iter()
+        .any(|s| !matches!(s, ProtocolStep::Verify { .. }))
+}
+
+/// What a failed verify says, by the tree it compared with.
+fn differs(manifest: &str) -> String {
+    match manifest {
+        GENERATED => "the restored tree differs from the generated source".into(),
+        FIXTURE => "the restored fidelity fixture differs from the one written".into(),
+        CHANGED => "the restored tree differs from the changed source".into(),
+        m => match super::history::commit_of_manifest(m) {
+            Some(k) => format!("the restore of snapshot {k} differs from commit {k}"),
+            None => "the restored tree differs from the changed source of its snapshot".into(),
+        },
     }
 }

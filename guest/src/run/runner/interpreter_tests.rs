@@ -10,7 +10,7 @@ use serde_json::json;
 use std::sync::Mutex;
 
 /// Records each argv; `{bin} id` prints the next snapshot id, `{bin} slow`
-/// runs into its watchdog (as a killed tool does).
+/// runs into its watchdog (as a killed tool does), `{bin} fail` exits 1.
 #[derive(Default)]
 struct Recorder {
     seen: Mutex<Vec<String>>,
@@ -35,7 +35,7 @@ impl Executor for Recorder {
             sys_secs: 0.01,
             max_rss_kib: 1000,
             exit: ExitStatus {
-                code: (!line.ends_with(" slow")).then_some(0),
+                code: (!line.ends_with(" slow")).then_some(i32::from(line.ends_with(" fail"))),
                 signal: line.ends_with(" slow").then_some(9),
             },
             timed_out: line.ends_with(" slow"),
@@ -52,11 +52,85 @@ fn tool(name: &str, with_stats: bool) -> serde_json::Value {
         "snapshot_id": {"argv": ["{bin}", "id"]},
         "forget": {"argv": ["{bin}", "forget", "{snapshot}"]},
         "slow": {"argv": ["{bin}", "slow"]},
+        "fail": {"argv": ["{bin}", "fail"]},
     });
     if with_stats {
         commands["stats"] = json!({"argv": ["{bin}", "stats"]});
     }
     json!({"name": name, "version": "1", "binary": "/bin/sh", "commands": commands})
+}
+
+/// Runs `protocol` for tools alpha (with `stats`) and beta; gives the
+/// outcome, the argv lines asked for, and the records.
+fn run(protocol: serde_json::Value) -> (RunOutcome, Vec<String>, Vec<StepRecord>) {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({
+        "schema_version": labrun_evidence::SCHEMA_VERSION,
+        "run_id": "interp-2",
+        "cycles": 1,
+        "dataset": {"kind": "synthetic", "seed": 3, "scale": 0.0002},
+        "rotate_tools": false,
+        "tools": [tool("alpha", true), tool("beta", false)],
+        "protocol": protocol,
+    });
+    let plan_path = dir.path().join("plan.json");
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    let recorder = Recorder::default();
+    let opts = RunOptions {
+        plan: plan_path,
+        work: dir.path().join("work"),
+        evidence: dir.path().join("evidence"),
+        lock: None,
+        remove_plan: false,
+        echo_events: false,
+    };
+    let outcome = execute_with(&opts, Interrupt::new(), &recorder).unwrap();
+    let records = std::fs::read_to_string(dir.path().join("evidence/records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen = recorder.seen.lock().unwrap().clone();
+    (outcome, seen, records)
+}
+
+#[test]
+fn a_kill_at_a_fraction_of_an_earlier_step_and_a_failure_allowed() {
+    let (outcome, seen, records) = run(json!([
+        "source",
+        {"run": "init"},
+        {"run": "backup", "name": "backup_full", "makes": "s1"},
+        {"run": "slow", "name": "killed", "kill_after": {"fraction": 0.5, "of": "backup_full"}},
+        {"run": "fail", "name": "check_after_kill", "may_fail": true, "timed": false},
+        {"run": "init", "name": "after"}
+    ]));
+    // The failure allowed ends nothing: both tools ran every step, and the
+    // run passed.
+    assert_eq!(outcome, RunOutcome::Passed);
+    assert_eq!(
+        seen.iter().filter(|l| l.contains(" init ")).count(),
+        4,
+        "{seen:#?}"
+    );
+    for tool in ["alpha", "beta"] {
+        let of = |step: &str| {
+            records
+                .iter()
+                .find(|r| r.tool == tool && r.step.as_str() == step)
+                .unwrap_or_else(|| panic!("no {tool} {step}"))
+        };
+        let kill = of("killed").planned_kill.clone().expect("planned kill");
+        let base = of("backup_full").wall_secs;
+        assert!((kill.after_secs - 0.5 * base).abs() < 1e-9, "{kill:?}");
+        let from = kill.fraction_of.expect("fraction_of");
+        assert_eq!(
+            (from.step.as_str(), from.step_wall_secs),
+            ("backup_full", base)
+        );
+        let failed = of("check_after_kill");
+        assert!(!failed.ok && failed.may_fail, "{failed:?}");
+        assert!(of("after").ok);
+    }
 }
 
 #[test]

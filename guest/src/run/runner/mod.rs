@@ -44,8 +44,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-// The git-history study (SPEC 6): a child module, so it runs the same
-// steps as the protocol does.
 mod cycle;
 mod history;
 #[cfg(test)]
@@ -178,6 +176,7 @@ pub fn execute_with(
         failed_steps: 0,
         failed_cycles: Vec::new(),
         cgroups: Cgroups::open(),
+        cycle_walls: Default::default(),
     };
     match runner.run_all() {
         Ok(outcome) => Ok(outcome),
@@ -231,6 +230,9 @@ struct Runner<'p> {
     failed_cycles: Vec<FailedCycle>,
     /// Where timed steps' cgroups are made (or why they cannot be).
     cgroups: Cgroups,
+    /// The wall time of each step that succeeded in this tool cycle (a
+    /// kill point may be a fraction of one).
+    cycle_walls: std::collections::BTreeMap<Step, f64>,
 }
 
 /// One tool in one cycle: its directories and placeholders.
@@ -241,8 +243,8 @@ struct ToolCycle<'p> {
     order: u32,
     base: PathBuf,
     vars: Vars,
-    /// Set by history.rs: the point of a git-history series its steps
-    /// belong to (in records and log names).
+    /// The commit of a git-history series the step belongs to (in records
+    /// and log names), set by the interpreter.
     history: Option<labrun_evidence::HistoryPoint>,
 }
 
@@ -313,8 +315,12 @@ impl<'p> Runner<'p> {
 
     fn append(&mut self, record: &StepRecord) -> Result<(), Halt> {
         self.records += 1;
-        if !record.ok {
+        if !record.ok && !record.may_fail {
             self.failed_steps += 1;
+        }
+        if record.ok && !record.tool.is_empty() {
+            self.cycle_walls
+                .insert(record.step.clone(), record.wall_secs);
         }
         self.ev.append_record(record)?;
         Ok(())

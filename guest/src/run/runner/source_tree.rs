@@ -145,9 +145,7 @@ impl<'p> Runner<'p> {
 
     /// The protocol's change rounds (`change` steps) per tool cycle.
     fn change_rounds(&self) -> u64 {
-        self.plan
-            .protocol
-            .iter()
+        labrun_evidence::protocol::flat(&self.plan.protocol)
             .filter(|s| matches!(s, labrun_evidence::ProtocolStep::Change { .. }))
             .count() as u64
     }

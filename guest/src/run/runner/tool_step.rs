@@ -11,7 +11,8 @@ use crate::run::measure::{CommandSpec, Measurement, TreeSpec};
 use crate::run::placeholders::{Vars, resolve};
 use crate::run::repo_size::allocated_bytes;
 use labrun_evidence::command::roles;
-use labrun_evidence::record::PlannedKill;
+use labrun_evidence::protocol::KillPoint;
+use labrun_evidence::record::{KillFraction, PlannedKill};
 use labrun_evidence::{CommandTemplate, Event, RunStep, Step, StepRecord};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -127,9 +128,17 @@ impl<'p> Runner<'p> {
         });
         // A planned kill is the watchdog set early; the step's own timeout
         // stays the limit when it comes first.
-        let kill = how
-            .kill_after_secs
-            .map(Duration::from_secs_f64)
+        rec.may_fail = how.may_fail;
+        let planned = match self.kill_point(how) {
+            Ok(p) => p,
+            Err(why) => {
+                rec.error = Some(why);
+                return Ok(rec);
+            }
+        };
+        let kill = planned
+            .as_ref()
+            .map(|p| Duration::from_secs_f64(p.after_secs))
             .filter(|k| self.timeout().is_none_or(|limit| *k < limit));
         let spec = CommandSpec {
             argv: &argv,
@@ -149,19 +158,11 @@ impl<'p> Runner<'p> {
                 // Killed where the protocol said: the step did its job.
                 rec.ok = true;
                 rec.error = None;
-                rec.planned_kill = Some(PlannedKill {
-                    after_secs: how.kill_after_secs.unwrap_or_default(),
-                    killed: true,
-                });
+                rec.planned_kill = planned.map(|p| PlannedKill { killed: true, ..p });
             }
             Ok(m) => {
                 fill_measurement(&mut rec, &m, self.plan.step_timeout_secs, &logs.stderr_rel);
-                if let Some(after_secs) = how.kill_after_secs {
-                    rec.planned_kill = Some(PlannedKill {
-                        after_secs,
-                        killed: false,
-                    });
-                }
+                rec.planned_kill = planned;
                 if let Some(signal) = m.interrupted_by {
                     return self.interrupted(&mut rec, signal);
                 }
@@ -169,6 +170,35 @@ impl<'p> Runner<'p> {
             Err(e) => rec.error = Some(e.to_string()),
         }
         Ok(rec)
+    }
+
+    /// Where the protocol kills this step, if it does: seconds, or a
+    /// fraction of an earlier step's wall time in this tool cycle.
+    fn kill_point(&self, how: &RunStep) -> Result<Option<PlannedKill>, String> {
+        Ok(match &how.kill {
+            None => None,
+            Some(KillPoint::AfterSecs(secs)) => Some(PlannedKill {
+                after_secs: *secs,
+                killed: false,
+                fraction_of: None,
+            }),
+            Some(KillPoint::FractionOf { fraction, step }) => {
+                let Some(&wall) = self.cycle_walls.get(step) else {
+                    return Err(format!(
+                        "cannot place the kill at {fraction} of {step}'s time: {step} did not succeed in this tool cycle"
+                    ));
+                };
+                Some(PlannedKill {
+                    after_secs: (fraction * wall).max(0.001),
+                    killed: false,
+                    fraction_of: Some(KillFraction {
+                        step: step.clone(),
+                        fraction: *fraction,
+                        step_wall_secs: wall,
+                    }),
+                })
+            }
+        })
     }
 
     /// Runs `after` for a step that succeeded (it may still fail the

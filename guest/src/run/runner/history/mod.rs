@@ -1,19 +1,12 @@
-//! The second study (SPEC 6): per tool, `init`; then for each commit of the
-//! series, the work tree moved to it (untimed, its manifest kept) and a
-//! timed backup; then for each snapshot in order, a timed restore into an
-//! emptied folder, verified against that commit's manifest.
+//! A git-history dataset (SPEC 6): its series of commits, which `commit`
+//! steps of the protocol walk ([`labrun_evidence::protocol::history`] is
+//! the study: a backup per commit, then a restore of each snapshot, each
+//! verified against its commit). This module clones a real repository once
+//! per run, opens the series per tool cycle, and moves the work tree from
+//! one commit to the next, keeping each commit's manifest.
 //!
-//! A child module of the runner: it uses the runner's steps as they are
-//! (measurement, cold cache, evidence, placeholders, helper commands), and
-//! adds only what the series needs. Records of a series carry
-//! [`HistoryPoint`] (snapshot index and commit); its tool logs are named
-//! `c<cycle>-s<index>-<step>`.
-//!
-//! Snapshot `k` is labelled `s<k>` (`{snapshot}` in the backup command); a
-//! tool with a `snapshot_id` command gets its own id back into `{snapshot}`
-//! of the restore. A backup that fails ends the tool cycle (later snapshots
-//! would build on it); a restore or verification that fails does not stop
-//! the restores of the other snapshots.
+//! Records of a series carry [`labrun_evidence::HistoryPoint`] (commit
+//! number and id); its tool logs are named `c<cycle>-s<index>-<step>`.
 
 mod git;
 mod series;
@@ -22,19 +15,21 @@ use super::{Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count};
 use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::{Evidence, blank_record};
 use crate::run::interrupt::InProcess;
-use labrun_evidence::{HistoryPoint, HistorySource, Manifest, RunStep, Step};
-use series::Series;
+use labrun_evidence::{DatasetPlan, HistorySource, Manifest, Step};
+pub use series::Series;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+const COMMIT_MANIFEST: &str = "commit-";
+
 /// `manifests/commit-<k>.jsonl`: the tree of commit `k`.
-pub fn manifest_name(k: u32) -> String {
-    format!("commit-{k:04}")
+pub fn commit_manifest(k: u32) -> String {
+    format!("{COMMIT_MANIFEST}{k:04}")
 }
 
-/// The label of snapshot `k`, as the first study labels `s1`, `s2`.
-pub fn snapshot_label(k: u32) -> String {
-    format!("s{k}")
+/// `k` of [`commit_manifest`]`(k)`.
+pub fn commit_of_manifest(name: &str) -> Option<u32> {
+    name.strip_prefix(COMMIT_MANIFEST)?.parse().ok()
 }
 
 impl<'p> Runner<'p> {
@@ -73,63 +68,24 @@ impl<'p> Runner<'p> {
         }))
     }
 
-    /// One tool's cycle over the whole series; `Ok(false)` when a step failed.
-    pub(super) fn history_steps(
-        &mut self,
-        tc: &ToolCycle,
-        source: &HistorySource,
-    ) -> Result<bool, Halt> {
-        let mut series = match Series::open(source, &self.root, Path::new(&tc.vars.work)) {
-            Ok(s) => s,
+    /// The series of this tool cycle, at its start (an empty tree); `None`
+    /// when the dataset is no git history or the series cannot be opened
+    /// (then a failed record says why).
+    pub(super) fn open_series(&mut self, tc: &ToolCycle) -> Result<Option<Series>, Halt> {
+        let DatasetPlan::GitHistory { source } = &self.plan.dataset else {
+            return Ok(None);
+        };
+        match Series::open(source, &self.root, Path::new(&tc.vars.work)) {
+            Ok(s) => Ok(Some(s)),
             Err(why) => {
                 let mut rec =
                     blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, Step::GENERATE);
                 rec.order = tc.order;
                 rec.error = Some(why);
                 self.append(&rec)?;
-                return Ok(false);
+                Ok(None)
             }
-        };
-        if !self
-            .tool_step(tc, &RunStep::new(Step::INIT, "init"), None)?
-            .ok
-        {
-            return Ok(false);
         }
-        let mut snapshots = Vec::new();
-        for k in 1..=series.len() {
-            let at = at_point(tc, k, series.commit(k));
-            match self.move_tree(&at, series, k)? {
-                (true, Some(back)) => series = back,
-                _ => return Ok(false),
-            }
-            let step = if k == 1 {
-                Step::BACKUP_FULL
-            } else {
-                Step::BACKUP_INCREMENTAL
-            };
-            let backup = RunStep {
-                makes: Some(snapshot_label(k)),
-                ..RunStep::new(step, "backup")
-            };
-            let made = self.tool_step(&at, &backup, Some(&snapshot_label(k)))?;
-            if !made.ok {
-                return Ok(false);
-            }
-            snapshots.push((at, made.snapshot.unwrap_or_else(|| snapshot_label(k))));
-        }
-        let mut all_ok = true;
-        for (k, (at, snapshot)) in (1..).zip(&snapshots) {
-            empty_folder(Path::new(&at.vars.target))?;
-            let restore = RunStep {
-                restores: Some(snapshot_label(k)),
-                repo_size: false,
-                ..RunStep::new(Step::RESTORE, "restore")
-            };
-            let restored = self.tool_step(at, &restore, Some(snapshot))?;
-            all_ok &= restored.ok && self.verify_snapshot(at, k)?;
-        }
-        Ok(all_ok)
     }
 
     /// Moves the tool cycle's source to commit `k` (untimed: `generate` for
@@ -137,7 +93,7 @@ impl<'p> Runner<'p> {
     /// the first tool cycle writes `manifests/commit-<k>.jsonl`, every later
     /// one must find the same tree. Gives the series back unless its thread
     /// died.
-    fn move_tree(
+    pub(super) fn move_tree(
         &mut self,
         tc: &ToolCycle,
         mut series: Series,
@@ -185,7 +141,7 @@ impl<'p> Runner<'p> {
         k: u32,
         manifest: &Manifest,
     ) -> Result<(), Halt> {
-        let name = manifest_name(k);
+        let name = commit_manifest(k);
         let path = self.ev.manifest_path(&name);
         let first = match std::fs::read(&path) {
             Ok(bytes) => labrun_evidence::digest::sha256_hex(&bytes),
@@ -205,40 +161,4 @@ impl<'p> Runner<'p> {
         }
         Ok(())
     }
-
-    /// Hashes the restored tree and compares it with commit `k`'s manifest.
-    fn verify_snapshot(&mut self, tc: &ToolCycle, k: u32) -> Result<bool, Halt> {
-        self.check_stop()?;
-        self.verify_tree(
-            tc,
-            &Step::VERIFY,
-            &manifest_name(k),
-            &format!("the restore of snapshot {k} differs from commit {k}"),
-            Vec::new(),
-        )
-    }
-}
-
-/// The tool cycle, at point `k` of the series.
-fn at_point<'p>(tc: &ToolCycle<'p>, k: u32, commit: String) -> ToolCycle<'p> {
-    ToolCycle {
-        tool: tc.tool,
-        cycle: tc.cycle,
-        order: tc.order,
-        base: tc.base.clone(),
-        vars: tc.vars.clone(),
-        history: Some(HistoryPoint { index: k, commit }),
-    }
-}
-
-/// The restore target, emptied before each restore (the study restores
-/// into an empty folder every time: full restores, not incremental ones).
-fn empty_folder(dir: &Path) -> Result<(), Halt> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(RunError::io("cannot empty the restore folder", dir, e).into()),
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Halt::Fatal(RunError::io("cannot create the restore folder", dir, e)))
 }
