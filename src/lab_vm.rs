@@ -86,18 +86,8 @@ pub fn vm_config(
         uri: vm.uri.clone(),
         vcpus: vm.vcpus,
         memory_mib: vm.memory.bytes() / (1 << 20),
-        accel: match vm.accel {
-            labrun_lab::Accel::Auto => labrun_vm::Accel::Auto,
-            labrun_lab::Accel::Kvm => labrun_vm::Accel::Kvm,
-            labrun_lab::Accel::Tcg => labrun_vm::Accel::Tcg,
-        },
-        disk_cache: match vm.disk_cache {
-            labrun_lab::DiskCache::NoCache => labrun_vm::DiskCache::None,
-            labrun_lab::DiskCache::Writeback => labrun_vm::DiskCache::Writeback,
-            labrun_lab::DiskCache::Writethrough => labrun_vm::DiskCache::Writethrough,
-            labrun_lab::DiskCache::Directsync => labrun_vm::DiskCache::Directsync,
-            labrun_lab::DiskCache::Unsafe => labrun_vm::DiskCache::Unsafe,
-        },
+        accel: vm.accel,
+        disk_cache: vm.disk_cache,
         ssh_timeout_secs: vm.ssh_timeout.as_secs(),
         image,
     };

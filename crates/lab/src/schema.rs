@@ -126,7 +126,9 @@ impl ImageSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// What a lab asks for; the VM crate uses this type as it is (one type,
+/// one default: `auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Accel {
     /// KVM where it boots a stock kernel, else TCG (with a loud warning).
@@ -136,7 +138,10 @@ pub enum Accel {
     Tcg,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// libvirt's disk `cache=` modes, as the lab writes them and the VM crate
+/// uses them. `none` (the default) also sets `io='native'`: O_DIRECT on the
+/// host, so the host page cache does not flatter the guest's disk numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DiskCache {
     #[default]

@@ -8,42 +8,8 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What the lab asks for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    /// KVM when it can run a stock kernel here, TCG otherwise.
-    #[default]
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-/// libvirt's disk `cache=` modes. `None` (the default) also sets
-/// `io='native'`: O_DIRECT on the host, so the host page cache does not
-/// flatter the guest's disk numbers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DiskCache {
-    #[default]
-    None,
-    Writeback,
-    Writethrough,
-    Directsync,
-    Unsafe,
-}
-
-impl DiskCache {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiskCache::None => "none",
-            DiskCache::Writeback => "writeback",
-            DiskCache::Writethrough => "writethrough",
-            DiskCache::Directsync => "directsync",
-            DiskCache::Unsafe => "unsafe",
-        }
-    }
-}
+// The lab's own types: what `labrun check` reads is what the domain gets.
+pub use labrun_lab::{Accel, DiskCache};
 
 /// How the base image is made. Everything here is part of the cache key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,7 +152,7 @@ impl VmConfig {
             vcpus: 4,
             memory_mib: 3072,
             accel: Accel::Auto,
-            disk_cache: DiskCache::None,
+            disk_cache: DiskCache::NoCache,
             // Under TCG a boot takes ~50 s on an idle 2-core host; leave room
             // for a busy one.
             ssh_timeout_secs: 300,

@@ -61,7 +61,7 @@ pub fn domain_xml(s: &DomainSpec) -> String {
     };
     let cache = match s.disk_cache {
         // O_DIRECT needs io='native' to be asynchronous.
-        DiskCache::None => " cache='none' io='native'".to_string(),
+        DiskCache::NoCache => " cache='none' io='native'".to_string(),
         other => format!(" cache='{}'", other.as_str()),
     };
     let os_boot = match &s.boot {
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn tcg_domain_has_what_the_trial_found_necessary() {
-        let x = domain_xml(&spec(Acceleration::Tcg, DiskCache::None));
+        let x = domain_xml(&spec(Acceleration::Tcg, DiskCache::NoCache));
         for needle in [
             "<domain type='qemu'",
             "<cpu mode='maximum' check='none'/>",
@@ -242,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_cloud_image_boots_from_its_disk() {
-        let mut s = spec(Acceleration::Tcg, DiskCache::None);
+        let mut s = spec(Acceleration::Tcg, DiskCache::NoCache);
         s.boot = Boot::Disk;
         let x = domain_xml(&s);
         assert!(x.contains("<boot dev='hd'/>"), "{x}");
@@ -260,7 +260,7 @@ mod tests {
 
     #[test]
     fn metadata_round_trips() {
-        let s = spec(Acceleration::Tcg, DiskCache::None);
+        let s = spec(Acceleration::Tcg, DiskCache::NoCache);
         let x = domain_xml(&s);
         assert_eq!(parse_metadata(&x).unwrap(), s.metadata);
         // As virDomainGetMetadata returns it (namespace re-declared).
@@ -278,9 +278,9 @@ mod tests {
         }
         let tmp = tempfile::tempdir().unwrap();
         for (a, c, disk_boot) in [
-            (Acceleration::Tcg, DiskCache::None, false),
+            (Acceleration::Tcg, DiskCache::NoCache, false),
             (Acceleration::Kvm, DiskCache::Unsafe, false),
-            (Acceleration::Tcg, DiskCache::None, true),
+            (Acceleration::Tcg, DiskCache::NoCache, true),
         ] {
             let p = tmp.path().join("d.xml");
             let mut s = spec(a, c);
