@@ -331,8 +331,9 @@ fn up_ssh_status_down_leaves_nothing() {
             }
             let resident = tree["resident_peak_bytes"].as_u64().unwrap_or(0);
             let single = r["max_rss_kib"].as_u64().unwrap_or(0) * 1024;
-            // The tree holds the largest process; sampling every 250 ms may
-            // miss the very top of a short peak, not most of it.
+            // The tree holds the largest process; sampling every 250 ms
+            // (each step's first 5 s, every second after) may miss the very
+            // top of a short peak, not most of it.
             assert!(
                 resident * 2 >= single,
                 "{tool} {step}: tree {resident} vs process {single}"

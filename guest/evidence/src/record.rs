@@ -114,7 +114,8 @@ pub struct TreeMeters {
     pub sys_secs: Option<f64>,
     /// Peak of the tree's resident memory: `anon` + `file_mapped` of
     /// `memory.stat` (what the processes' RSS add up to), sampled every
-    /// [`TreeMeters::SAMPLE_MS`] ms and at the end.
+    /// [`TreeMeters::SAMPLE_MS`] ms (then [`TreeMeters::SLOW_SAMPLE_MS`])
+    /// and at the end.
     #[serde(default)]
     pub resident_peak_bytes: Option<u64>,
     /// `memory.peak`: everything the kernel charged to the tree at its
@@ -146,10 +147,16 @@ pub struct TreeMeters {
 }
 
 impl TreeMeters {
-    /// How often the memory peak is sampled.
+    /// How often the memory peak is sampled in a step's first
+    /// [`TreeMeters::FAST_SECS`] (a short step's peak is short too)...
     pub const SAMPLE_MS: u64 = 250;
-    /// One timeline row per this many samples (once a second).
-    pub const SAMPLES_PER_ROW: u64 = 4;
+    pub const FAST_SECS: u64 = 5;
+    /// ...and after them: each sample costs the agent CPU (about 5 ms
+    /// under TCG), and a long step's peak lasts.
+    pub const SLOW_SAMPLE_MS: u64 = 1000;
+    /// One timeline row (every figure read) at most this often; the
+    /// samples between read only what the peaks need.
+    pub const ROW_MS: u64 = 1000;
 
     /// Tree figures that could not be taken, and why.
     pub fn unavailable(source: impl Into<String>, why: impl Into<String>) -> TreeMeters {

@@ -226,8 +226,10 @@ impl StepCgroup {
         self.procs.as_raw_fd()
     }
 
-    /// Samples the tree every [`TreeMeters::SAMPLE_MS`] until `stop` is
-    /// dropped, writing a timeline row once a second to `timeline`.
+    /// Samples the tree every [`TreeMeters::SAMPLE_MS`] (every
+    /// [`TreeMeters::SLOW_SAMPLE_MS`] after the first
+    /// [`TreeMeters::FAST_SECS`]) until `stop` is dropped, writing a
+    /// timeline row once a second to `timeline`.
     pub fn start_sampler(
         &self,
         timeline: Option<PathBuf>,
@@ -325,14 +327,23 @@ fn sample_until(
             *peak = Some(peak.map_or(v, |p| p.max(v)));
         }
     };
+    let row_every = Duration::from_millis(TreeMeters::ROW_MS);
+    let mut last_row: Option<Instant> = None;
     loop {
-        let s = read_sample(dir);
+        // A row reads every figure; the samples between it only the peaks'.
+        let row = last_row.is_none_or(|t| t.elapsed() + ROW_SLACK >= row_every);
+        let s = if row {
+            read_sample(dir)
+        } else {
+            read_peaks(dir)
+        };
         max(&mut result.resident_peak, s.resident);
         max(&mut result.charged_peak, s.charged);
         max(&mut result.processes_peak, s.processes);
-        if result.samples % TreeMeters::SAMPLES_PER_ROW == 0
-            && let Some(w) = out.as_mut()
-        {
+        if row {
+            last_row = Some(Instant::now());
+        }
+        if row && let Some(w) = out.as_mut() {
             let row = TimelineRow {
                 t_secs: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
                 resident_bytes: s.resident,
@@ -350,7 +361,12 @@ fn sample_until(
             }
         }
         result.samples += 1;
-        match stopped.recv_timeout(Duration::from_millis(TreeMeters::SAMPLE_MS)) {
+        let every = if started.elapsed() < Duration::from_secs(TreeMeters::FAST_SECS) {
+            TreeMeters::SAMPLE_MS
+        } else {
+            TreeMeters::SLOW_SAMPLE_MS
+        };
+        match stopped.recv_timeout(Duration::from_millis(every)) {
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             _ => break,
         }
@@ -361,15 +377,30 @@ fn sample_until(
     result
 }
 
+/// A sample that wakes a little early still makes its row.
+const ROW_SLACK: Duration = Duration::from_millis(50);
+
+/// What the peaks need: resident memory and the process count.
+fn read_peaks(dir: &Path) -> Sample {
+    Sample {
+        resident: read_resident(dir),
+        processes: read_u64(&dir.join("pids.current")),
+        ..Sample::default()
+    }
+}
+
+fn read_resident(dir: &Path) -> Option<u64> {
+    let stat = read_keyed(&dir.join("memory.stat"))?;
+    let get = |k: &str| stat.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    match (get("anon"), get("file_mapped")) {
+        (Some(a), Some(f)) => Some(a + f),
+        (a, _) => a,
+    }
+}
+
 fn read_sample(dir: &Path) -> Sample {
     let mut s = Sample::default();
-    if let Some(stat) = read_keyed(&dir.join("memory.stat")) {
-        let get = |k: &str| stat.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-        s.resident = match (get("anon"), get("file_mapped")) {
-            (Some(a), Some(f)) => Some(a + f),
-            (a, _) => a,
-        };
-    }
+    s.resident = read_resident(dir);
     s.charged = read_u64(&dir.join("memory.current"));
     if let Some(cpu) = read_keyed(&dir.join("cpu.stat")) {
         let get = |k: &str| cpu.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
@@ -496,6 +527,44 @@ pub fn own_cpu_secs() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sampling_slows_after_the_first_seconds_and_rows_stay_once_a_second() {
+        // A stand-in cgroup folder: the files the sampler reads.
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("memory.stat"),
+            "anon 4096\nfile_mapped 1024\n",
+        )
+        .unwrap();
+        fs::write(dir.path().join("memory.current"), "8192\n").unwrap();
+        fs::write(dir.path().join("pids.current"), "2\n").unwrap();
+        fs::write(dir.path().join("cpu.stat"), "user_usec 10\nsystem_usec 5\n").unwrap();
+        let timeline = dir.path().join("timeline.jsonl");
+        let (stop, stopped) = mpsc::channel::<()>();
+        let d = dir.path().to_path_buf();
+        let t = timeline.clone();
+        let thread = std::thread::spawn(move || sample_until(&d, Some(t), &stopped));
+        let secs = TreeMeters::FAST_SECS + 3;
+        std::thread::sleep(Duration::from_secs(secs));
+        drop(stop);
+        let result = thread.join().unwrap();
+        // 4 a second for 5 s, then 1 a second: not 4 a second throughout.
+        let fast = TreeMeters::FAST_SECS * 1000 / TreeMeters::SAMPLE_MS;
+        let slow = (secs - TreeMeters::FAST_SECS) * 1000 / TreeMeters::SLOW_SAMPLE_MS;
+        assert!(
+            result.samples >= fast && result.samples <= fast + slow + 2,
+            "{} samples in {secs} s",
+            result.samples
+        );
+        let rows = fs::read_to_string(&timeline).unwrap().lines().count() as u64;
+        assert!(
+            (secs - 1..=secs + 1).contains(&rows),
+            "{rows} rows in {secs} s"
+        );
+        assert_eq!(result.resident_peak, Some(5120));
+        assert_eq!(result.processes_peak, Some(2));
+    }
 
     #[test]
     fn a_recycled_pid_does_not_keep_a_dead_agents_folder() {
