@@ -399,9 +399,11 @@ fn read_resident(dir: &Path) -> Option<u64> {
 }
 
 fn read_sample(dir: &Path) -> Sample {
-    let mut s = Sample::default();
-    s.resident = read_resident(dir);
-    s.charged = read_u64(&dir.join("memory.current"));
+    let mut s = Sample {
+        resident: read_resident(dir),
+        charged: read_u64(&dir.join("memory.current")),
+        ..Sample::default()
+    };
     if let Some(cpu) = read_keyed(&dir.join("cpu.stat")) {
         let get = |k: &str| cpu.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
         s.user_usec = get("user_usec");
