@@ -4,7 +4,7 @@ CARGO ?= cargo
 AGENT_TARGET := x86_64-unknown-linux-gnu
 AGENT := target/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead
+.PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale
 
 ## test: install what is missing, build, lint, run every test (CI runs this)
 test: setup lint agent
@@ -60,3 +60,9 @@ bench-vm: setup build
 ## bench-overhead: wall time of `labrun bench` vs what it measured (target: +15% at most)
 bench-overhead: setup build
 	bash benches/overhead.sh
+
+## bench-scale: the default lab, 1 cycle, at four scales (0.002-0.02) in one VM
+## boot: per phase a fitted line (fixed + per GB), the full-scale time it
+## projects and bench's estimate for the same (SCALES="..." to change them)
+bench-scale: setup build
+	LABRUN=$(LABRUN) LAB=$(LAB) TOOLS=$(TOOLS) bash benches/scale.sh

@@ -29,7 +29,7 @@ const TOOL_WORK: f64 = 10.0;
 const AGENT_PASSES: f64 = 3.0;
 
 /// What the probe measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct MachineRates {
     pub write_bytes_per_sec: f64,
     pub sha256_bytes_per_sec: f64,
@@ -58,7 +58,10 @@ impl MachineRates {
 /// the page cache, one cache drop. Prints the three figures on one line.
 pub const PROBE: &str = "d=$(mktemp -d) && t() { date +%s.%N; } && a=$(t) && dd if=/dev/zero of=$d/probe bs=1M count=64 conv=fdatasync status=none && b=$(t) && head -c 33554432 $d/probe | sha256sum >/dev/null && c=$(t) && { sync; echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null; e=$(t); rm -rf $d; echo \"$a $b $c $e\" | awk '{printf \"%.0f %.0f %.3f\\n\", 67108864/($2-$1), 33554432/($3-$2), $4-$3}'";
 
-#[derive(Debug, Clone, PartialEq)]
+/// `raw/estimate.json`: what `bench` estimated before it started.
+pub const ESTIMATE_FILE: &str = "estimate.json";
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Estimate {
     pub secs: f64,
     /// The part that does not grow with the dataset (tool starts, drops).

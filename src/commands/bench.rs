@@ -114,7 +114,14 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
     record_binary_digests(&session, &plan, &host.raw()).await?;
-    say_estimate(&session, &lab, &plan, &access, &remote, display).await;
+    if let Some(e) = say_estimate(&session, &lab, &plan, &access, &remote, display).await {
+        // Beside the run's own times: how far the guide was off (`make
+        // bench-scale` projects the full scale from it).
+        std::fs::write(
+            host.raw().join(estimate::ESTIMATE_FILE),
+            serde_json::to_vec_pretty(&e)?,
+        )?;
+    }
 
     if let Some(repo) =
         dataset_push::push_repository(&session, &remote, &mut plan, &lab.source.file, &host.dir)
@@ -430,7 +437,7 @@ async fn say_estimate(
     access: &Access,
     remote: &RemoteRun,
     display: &mut dyn Display,
-) {
+) -> Option<estimate::Estimate> {
     let scale = match plan.dataset {
         labrun_evidence::DatasetPlan::Synthetic { scale, .. } => Some(scale),
         // A git history has no scale: the lab estimates its size.
@@ -454,9 +461,13 @@ async fn say_estimate(
                 .count();
             let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, tool_steps, rates);
             display.note(&estimate::describe(&e, scale.unwrap_or(1.0), emulated));
+            Some(e)
         }
-        None => display
-            .note("could not measure the machine's write and hash rates: no duration estimate"),
+        None => {
+            display
+                .note("could not measure the machine's write and hash rates: no duration estimate");
+            None
+        }
     }
 }
 
