@@ -60,9 +60,17 @@ fn tool(name: &str, with_stats: bool) -> serde_json::Value {
     json!({"name": name, "version": "1", "binary": "/bin/sh", "commands": commands})
 }
 
-/// Runs `protocol` for tools alpha (with `stats`) and beta; gives the
-/// outcome, the argv lines asked for, and the records.
-fn run(protocol: serde_json::Value) -> (RunOutcome, Vec<String>, Vec<StepRecord>) {
+/// What a run left: its outcome, the argv lines asked for, the records, and
+/// the folder it ran in (paths in the lines are under it).
+struct Ran {
+    outcome: RunOutcome,
+    seen: Vec<String>,
+    records: Vec<StepRecord>,
+    dir: tempfile::TempDir,
+}
+
+/// Runs `protocol` for tools alpha (with `stats`) and beta.
+fn run(protocol: serde_json::Value) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let plan = json!({
         "schema_version": labrun_evidence::SCHEMA_VERSION,
@@ -91,12 +99,22 @@ fn run(protocol: serde_json::Value) -> (RunOutcome, Vec<String>, Vec<StepRecord>
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let seen = recorder.seen.lock().unwrap().clone();
-    (outcome, seen, records)
+    Ran {
+        outcome,
+        seen,
+        records,
+        dir,
+    }
 }
 
 #[test]
 fn a_kill_at_a_fraction_of_an_earlier_step_and_a_failure_allowed() {
-    let (outcome, seen, records) = run(json!([
+    let Ran {
+        outcome,
+        seen,
+        records,
+        ..
+    } = run(json!([
         "source",
         {"run": "init"},
         {"run": "backup", "name": "backup_full", "makes": "s1"},
@@ -135,39 +153,22 @@ fn a_kill_at_a_fraction_of_an_earlier_step_and_a_failure_allowed() {
 
 #[test]
 fn the_protocol_runs_as_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let plan = json!({
-        "schema_version": labrun_evidence::SCHEMA_VERSION,
-        "run_id": "interp-1",
-        "cycles": 1,
-        "dataset": {"kind": "synthetic", "seed": 3, "scale": 0.0002},
-        "rotate_tools": false,
-        "tools": [tool("alpha", true), tool("beta", false)],
-        "protocol": [
-            "source",
-            {"run": "init"},
-            {"run": "backup", "name": "backup_full", "makes": "s1"},
-            {"run": "backup", "name": "backup_2", "makes": "s2"},
-            {"run": "forget", "name": "forget_s1", "snapshot": "s1"},
-            {"run": "slow", "name": "killed", "kill_after_secs": 5},
-            {"run": "stats", "optional": true}
-        ]
-    });
-    let plan_path = dir.path().join("plan.json");
-    std::fs::write(&plan_path, plan.to_string()).unwrap();
-    let recorder = Recorder::default();
-    let opts = RunOptions {
-        plan: plan_path,
-        work: dir.path().join("work"),
-        evidence: dir.path().join("evidence"),
-        lock: None,
-        remove_plan: false,
-        echo_events: false,
-    };
-    let outcome = execute_with(&opts, Interrupt::new(), &recorder).unwrap();
+    let Ran {
+        outcome,
+        seen,
+        records,
+        dir,
+    } = run(json!([
+        "source",
+        {"run": "init"},
+        {"run": "backup", "name": "backup_full", "makes": "s1"},
+        {"run": "backup", "name": "backup_2", "makes": "s2"},
+        {"run": "forget", "name": "forget_s1", "snapshot": "s1"},
+        {"run": "slow", "name": "killed", "kill_after_secs": 5},
+        {"run": "stats", "optional": true}
+    ]));
     assert_eq!(outcome, RunOutcome::Passed);
 
-    let seen = recorder.seen.lock().unwrap().clone();
     let tail = |l: &str| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" ");
     let wanted_alpha = [
         "cp -a --reflink=auto",
@@ -204,12 +205,6 @@ fn the_protocol_runs_as_written() {
     let beta_last = seen.last().unwrap();
     assert!(beta_last.ends_with(" slow"), "{seen:#?}");
 
-    let records: Vec<StepRecord> =
-        std::fs::read_to_string(dir.path().join("evidence/records.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
     let of = |tool: &str, step: &str| {
         records
             .iter()
