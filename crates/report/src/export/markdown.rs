@@ -44,7 +44,7 @@ fn page(s: &Summary) -> String {
          Failed steps are left out of the figures; \"(2 of 3)\" marks a figure made from fewer cycles. \
          Sizes are in decimal units (kB = 10^3 bytes, MB = 10^6, GB = 10^9), memory in MiB (2^20 bytes). \
          Peak memory is given twice: the largest single process (what `/usr/bin/time -v` reports, the write-up's figure) \
-         and the step's whole process tree (its cgroup: every process it started, resident memory sampled every 250 ms).\n"
+         and the step's whole process tree (its cgroup: every process it started, resident memory sampled at least once a second).\n"
     );
 
     out.push_str("## Results\n\n");
