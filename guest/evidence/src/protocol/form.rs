@@ -237,18 +237,24 @@ fn each_commit(
     Ok(ProtocolStep::EachCommit(EachCommit { from, steps }))
 }
 
+/// An agent step that may be named: the bare word under its default name,
+/// `{do: word, name: ...}` otherwise.
+fn agent_word(word: &str, name: Step, default: Step) -> StepForm {
+    if name == default {
+        return StepForm::Word(word.into());
+    }
+    StepForm::Map(Box::new(StepMap {
+        agent: Some(word.into()),
+        name: Some(name.to_string()),
+        ..StepMap::default()
+    }))
+}
+
 impl From<ProtocolStep> for StepForm {
     fn from(step: ProtocolStep) -> StepForm {
         match step {
             ProtocolStep::Source => StepForm::Word("source".into()),
-            ProtocolStep::Change { name } if name == Step::CHANGE => {
-                StepForm::Word("change".into())
-            }
-            ProtocolStep::Change { name } => StepForm::Map(Box::new(StepMap {
-                agent: Some("change".into()),
-                name: Some(name.to_string()),
-                ..StepMap::default()
-            })),
+            ProtocolStep::Change { name } => agent_word("change", name, Step::CHANGE),
             ProtocolStep::Fixture => StepForm::Word("fixture".into()),
             ProtocolStep::Commit => StepForm::Word("commit".into()),
             ProtocolStep::EachCommit(block) => StepForm::Map(Box::new(StepMap {
@@ -256,14 +262,7 @@ impl From<ProtocolStep> for StepForm {
                 from: (block.from != 1).then_some(block.from),
                 ..StepMap::default()
             })),
-            ProtocolStep::Verify { name } if name == Step::VERIFY => {
-                StepForm::Word("verify".into())
-            }
-            ProtocolStep::Verify { name } => StepForm::Map(Box::new(StepMap {
-                agent: Some("verify".into()),
-                name: Some(name.to_string()),
-                ..StepMap::default()
-            })),
+            ProtocolStep::Verify { name } => agent_word("verify", name, Step::VERIFY),
             ProtocolStep::Run(r) => StepForm::Map(Box::new(StepMap {
                 name: (r.name.as_str() != r.command).then(|| r.name.to_string()),
                 run: Some(r.command),
