@@ -6,7 +6,7 @@
 use super::history::{Series, commit_manifest};
 use super::{CHANGED, FIXTURE, GENERATED, Halt, Runner, ToolCycle, path_str};
 use crate::run::error::RunError;
-use labrun_evidence::{EachCommit, HistoryPoint, ProtocolStep, RunStep};
+use labrun_evidence::{EachCommit, ProtocolStep, RunStep};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -60,7 +60,7 @@ impl<'p> Runner<'p> {
                     self.each_commit(&mut tc, block, &mut state, later)?
                 }
                 _ => {
-                    tc.history = self.point(&state, state.at_commit);
+                    tc.history = state.series.as_ref().and_then(|s| s.point(state.at_commit));
                     self.one_step(&mut tc, step, &mut state, later)?
                 }
             };
@@ -91,7 +91,7 @@ impl<'p> Runner<'p> {
             .any(|s| *s == ProtocolStep::Commit || s.as_run().is_some_and(|r| r.makes.is_some()));
         let mut all_ok = true;
         for k in block.from..=last {
-            tc.history = self.point(state, k);
+            tc.history = state.series.as_ref().and_then(|s| s.point(k));
             for (j, step) in block.steps.iter().enumerate() {
                 let later = Later(later.0 || k < last || uses_trees(&block.steps[j + 1..]));
                 let ok = match step {
@@ -215,7 +215,7 @@ impl<'p> Runner<'p> {
         };
         let k = state.at_commit + 1;
         let at = ToolCycle {
-            history: self.point_of(&series, k),
+            history: series.point(k),
             ..tc.clone()
         };
         let (ok, back) = self.move_tree(&at, series, k)?;
@@ -234,18 +234,6 @@ impl<'p> Runner<'p> {
             state.series = self.open_series(tc)?;
         }
         Ok(state.series.as_ref().map(Series::len))
-    }
-
-    /// The history point of commit `k` (none before the first).
-    fn point(&self, state: &CycleState, k: u32) -> Option<HistoryPoint> {
-        state.series.as_ref().and_then(|s| self.point_of(s, k))
-    }
-
-    fn point_of(&self, series: &Series, k: u32) -> Option<HistoryPoint> {
-        (k > 0).then(|| HistoryPoint {
-            index: k,
-            commit: series.commit(k),
-        })
     }
 
     /// `{target}` empty before a restore (a second restore of the cycle

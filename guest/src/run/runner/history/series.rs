@@ -58,6 +58,14 @@ impl Series {
         }
     }
 
+    /// What the records of commit `k` carry (none before the first).
+    pub fn point(&self, k: u32) -> Option<labrun_evidence::HistoryPoint> {
+        (k > 0).then(|| labrun_evidence::HistoryPoint {
+            index: k,
+            commit: self.commit(k),
+        })
+    }
+
     /// Moves the work tree `dir` to commit `k`: the first commit into an
     /// empty folder, then each next one in turn.
     pub fn move_to(&mut self, k: u32, dir: &Path) -> Result<(), String> {
