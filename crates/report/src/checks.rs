@@ -1,6 +1,7 @@
 //! Warnings drawn from the evidence: what makes figures less comparable or
 //! less complete than they look.
 
+use crate::format::step_name;
 use crate::summary::Summary;
 use crate::warning::{Warning, WarningKind};
 use labrun_evidence::StepRecord;
@@ -93,6 +94,25 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
     }
 
     out.extend(tree_warnings(&timed));
+    if let Some(cost) = summary
+        .meter_cost
+        .as_ref()
+        .filter(|c| !c.over_limit.is_empty())
+    {
+        let n = cost.over_limit.len();
+        out.push(Warning::new(
+            WarningKind::AgentOverhead,
+            format!(
+                "The agent's own CPU (waiting, sampling the tree) reached 1% of a step's in {n} step{}: {}.",
+                if n == 1 { "" } else { "s" },
+                examples(
+                    cost.over_limit
+                        .iter()
+                        .map(|(step, share)| format!("{step} {}", crate::meter_cost::percent(*share)))
+                )
+            ),
+        ));
+    }
 
     let run_ids: BTreeSet<&str> = records.iter().map(|r| r.run_id.as_str()).collect();
     if run_ids.len() > 1 {
@@ -152,35 +172,7 @@ fn tree_warnings(timed: &[&StepRecord]) -> Vec<Warning> {
             ),
         ));
     }
-    let heavy: Vec<String> = timed
-        .iter()
-        .filter_map(|r| {
-            let t = r.tree.as_ref()?;
-            let step_cpu = t.user_secs? + t.sys_secs?;
-            let share = t.agent_cpu_secs / step_cpu.max(r.wall_secs).max(1e-9);
-            (share >= 0.01).then(|| format!("{} {:.1}%", step_name(r), share * 100.0))
-        })
-        .collect();
-    if !heavy.is_empty() {
-        out.push(Warning::new(
-            WarningKind::AgentOverhead,
-            format!(
-                "The agent's own CPU (its sampling) reached 1% of a step's in {} step{}: {}.",
-                heavy.len(),
-                if heavy.len() == 1 { "" } else { "s" },
-                examples(heavy.into_iter())
-            ),
-        ));
-    }
     out
-}
-
-fn step_name(r: &StepRecord) -> String {
-    if r.tool.is_empty() {
-        format!("cycle {} {}", r.cycle, r.step)
-    } else {
-        format!("{} cycle {} {}", r.tool, r.cycle, r.step)
-    }
 }
 
 fn examples(items: impl Iterator<Item = String>) -> String {

@@ -80,6 +80,15 @@ fn number(v: f64, decimals: usize) -> String {
     human::fixed(v, decimals)
 }
 
+/// "borg cycle 1 restore" ("cycle 0 generate" for a run-wide step).
+pub fn step_name(r: &labrun_evidence::StepRecord) -> String {
+    if r.tool.is_empty() {
+        format!("cycle {} {}", r.cycle, r.step)
+    } else {
+        format!("{} cycle {} {}", r.tool, r.cycle, r.step)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ pub mod export;
 pub mod fidelity;
 pub mod format;
 pub mod history;
+pub mod meter_cost;
 pub mod sample;
 pub mod stats;
 pub mod summary;

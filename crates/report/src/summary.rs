@@ -41,6 +41,10 @@ pub struct Summary {
     /// absent from JSON) for runs without a `fixture` step.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fidelity: Vec<crate::fidelity::FidelityRow>,
+    /// The agent's own CPU against the timed steps' (absent without tree
+    /// figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meter_cost: Option<crate::meter_cost::MeterCost>,
     /// The timed steps' tree samples (raw evidence; drawn, not serialized).
     #[serde(skip)]
     pub timelines: Vec<crate::timeline::StepTimeline>,
@@ -202,6 +206,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         samples: sample::from_records(&raw.records),
         history: Vec::new(),
         fidelity: Vec::new(),
+        meter_cost: crate::meter_cost::of(&raw.records),
         timelines: raw.timelines.clone(),
     };
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();

@@ -113,9 +113,10 @@ pub struct TreeMeters {
     #[serde(default)]
     pub sys_secs: Option<f64>,
     /// Peak of the tree's resident memory: `anon` + `file_mapped` of
-    /// `memory.stat` (what the processes' RSS add up to), sampled every
-    /// [`TreeMeters::SAMPLE_MS`] ms (then [`TreeMeters::SLOW_SAMPLE_MS`])
-    /// and at the end.
+    /// `memory.stat` (what the processes' RSS add up to), sampled up to
+    /// every [`TreeMeters::SAMPLE_MS`] ms in the first
+    /// [`TreeMeters::FAST_SECS`] as [`TreeMeters::SAMPLER_BUDGET`] allows,
+    /// every [`TreeMeters::SLOW_SAMPLE_MS`] after, and at the end.
     #[serde(default)]
     pub resident_peak_bytes: Option<u64>,
     /// `memory.peak`: everything the kernel charged to the tree at its
@@ -138,6 +139,10 @@ pub struct TreeMeters {
     /// The agent's own CPU while the step ran (its sampling included).
     #[serde(default)]
     pub agent_cpu_secs: f64,
+    /// The sampler's part of `agent_cpu_secs` (its thread's CPU clock);
+    /// absent from agents before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler_cpu_secs: Option<f64>,
     /// Samples taken; their once-a-second rows are in `timeline_path`
     /// (relative to the evidence directory).
     #[serde(default)]
@@ -151,9 +156,13 @@ impl TreeMeters {
     /// [`TreeMeters::FAST_SECS`] (a short step's peak is short too)...
     pub const SAMPLE_MS: u64 = 250;
     pub const FAST_SECS: u64 = 5;
-    /// ...and after them: each sample costs the agent CPU (about 5 ms
+    /// ...and after them: each sample costs the agent CPU (several ms
     /// under TCG), and a long step's peak lasts.
     pub const SLOW_SAMPLE_MS: u64 = 1000;
+    /// The fast start samples only as often as keeps the sampler under
+    /// this share of one CPU (a sample's cost measured as it goes); never
+    /// less often than every [`TreeMeters::SLOW_SAMPLE_MS`].
+    pub const SAMPLER_BUDGET: f64 = 0.005;
     /// One timeline row (every figure read) at most this often; the
     /// samples between read only what the peaks need.
     pub const ROW_MS: u64 = 1000;

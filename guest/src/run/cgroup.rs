@@ -16,9 +16,10 @@
 //! can (`memory`, `pids`, `io`) down to its steps, and says in the evidence
 //! which figures the kernel would not give.
 
-use labrun_evidence::{TimelineRow, TreeMeters};
+use super::sampler::{CgroupFiles, SamplerResult, sample_until};
+use labrun_evidence::TreeMeters;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -208,28 +209,15 @@ pub struct StepCgroup {
     enabled: Vec<String>,
 }
 
-/// What one sample read.
-#[derive(Debug, Clone, Copy, Default)]
-struct Sample {
-    resident: Option<u64>,
-    charged: Option<u64>,
-    user_usec: Option<u64>,
-    system_usec: Option<u64>,
-    read: Option<u64>,
-    written: Option<u64>,
-    processes: Option<u64>,
-}
-
 impl StepCgroup {
     /// The fd the child writes "0" to (itself) before exec.
     pub fn procs_fd(&self) -> RawFd {
         self.procs.as_raw_fd()
     }
 
-    /// Samples the tree every [`TreeMeters::SAMPLE_MS`] (every
-    /// [`TreeMeters::SLOW_SAMPLE_MS`] after the first
-    /// [`TreeMeters::FAST_SECS`]) until `stop` is dropped, writing a
-    /// timeline row once a second to `timeline`.
+    /// Samples the tree until `stop` is dropped (how often:
+    /// [`super::sampler`]), writing a timeline row once a second to
+    /// `timeline`.
     pub fn start_sampler(
         &self,
         timeline: Option<PathBuf>,
@@ -252,7 +240,7 @@ impl StepCgroup {
         if !leftovers.is_empty() {
             let _ = kill_all(&self.dir);
         }
-        let last = read_sample(&self.dir);
+        let last = CgroupFiles::open(&self.dir).all();
         let has = |c: &str| self.enabled.iter().any(|e| e == c);
         let mut missing = Vec::new();
         for c in CONTROLLERS {
@@ -278,8 +266,8 @@ impl StepCgroup {
                 }
             ),
             unavailable: None,
-            user_secs: last.user_usec.map(usec),
-            sys_secs: last.system_usec.map(usec),
+            user_secs: last.user_usec.map(|v| v as f64 / 1e6),
+            sys_secs: last.system_usec.map(|v| v as f64 / 1e6),
             resident_peak_bytes: peak_of(sampled.resident_peak, last.resident),
             charged_peak_bytes: read_u64(&self.dir.join("memory.peak")).or(sampled.charged_peak),
             disk_read_bytes: last.read,
@@ -288,6 +276,7 @@ impl StepCgroup {
                 .or(peak_of(sampled.processes_peak, None)),
             leftovers,
             agent_cpu_secs,
+            sampler_cpu_secs: Some(sampled.cpu_secs),
             samples: sampled.samples,
             timeline_path: None,
         }
@@ -305,155 +294,8 @@ impl Drop for StepCgroup {
     }
 }
 
-/// What the sampler saw.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SamplerResult {
-    resident_peak: Option<u64>,
-    charged_peak: Option<u64>,
-    processes_peak: Option<u64>,
-    samples: u64,
-}
-
-fn sample_until(
-    dir: &Path,
-    timeline: Option<PathBuf>,
-    stopped: &mpsc::Receiver<()>,
-) -> SamplerResult {
-    let mut out = timeline.and_then(|p| File::create(p).ok().map(io::BufWriter::new));
-    let mut result = SamplerResult::default();
-    let started = Instant::now();
-    let max = |peak: &mut Option<u64>, v: Option<u64>| {
-        if let Some(v) = v {
-            *peak = Some(peak.map_or(v, |p| p.max(v)));
-        }
-    };
-    let row_every = Duration::from_millis(TreeMeters::ROW_MS);
-    let mut last_row: Option<Instant> = None;
-    loop {
-        // A row reads every figure; the samples between it only the peaks'.
-        let row = last_row.is_none_or(|t| t.elapsed() + ROW_SLACK >= row_every);
-        let s = if row {
-            read_sample(dir)
-        } else {
-            read_peaks(dir)
-        };
-        max(&mut result.resident_peak, s.resident);
-        max(&mut result.charged_peak, s.charged);
-        max(&mut result.processes_peak, s.processes);
-        if row {
-            last_row = Some(Instant::now());
-        }
-        if row && let Some(w) = out.as_mut() {
-            let row = TimelineRow {
-                t_secs: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
-                resident_bytes: s.resident,
-                charged_bytes: s.charged,
-                cpu_secs: match (s.user_usec, s.system_usec) {
-                    (Some(u), Some(s)) => Some(usec(u + s)),
-                    _ => None,
-                },
-                disk_read_bytes: s.read,
-                disk_write_bytes: s.written,
-                processes: s.processes,
-            };
-            if let Ok(line) = serde_json::to_string(&row) {
-                let _ = writeln!(w, "{line}");
-            }
-        }
-        result.samples += 1;
-        let every = if started.elapsed() < Duration::from_secs(TreeMeters::FAST_SECS) {
-            TreeMeters::SAMPLE_MS
-        } else {
-            TreeMeters::SLOW_SAMPLE_MS
-        };
-        match stopped.recv_timeout(Duration::from_millis(every)) {
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            _ => break,
-        }
-    }
-    if let Some(mut w) = out {
-        let _ = w.flush();
-    }
-    result
-}
-
-/// A sample that wakes a little early still makes its row.
-const ROW_SLACK: Duration = Duration::from_millis(50);
-
-/// What the peaks need: resident memory and the process count.
-fn read_peaks(dir: &Path) -> Sample {
-    Sample {
-        resident: read_resident(dir),
-        processes: read_u64(&dir.join("pids.current")),
-        ..Sample::default()
-    }
-}
-
-fn read_resident(dir: &Path) -> Option<u64> {
-    let stat = read_keyed(&dir.join("memory.stat"))?;
-    let get = |k: &str| stat.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-    match (get("anon"), get("file_mapped")) {
-        (Some(a), Some(f)) => Some(a + f),
-        (a, _) => a,
-    }
-}
-
-fn read_sample(dir: &Path) -> Sample {
-    let mut s = Sample {
-        resident: read_resident(dir),
-        charged: read_u64(&dir.join("memory.current")),
-        ..Sample::default()
-    };
-    if let Some(cpu) = read_keyed(&dir.join("cpu.stat")) {
-        let get = |k: &str| cpu.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-        s.user_usec = get("user_usec");
-        s.system_usec = get("system_usec");
-    }
-    if let Ok(text) = fs::read_to_string(dir.join("io.stat")) {
-        let (read, written) = io_bytes(&text);
-        s.read = Some(read);
-        s.written = Some(written);
-    }
-    s.processes = read_u64(&dir.join("pids.current"));
-    s
-}
-
-/// `io.stat`: one line per device, `8:0 rbytes=N wbytes=N rios=N ...`.
-fn io_bytes(text: &str) -> (u64, u64) {
-    let mut read = 0u64;
-    let mut written = 0u64;
-    for field in text.split_whitespace() {
-        if let Some(v) = field.strip_prefix("rbytes=") {
-            read = read.saturating_add(v.parse().unwrap_or(0));
-        } else if let Some(v) = field.strip_prefix("wbytes=") {
-            written = written.saturating_add(v.parse().unwrap_or(0));
-        }
-    }
-    (read, written)
-}
-
-/// `key value` lines (`memory.stat`, `cpu.stat`).
-fn read_keyed(path: &Path) -> Option<Vec<(String, u64)>> {
-    let file = File::open(path).ok()?;
-    let mut out = Vec::new();
-    for line in BufReader::new(file).lines() {
-        let line = line.ok()?;
-        let mut it = line.split_whitespace();
-        if let (Some(k), Some(v)) = (it.next(), it.next())
-            && let Ok(v) = v.parse()
-        {
-            out.push((k.to_string(), v));
-        }
-    }
-    Some(out)
-}
-
 fn read_u64(path: &Path) -> Option<u64> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-fn usec(v: u64) -> f64 {
-    v as f64 / 1e6
 }
 
 fn pids(dir: &Path) -> Vec<u32> {
@@ -531,44 +373,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sampling_slows_after_the_first_seconds_and_rows_stay_once_a_second() {
-        // A stand-in cgroup folder: the files the sampler reads.
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(
-            dir.path().join("memory.stat"),
-            "anon 4096\nfile_mapped 1024\n",
-        )
-        .unwrap();
-        fs::write(dir.path().join("memory.current"), "8192\n").unwrap();
-        fs::write(dir.path().join("pids.current"), "2\n").unwrap();
-        fs::write(dir.path().join("cpu.stat"), "user_usec 10\nsystem_usec 5\n").unwrap();
-        let timeline = dir.path().join("timeline.jsonl");
-        let (stop, stopped) = mpsc::channel::<()>();
-        let d = dir.path().to_path_buf();
-        let t = timeline.clone();
-        let thread = std::thread::spawn(move || sample_until(&d, Some(t), &stopped));
-        let secs = TreeMeters::FAST_SECS + 3;
-        std::thread::sleep(Duration::from_secs(secs));
-        drop(stop);
-        let result = thread.join().unwrap();
-        // 4 a second for 5 s, then 1 a second: not 4 a second throughout.
-        let fast = TreeMeters::FAST_SECS * 1000 / TreeMeters::SAMPLE_MS;
-        let slow = (secs - TreeMeters::FAST_SECS) * 1000 / TreeMeters::SLOW_SAMPLE_MS;
-        assert!(
-            result.samples >= fast && result.samples <= fast + slow + 2,
-            "{} samples in {secs} s",
-            result.samples
-        );
-        let rows = fs::read_to_string(&timeline).unwrap().lines().count() as u64;
-        assert!(
-            (secs - 1..=secs + 1).contains(&rows),
-            "{rows} rows in {secs} s"
-        );
-        assert_eq!(result.resident_peak, Some(5120));
-        assert_eq!(result.processes_peak, Some(2));
-    }
-
-    #[test]
     fn a_recycled_pid_does_not_keep_a_dead_agents_folder() {
         let me = std::process::id();
         assert!(agent_alive(&agent_folder(me)));
@@ -579,14 +383,6 @@ mod tests {
         assert!(agent_alive(&format!("agent-{me}")));
         assert!(!agent_alive("agent-4000000000"));
         assert!(agent_alive("something-else"));
-    }
-
-    #[test]
-    fn io_stat_sums_devices() {
-        let text = "8:0 rbytes=100 wbytes=20 rios=1 wios=1 dbytes=0 dios=0\n\
-                    254:0 rbytes=5 wbytes=7 rios=1 wios=1\n";
-        assert_eq!(io_bytes(text), (105, 27));
-        assert_eq!(io_bytes(""), (0, 0));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod reset;
 pub mod rotation;
 pub mod run_dirs;
 pub mod runner;
+pub mod sampler;
 pub mod scrub;
 pub mod space;
 

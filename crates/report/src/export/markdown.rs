@@ -119,6 +119,9 @@ fn page(s: &Summary) -> String {
         Some(env) => environment(&mut out, env),
         None => out.push_str("Not recorded (no readable raw/environment.json).\n"),
     }
+    if let Some(cost) = &s.meter_cost {
+        let _ = writeln!(out, "- Cost of measuring: {}", cost.sentence());
+    }
     if !s.binaries.is_empty() {
         out.push_str("\nInstalled binaries (SHA-256):\n\n");
         for b in &s.binaries {
