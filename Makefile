@@ -57,7 +57,7 @@ bench-agent: setup agent
 bench-vm: setup build
 	LABRUN=$(LABRUN) bash benches/vm.sh
 
-## bench-overhead: wall time of `labrun bench` vs what it measured (target: +15% at most)
+## bench-overhead: the harness's share of `labrun bench`'s wall time at scale 0.01 (target: 5% at most)
 bench-overhead: setup build
 	bash benches/overhead.sh
 

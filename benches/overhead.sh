@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Harness overhead of `labrun bench` (issue 5, "Benchmark"): the wall time of
-# the whole command against what it measured, from the same run.
+# Harness overhead of `labrun bench` (issue 12, "Cost as the work grows"):
+# the share of the whole command's wall time that is neither a timed step nor
+# the dataset work the protocol needs, from the same run.
 #
-#   measured  = timed steps (init, full and incremental backup, restore)
+#   protocol  = timed steps (init, full and incremental backup, restore)
 #             + dataset work: the initial generation, the per-tool-cycle
 #               preparation of a pristine source tree (a full copy for the
 #               first tool cycle, a reset to the generated state after that),
-#               and the 5% change (SPEC 4.1 and 4.4)
-#   harness   = wall - measured: SSH, pushing the agent, probes, cache drops,
-#               restore verification, cleaning up, pulling evidence, the report
-#   overhead  = harness / measured              target: at most 15%
+#               the 5% change and the restore's checksum check (SPEC 4)
+#   harness   = wall - protocol: SSH, pushing the agent, probes, cache drops,
+#               cleaning up, pulling evidence, the report
+#   overhead  = harness / wall                  target: at most 5%
+#
+# bench's own phases (raw/host-phases.jsonl) say where the time before the
+# agent's first record and after its last went.
 #
 # Every component is printed, with where it comes from, so a reader can see
 # what is counted where; the harness lines add up to the harness total (the
@@ -27,13 +31,14 @@
 # ~/.bashrc for sshd), as it would in a guest: labrun keeps the number of
 # commands small, one per finished step while tools run.
 #
-# usage: benches/overhead.sh [SCALE] [CYCLES]   (default 0.2, 2: a few minutes)
+# usage: benches/overhead.sh [SCALE] [CYCLES]   (default 0.01, 3: the smallest scale the
+#        target holds for, where fixed costs weigh most; about a minute)
 # env:   KEEP=1 keeps the scratch folder (and its sshd: kill it afterwards),
 #        DETAIL=1 also prints the per-record timeline.
 # Exit 1 when the target is not met.
 set -euo pipefail
-scale=${1:-0.2}
-cycles=${2:-2}
+scale=${1:-0.01}
+cycles=${2:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 labrun=${LABRUN:-$root/target/release/labrun}
 agent=${AGENT:-$root/target/x86_64-unknown-linux-gnu/release/labrun-agent}
@@ -106,13 +111,13 @@ prep = [r for r in recs if r["step"] == "generate" and r["tool"] != ""]
 first_copy = sum(r["wall_secs"] for r in prep[:1])
 resets = sum(r["wall_secs"] for r in prep[1:])
 change = sum(r["wall_secs"] for r in recs if r["step"] == "change")
-dataset = gen + first_copy + resets + change
+verify = sum(r["wall_secs"] for r in recs if r["step"] == "verify")
+dataset = gen + first_copy + resets + change + verify
 measured = timed + dataset
 harness = wall - measured
 
 # Harness, by where it happens. Gaps are between one record's end and the
 # next one's start (the agent writes a record when its step ends).
-verify = sum(r["wall_secs"] for r in recs if r["step"] == "verify")
 before_agent = begin(recs[0]) - start
 drops = other_gaps = cleanup = 0.0
 for prev, r in zip(recs, recs[1:]):
@@ -125,36 +130,45 @@ for prev, r in zip(recs, recs[1:]):
         other_gaps += gap     # repo_size/snapshot_id helpers, record writes
 agent_end = max(0.0, done["finished_unix_ms"] / 1000 - finish(recs[-1]))
 after_agent = end - done["finished_unix_ms"] / 1000
-attributed = before_agent + drops + verify + cleanup + other_gaps + agent_end + after_agent
+attributed = before_agent + drops + cleanup + other_gaps + agent_end + after_agent
 unattributed = harness - attributed
 
-pct = lambda x: f"{x / measured:6.1%}" if measured else "   n/a"
+pct = lambda x: f"{x / wall:6.1%}" if wall else "   n/a"
 line = lambda name, x, why="": print(f"  {name:<34} {x:7.1f} s {pct(x)}  {why}")
 print(f"scale {scale}, {cycles} cycle(s), restic + borg over SSH on 127.0.0.1, {len(recs)} records")
 print(f"labrun bench wall time               {wall:7.1f} s")
-print(f"measured                             {measured:7.1f} s")
+print(f"protocol work                        {measured:7.1f} s {pct(measured)}")
 line("timed steps", timed, "init, backup_full, backup_incremental, restore")
 line("dataset generation", gen, "the pristine tree, once")
 line("first source copy", first_copy, "pristine -> source, first tool cycle")
 line("source resets", resets, f"back to pristine, {max(0, len(prep) - 1)} later tool cycles")
 line("5% change", change, "untimed, per tool cycle")
-print(f"harness                              {harness:7.1f} s {pct(harness)}  (share of measured)")
-line("before the agent's first record", before_agent, "connect, digests, estimate, push, probes, start")
-line("cache drops", drops, "sync + drop_caches before each timed step")
 line("restore verification", verify, "SHA-256 of every restored file")
+print(f"harness                              {harness:7.1f} s {pct(harness)}  (share of the wall time)")
+line("before the agent's first record", before_agent, "connect, digests, estimate, push, probes, start")
+# bench's own phases (raw/host-phases.jsonl), where the time before and
+# after the agent went.
+try:
+    phases = [json.loads(l) for l in open(f"{raw}/host-phases.jsonl") if l.strip()]
+except OSError:
+    phases = []
+for p in phases:
+    if p["phase"] != "follow":
+        print(f"    {p['phase']:<32} {p['secs']:7.2f} s  (bench phase, from {p['started_unix_ms'] / 1000 - start:6.2f} s)")
+line("cache drops", drops, "sync + drop_caches before each timed step")
 line("cleanup between tool cycles", cleanup, "old repository, restore and home removed")
 line("other gaps between records", other_gaps, "repo_size/snapshot_id helpers, record fsyncs")
 line("agent end", agent_end, "work tree removed, done.json")
 line("after the agent", after_agent, "exit noticed, final pull, summary, charts")
 line("unattributed", unattributed)
-overhead = harness / measured
-verdict = "met" if overhead <= 0.15 else "NOT met"
-print(f"harness overhead                     {overhead:7.1%}  (target <= 15%: {verdict})")
+overhead = harness / wall
+verdict = "met" if overhead <= 0.05 else "NOT met"
+print(f"harness overhead                     {overhead:7.1%}  (of the wall time; target <= 5%: {verdict})")
 # For comparison, narrower readings of "dataset generation": only what the
 # records call `generate` (the change is then harness), or only the initial
 # generation (the per-cycle copy, resets and change are then harness).
-generate_only = wall / (timed + gen + first_copy + resets) - 1
-initial_only = wall / (timed + gen) - 1
+generate_only = 1 - (timed + gen + first_copy + resets) / wall
+initial_only = 1 - (timed + gen) / wall
 print(f"  (only `generate` records as dataset work: {generate_only:.1%}; only the initial generation: {initial_only:.1%})")
 
 if detail:
@@ -172,5 +186,5 @@ if detail:
             continue
         print(f"  {float(t) - start:7.2f} host: {text.rstrip()[:90]}")
     print(f"  {wall:7.2f} labrun exited")
-sys.exit(0 if overhead <= 0.15 else 1)
+sys.exit(0 if overhead <= 0.05 else 1)
 PY

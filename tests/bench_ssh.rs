@@ -130,6 +130,41 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
     // The plan held the tools' passwords; a target machine lives on.
     let remote = remote_run(dir.path(), &run);
     assert!(remote.is_dir() && !remote.join("plan.json").exists());
+    // Where bench's own time went, phase by phase, in order, the run
+    // itself (`follow`) the longest.
+    let phases: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/host-phases.jsonl"))
+        .expect("raw/host-phases.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a phase line"))
+        .collect();
+    let names: Vec<&str> = phases.iter().filter_map(|p| p["phase"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "connect",
+            "busy_check",
+            "binary_digests",
+            "estimate",
+            "push_and_environment",
+            "start_agent",
+            "follow",
+            "pull",
+            "summary"
+        ]
+    );
+    let secs = |name: &str| {
+        phases
+            .iter()
+            .find(|p| p["phase"] == name)
+            .and_then(|p| p["secs"].as_f64())
+            .unwrap_or(-1.0)
+    };
+    assert!(
+        names
+            .iter()
+            .all(|n| secs(n) >= 0.0 && secs(n) <= secs("follow") + 1.0),
+        "{phases:?}"
+    );
 }
 
 #[test]

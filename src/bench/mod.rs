@@ -7,6 +7,7 @@
 pub mod dataset_push;
 pub mod environment;
 pub mod estimate;
+pub mod host_phases;
 pub mod layout;
 pub mod machine;
 pub mod progress;

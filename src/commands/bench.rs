@@ -4,6 +4,7 @@
 use crate::bench::dataset_push;
 use crate::bench::environment;
 use crate::bench::estimate;
+use crate::bench::host_phases::HostPhases;
 use crate::bench::layout::{HostRun, RemoteRun};
 use crate::bench::machine::{self, Access};
 use crate::bench::progress::{Display, Mode};
@@ -97,23 +98,32 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     let agent_sha = labrun_artifact::digest::sha256_file(&agent)
         .with_context(|| format!("reading the agent {}", agent.display()))?;
 
+    let mut phases = HostPhases::default();
+    let t = HostPhases::begin("connect");
     let session = connect(&access).await?;
+    phases.end(t);
     let remote = RemoteRun {
         base: access.remote_base.clone(),
         run_id: run_id.clone(),
     };
     // Before anything is written, here or there: a second run beside a live
     // one would skew both.
+    let t = HostPhases::begin("busy_check");
     refuse_if_busy(&session, &remote, &access).await?;
+    phases.end(t);
 
     let host = HostRun::new(&args.results, &run_id);
     std::fs::create_dir_all(host.raw())
         .with_context(|| format!("cannot create {}", host.raw().display()))?;
+    phases.write_into(&host.raw());
     std::fs::write(host.raw().join("lab.yaml"), lab.redacted_source())?;
     write_tool_sources(ctx, &lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
+    let t = HostPhases::begin("binary_digests");
     record_binary_digests(&session, &plan, &host.raw()).await?;
+    phases.end(t);
+    let t = HostPhases::begin("estimate");
     if let Some(e) = say_estimate(&session, &lab, &plan, &access, &remote, display).await {
         // Beside the run's own times: how far the guide was off (`make
         // bench-scale` projects the full scale from it).
@@ -122,20 +132,31 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
             serde_json::to_vec_pretty(&e)?,
         )?;
     }
+    phases.end(t);
 
+    let t = HostPhases::begin("push_repository");
     if let Some(repo) =
         dataset_push::push_repository(&session, &remote, &mut plan, &lab.source.file, &host.dir)
             .await?
     {
+        phases.end(t);
         display.note(&format!(
             "pushed the repository {} into the guest",
             repo.display()
         ));
     }
     display.note("pushing the agent and the plan");
-    remote::push_agent(&session, &remote, &agent, &agent_sha).await?;
-    remote::write_plan(&session, &remote, &plan).await?;
-    let env = environment_of(&session, &plan, &access).await;
+    // The environment (the guest's facts, each tool's --version: seconds
+    // under emulation) is asked for while the agent uploads: nothing is
+    // being measured yet, and neither waits for the other.
+    let t = HostPhases::begin("push_and_environment");
+    let push = async {
+        remote::push_agent(&session, &remote, &agent, &agent_sha).await?;
+        remote::write_plan(&session, &remote, &plan).await
+    };
+    let (pushed, env) = tokio::join!(push, environment_of(&session, &plan, &access));
+    pushed?;
+    phases.end(t);
     std::fs::write(
         host.raw().join(labrun_report::ENVIRONMENT_FILE),
         serde_json::to_vec_pretty(&env)?,
@@ -151,11 +172,13 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
         started_unix: started,
     };
     session_file.write(&host.session_file())?;
+    let t = HostPhases::begin("start_agent");
     let pid = remote::start_agent(&session, &remote).await?;
+    phases.end(t);
     test_hook_after_agent_start();
     session_file.agent_pid = Some(pid);
     session_file.write(&host.session_file())?;
-    follow_to_end(&session, &remote, pid, &host, display).await
+    follow_to_end(&session, &remote, pid, &host, display, &mut phases).await
 }
 
 /// Refuses to start beside a run that goes on on the target.
@@ -224,7 +247,8 @@ async fn attach(
             pid
         }
     };
-    follow_to_end(&session, &s.remote, pid, &host, display).await
+    let mut phases = HostPhases::appending_to(&host.raw());
+    follow_to_end(&session, &s.remote, pid, &host, display, &mut phases).await
 }
 
 async fn follow_to_end(
@@ -233,7 +257,9 @@ async fn follow_to_end(
     pid: u32,
     host: &HostRun,
     display: &mut dyn Display,
+    phases: &mut HostPhases,
 ) -> anyhow::Result<ExitCode> {
+    let t = HostPhases::begin("follow");
     let follower = Follower {
         session,
         remote,
@@ -254,6 +280,7 @@ async fn follow_to_end(
         }
     };
     display.finish();
+    phases.end(t);
     if let FollowEnd::ConnectionLost(why) = end {
         safe_eprintln!(
             "labrun: the connection was lost ({why}); the run goes on in the guest.\n  evidence so far: {}\n  reconnect with: labrun bench --attach {}",
@@ -262,8 +289,10 @@ async fn follow_to_end(
         );
         return Ok(ExitCode::from(EXIT_CONNECTION_LOST));
     }
+    let t = HostPhases::begin("pull");
     follower.pull_all().await.context("pulling the evidence")?;
     let state = remote::agent_state(session, remote, pid).await?;
+    phases.end(t);
     if state == AgentState::Exited(AGENT_COULD_NOT_RUN) {
         // Its reason is on its stderr, which the event stream does not carry
         // when the run was refused before it began.
@@ -276,7 +305,9 @@ async fn follow_to_end(
             return Ok(ExitCode::from(1));
         }
     }
+    let t = HostPhases::begin("summary");
     let code = summarize(host)?;
+    phases.end(t);
     let exit = match state {
         AgentState::Exited(0) => code,
         AgentState::Exited(n) => {
