@@ -48,12 +48,14 @@ pub async fn push_agent(
         .split_whitespace()
         .next()
         .is_some_and(|d| d == local_sha256);
-    if !already {
-        session
-            .upload(local_agent, &remote.agent(), 0o755)
-            .await
-            .context("uploading the agent")?;
+    if already {
+        // The digest just read is the check: no second one.
+        return Ok(());
     }
+    session
+        .upload(local_agent, &remote.agent(), 0o755)
+        .await
+        .context("uploading the agent")?;
     let out = run_ok(session, &format!("sha256sum {agent}")).await?;
     let got = out.split_whitespace().next().unwrap_or_default();
     if got != local_sha256 {
