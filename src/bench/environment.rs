@@ -57,22 +57,38 @@ const VERSION_MARK: &str = "labrun-version-of=";
 
 /// The probe, then each tool's `version` command (stdout and stderr) after
 /// a marker line naming the tool; a tool's failure does not stop the rest.
+/// The version commands run side by side, each into a file of its own,
+/// printed in order once all have ended: a Python tool takes seconds to
+/// start under emulation, and nothing is being measured yet.
 fn guest_script(tools: &[ToolPlan]) -> String {
     let mut script = PROBE.to_string();
-    for tool in tools {
-        let Some(cmd) = tool.commands.get(labrun_evidence::command::roles::VERSION) else {
-            continue;
-        };
+    let mut printed = String::new();
+    let versioned = tools.iter().filter_map(|tool| {
+        let cmd = tool
+            .commands
+            .get(labrun_evidence::command::roles::VERSION)?;
+        Some((tool, cmd))
+    });
+    for (i, (tool, cmd)) in versioned.enumerate() {
+        if i == 0 {
+            script.push_str("v=$(mktemp -d)\n");
+        }
         let line = cmd
             .argv
             .iter()
             .map(|a| sh_quote(&a.replace("{bin}", &tool.binary)))
             .collect::<Vec<_>>()
             .join(" ");
-        script.push_str(&format!(
-            "echo {}\n{line} 2>&1 < /dev/null\n",
+        script.push_str(&format!("{line} > \"$v/{i}\" 2>&1 < /dev/null &\n"));
+        printed.push_str(&format!(
+            "echo {}\ncat \"$v/{i}\"\n",
             sh_quote(&format!("{VERSION_MARK}{}", tool.name))
         ));
+    }
+    if !printed.is_empty() {
+        script.push_str("wait\n");
+        script.push_str(&printed);
+        script.push_str("rm -rf \"$v\"\n");
     }
     script
 }
@@ -163,15 +179,29 @@ mod tests {
             tool("silent", &["{bin}", "-V"]),
         ];
         let script = guest_script(&tools);
-        assert!(script.contains("/opt/restic version 2>&1"), "{script}");
+        assert!(script.contains("/opt/restic version >"), "{script}");
         assert!(!script.contains("/opt/quiet"), "{script}");
-        // What sh prints for it: the probe, then each marker and output.
+        // What sh prints for it: the probe, then each marker and output, in
+        // the tools' order. The commands run side by side: each says its
+        // version only once it has seen the other start (run one after the
+        // other, the first would give up waiting and say "alone").
+        let dir = tempfile::tempdir().unwrap();
+        let meet = |me: &str, other: &str, says: &str| {
+            let d = dir.path().display();
+            format!(
+                "sh -c 'touch {d}/{me}; for i in $(seq 100); do [ -e {d}/{other} ] && break; sleep 0.05; done; \
+                 if [ -e {d}/{other} ]; then {says}; else echo alone; fi'"
+            )
+        };
         let out = std::process::Command::new("sh")
             .arg("-c")
             .arg(
                 script
-                    .replace("/opt/restic version", "echo restic 0.14.0; echo more")
-                    .replace("/opt/borg --version", "echo borg 1.2.4")
+                    .replace(
+                        "/opt/restic version",
+                        &meet("a", "b", "echo restic 0.14.0; echo more"),
+                    )
+                    .replace("/opt/borg --version", &meet("b", "a", "echo borg 1.2.4"))
                     .replace("/opt/silent -V", "true"),
             )
             .output()

@@ -397,6 +397,24 @@ fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> anyh
         .with_context(|| format!("writing {}", path.display()))
 }
 
+/// `sha256sum` of each quoted path, side by side (each is a whole pass over a
+/// binary of tens of MB, slow under emulation), printed in the given order;
+/// exits 1 when any is missing.
+fn digests_script(paths: &[String]) -> String {
+    let mut script = String::from("v=$(mktemp -d)\n");
+    for (i, p) in paths.iter().enumerate() {
+        script.push_str(&format!("sha256sum {p} > \"$v/{i}\" &\n"));
+    }
+    script.push_str("wait\nrc=0\n");
+    for i in 0..paths.len() {
+        script.push_str(&format!(
+            "if [ -s \"$v/{i}\" ]; then cat \"$v/{i}\"; else rc=1; fi\n"
+        ));
+    }
+    script.push_str("rm -rf \"$v\"\nexit $rc\n");
+    script
+}
+
 /// `sha256sum` of every tool binary in the guest, as evidence.
 async fn record_binary_digests(
     session: &labrun_ssh::Session,
@@ -408,9 +426,7 @@ async fn record_binary_digests(
         .iter()
         .map(|t| crate::bench::layout::sh_quote(&t.binary))
         .collect();
-    let out = session
-        .exec(&format!("sha256sum {}", paths.join(" ")))
-        .await?;
+    let out = session.exec(&digests_script(&paths)).await?;
     std::fs::write(raw.join(labrun_report::BINARY_DIGESTS_FILE), &out.stdout)?;
     if out.exit_code != Some(0) {
         let listed = String::from_utf8_lossy(&out.stdout);
@@ -556,4 +572,42 @@ fn newest_run(results: &Path) -> anyhow::Result<PathBuf> {
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .map(|e| e.path())
         .ok_or_else(|| anyhow::anyhow!("no run to attach to in {}", results.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_come_in_the_given_order_and_a_missing_binary_fails_the_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        let quoted = |p: &Path| crate::bench::layout::sh_quote(&p.display().to_string());
+        let run = |paths: &[String]| {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(digests_script(paths))
+                .output()
+                .unwrap()
+        };
+        let out = run(&[quoted(&b), quoted(&a)]);
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].ends_with("/b") && lines[1].ends_with("/a"),
+            "{text}"
+        );
+        // sha256("a")
+        assert!(
+            lines[1]
+                .starts_with("ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
+        );
+        let out = run(&[quoted(&a), quoted(&dir.path().join("missing"))]);
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+    }
 }
