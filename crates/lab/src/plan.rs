@@ -42,6 +42,7 @@ impl ToolSpec {
             env: self.env.clone(),
             secret_env: self.secret_env.clone(),
             commands: self.commands.clone(),
+            snapshot_id_pattern: self.snapshot_id_pattern.clone(),
         }
     }
 }

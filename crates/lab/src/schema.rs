@@ -310,4 +310,9 @@ pub struct ToolSpec {
     /// `repo_size` and `snapshots` have a role besides
     /// (`labrun_evidence::command::roles`).
     pub commands: ToolCommands,
+    /// A regular expression with one capture group: where a backup prints
+    /// the id of the snapshot it made (`labrun_evidence::snapshot_id`),
+    /// read from its output instead of a `snapshot_id` command.
+    #[serde(default)]
+    pub snapshot_id_pattern: Option<String>,
 }

@@ -329,6 +329,22 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
         }
     }
 
+    if let Some(pattern) = &tool.snapshot_id_pattern {
+        let path = format!("{at}.snapshot_id_pattern");
+        if let Err(why) = labrun_evidence::snapshot_id::compile(pattern) {
+            out.push(Problem::new(path.clone(), format!("`{pattern}`: {why}")));
+        }
+        if tool
+            .commands
+            .contains_key(labrun_evidence::command::roles::SNAPSHOT_ID)
+        {
+            out.push(Problem::new(
+                path,
+                "the tool has a `snapshot_id` command too: keep one way to learn the id (the pattern reads the backup's output, the command runs the tool again)",
+            ));
+        }
+    }
+
     for (name, value) in &tool.env {
         // The agent substitutes placeholders in env values too.
         check_placeholders(

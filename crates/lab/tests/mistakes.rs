@@ -176,6 +176,16 @@ const CASES: &[(&str, &str, &str)] = &[
         "      extract: raw",
     ),
     ("duplicate_tool_name", "  - name: borg", "  - name: restic"),
+    (
+        "snapshot_id_pattern_mistakes",
+        "    secret_env: [RESTIC_PASSWORD]\n",
+        "    secret_env: [RESTIC_PASSWORD]\n    snapshot_id_pattern: 'snapshot [0-9a-f]+ saved'\n",
+    ),
+    (
+        "snapshot_id_pattern_beside_a_command",
+        "    secret_env: [BORG_PASSPHRASE]\n    commands:\n",
+        "    secret_env: [BORG_PASSPHRASE]\n    snapshot_id_pattern: 'Archive name: (\\S+)'\n    commands:\n      snapshot_id: [\"{bin}\", list, --last, \"1\", \"{repo}\"]\n",
+    ),
     ("scale_out_of_range", "scale: 0.5", "scale: 250"),
     // Serde's words (`use Option<String>`, `internally tagged enum
     // DatasetSpec`, `enum variant value`) never reach the user.

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod printable;
 pub mod protocol;
 pub mod record;
+pub mod snapshot_id;
 pub mod step;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};

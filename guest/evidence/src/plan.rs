@@ -132,6 +132,10 @@ pub struct ToolPlan {
     #[serde(default)]
     pub secret_env: Vec<String>,
     pub commands: ToolCommands,
+    /// Where a backup prints the id of the snapshot it made: read from its
+    /// output ([`crate::snapshot_id`]) instead of a `snapshot_id` command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id_pattern: Option<String>,
 }
 
 impl ToolPlan {
@@ -184,6 +188,7 @@ mod tests {
                     cwd: None,
                 },
             )]),
+            snapshot_id_pattern: None,
         };
         let r = t.redacted();
         assert_eq!(r.env["RESTIC_PASSWORD"], "<redacted>");

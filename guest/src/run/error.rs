@@ -28,6 +28,12 @@ pub enum PlanError {
     RelativeBinary { tool: String, path: String },
     #[error("tool {tool:?}: command `{command}` has an empty argv")]
     EmptyArgv { tool: String, command: String },
+    #[error("tool {tool:?}: snapshot_id_pattern `{pattern}`: {why}")]
+    BadSnapshotIdPattern {
+        tool: String,
+        pattern: String,
+        why: String,
+    },
     #[error(
         "tool {tool:?}: command `{command}` uses unknown placeholder {{{name}}}; known: {{bin}} {{repo}} {{source}} {{target}} {{snapshot}} {{work}}"
     )]

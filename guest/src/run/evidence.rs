@@ -189,6 +189,11 @@ impl Evidence {
     }
 
     /// `logs/<tool>/<label>.out|.err`, creating the tool's folder.
+    /// A path a record gives (relative to the evidence folder), on disk.
+    pub fn path_of(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
     pub fn log_paths(&self, tool: &str, label: &str) -> Result<LogPaths, RunError> {
         let rel_dir = format!("{}/{tool}", files::LOGS_DIR);
         let abs_dir = self.dir.join(&rel_dir);

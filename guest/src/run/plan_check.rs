@@ -193,6 +193,15 @@ fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {
             Some(_) => {}
         }
     }
+    if let Some(pattern) = &tool.snapshot_id_pattern
+        && let Err(why) = labrun_evidence::snapshot_id::compile(pattern)
+    {
+        return Err(PlanError::BadSnapshotIdPattern {
+            tool: name(),
+            pattern: pattern.clone(),
+            why,
+        });
+    }
     for (command, t) in &tool.commands {
         if t.argv.is_empty() {
             return Err(PlanError::EmptyArgv {

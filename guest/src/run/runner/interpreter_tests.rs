@@ -28,7 +28,14 @@ impl Executor for Recorder {
             String::new()
         };
         std::fs::write(spec.stdout, stdout).unwrap();
-        std::fs::write(spec.stderr, "").unwrap();
+        // A backup says what it made, as kopia does, on stderr.
+        let backups = seen.iter().filter(|l| l.contains(" backup ")).count();
+        let stderr = if line.contains(" backup ") {
+            format!("saved snapshot snap-{backups} in 1s\n")
+        } else {
+            String::new()
+        };
+        std::fs::write(spec.stderr, stderr).unwrap();
         Ok(Measurement {
             wall_secs: 0.1,
             user_secs: 0.05,
@@ -71,6 +78,10 @@ struct Ran {
 
 /// Runs `protocol` for tools alpha (with `stats`) and beta.
 fn run(protocol: serde_json::Value) -> Ran {
+    run_tools(protocol, json!([tool("alpha", true), tool("beta", false)]))
+}
+
+fn run_tools(protocol: serde_json::Value, tools: serde_json::Value) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let plan = json!({
         "schema_version": labrun_evidence::SCHEMA_VERSION,
@@ -78,7 +89,7 @@ fn run(protocol: serde_json::Value) -> Ran {
         "cycles": 1,
         "dataset": {"kind": "synthetic", "seed": 3, "scale": 0.0002},
         "rotate_tools": false,
-        "tools": [tool("alpha", true), tool("beta", false)],
+        "tools": tools,
         "protocol": protocol,
     });
     let plan_path = dir.path().join("plan.json");
@@ -223,5 +234,50 @@ fn the_protocol_runs_as_written() {
         !records
             .iter()
             .any(|r| r.tool == "beta" && r.step.as_str() == "stats")
+    );
+}
+
+#[test]
+fn a_snapshot_id_read_from_the_backups_output_runs_no_second_command() {
+    let with_pattern = |name: &str, pattern: &str| {
+        let mut t = tool(name, false);
+        t["commands"].as_object_mut().unwrap().remove("snapshot_id");
+        t["snapshot_id_pattern"] = json!(pattern);
+        t
+    };
+    let Ran { seen, records, .. } = run_tools(
+        json!([
+            "source",
+            {"run": "init"},
+            {"run": "backup", "name": "backup_full", "makes": "s1"},
+            {"run": "forget", "name": "forget_s1", "snapshot": "s1"}
+        ]),
+        json!([
+            with_pattern("gamma", r"saved snapshot (\S+) in"),
+            with_pattern("delta", r"made ID (\S+)")
+        ]),
+    );
+    assert!(!seen.iter().any(|l| l.ends_with(" id")), "{seen:#?}");
+    let of = |tool: &str, step: &str| {
+        records
+            .iter()
+            .find(|r| r.tool == tool && r.step.as_str() == step)
+            .unwrap_or_else(|| panic!("no {tool} {step}"))
+    };
+    assert_eq!(
+        of("gamma", "backup_full").snapshot.as_deref(),
+        Some("snap-1")
+    );
+    assert!(
+        seen.iter().any(|l| l.ends_with("forget snap-1")),
+        "{seen:#?}"
+    );
+    // A pattern that finds nothing fails the backup, saying where it looked.
+    let d = of("delta", "backup_full");
+    assert!(!d.ok, "{d:?}");
+    let why = d.error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("made ID (\\S+)") && why.contains("logs/delta/c1-backup_full.err"),
+        "{why}"
     );
 }

@@ -54,7 +54,12 @@ impl<'p> Runner<'p> {
         let step = r.name.clone();
         let ok = self.finish_tool_record(rec, |runner, rec| {
             if r.makes.is_some() && !killed {
-                if let Some(t) = tc.tool.commands.get(roles::SNAPSHOT_ID) {
+                if let Some(pattern) = &tc.tool.snapshot_id_pattern {
+                    match snapshot_id_from_output(pattern, rec, &runner.ev) {
+                        Ok(id) => rec.snapshot = Some(id),
+                        Err(why) => return fail(rec, why),
+                    }
+                } else if let Some(t) = tc.tool.commands.get(roles::SNAPSHOT_ID) {
                     match runner.aux_command(tc, &step, roles::SNAPSHOT_ID, t, &vars, &env)? {
                         Ok(id) => rec.snapshot = Some(id),
                         Err(why) => return fail(rec, why),
@@ -366,6 +371,35 @@ fn describe_exit(m: &Measurement, timeout: Option<u64>) -> String {
         (None, Some(signal)) => format!("killed by signal {signal}"),
         (None, None) => "ended with an unknown status".to_string(),
     }
+}
+
+/// The id `pattern` finds in the step's own logs (stdout, then stderr):
+/// no second run of the tool.
+fn snapshot_id_from_output(
+    pattern: &str,
+    rec: &StepRecord,
+    ev: &crate::run::evidence::Evidence,
+) -> Result<String, String> {
+    let re = labrun_evidence::snapshot_id::compile(pattern)
+        .map_err(|why| format!("snapshot_id_pattern `{pattern}`: {why}"))?;
+    let logs = [&rec.stdout_path, &rec.stderr_path];
+    let texts: Vec<String> = logs
+        .iter()
+        .filter_map(|p| p.as_ref())
+        .map(|rel| std::fs::read_to_string(ev.path_of(rel)).unwrap_or_default())
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    labrun_evidence::snapshot_id::find(&re, &refs)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "the backup's output has no snapshot id: snapshot_id_pattern `{pattern}` matched nothing in {}",
+                logs.iter()
+                    .filter_map(|p| p.as_deref())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )
+        })
 }
 
 /// `repo_size` output: the first number of the line (so `du -sb {repo}`,
