@@ -130,8 +130,7 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
     // The plan held the tools' passwords; a target machine lives on.
     let remote = remote_run(dir.path(), &run);
     assert!(remote.is_dir() && !remote.join("plan.json").exists());
-    // Where bench's own time went, phase by phase, in order, the run
-    // itself (`follow`) the longest.
+    // Where bench's own time went, phase by phase, in order.
     let phases: Vec<serde_json::Value> = std::fs::read_to_string(run.join("raw/host-phases.jsonl"))
         .expect("raw/host-phases.jsonl")
         .lines()
@@ -159,12 +158,8 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
             .and_then(|p| p["secs"].as_f64())
             .unwrap_or(-1.0)
     };
-    assert!(
-        names
-            .iter()
-            .all(|n| secs(n) >= 0.0 && secs(n) <= secs("follow") + 1.0),
-        "{phases:?}"
-    );
+    assert!(names.iter().all(|n| secs(n) >= 0.0), "{phases:?}");
+    assert!(secs("follow") > 0.0, "{phases:?}");
 }
 
 #[test]

@@ -28,6 +28,11 @@ pub async fn run_ok(session: &Session, command: &str) -> anyhow::Result<String> 
 
 /// Uploads the agent unless the guest already has this exact binary, then
 /// checks its digest there.
+///
+/// It travels gzipped where the guest has `gzip`: under emulation the
+/// guest's sshd deciphers well under 1 MB/s, and the static binary packs
+/// to 40% (measured under TCG: 3.9 MB took 6.7 s, its gzip 1 s with the
+/// unpacking). Unpacking, renaming and the digest share one exec.
 pub async fn push_agent(
     session: &Session,
     remote: &RemoteRun,
@@ -35,11 +40,12 @@ pub async fn push_agent(
     local_sha256: &str,
 ) -> anyhow::Result<()> {
     let agent = sh_quote(&remote.agent());
-    // The folder the upload needs, and what is already there, in one exec.
+    // The folder the upload needs, what is already there, and whether the
+    // guest can unpack, in one exec.
     let have = run_ok(
         session,
         &format!(
-            "mkdir -p {} && {{ sha256sum {agent} 2>/dev/null; true; }}",
+            "mkdir -p {} && {{ sha256sum {agent} 2>/dev/null; true; }} && {{ command -v gzip >/dev/null && echo {GZIP_MARK}; true; }}",
             sh_quote(&format!("{}/bin", remote.base))
         ),
     )
@@ -52,11 +58,25 @@ pub async fn push_agent(
         // The digest just read is the check: no second one.
         return Ok(());
     }
-    session
-        .upload(local_agent, &remote.agent(), 0o755)
-        .await
-        .context("uploading the agent")?;
-    let out = run_ok(session, &format!("sha256sum {agent}")).await?;
+    let check = if have.lines().any(|l| l == GZIP_MARK) {
+        let packed = gzip_to_temp(local_agent)?;
+        let gz = format!("{}.gz", remote.agent());
+        session
+            .upload(packed.path(), &gz, 0o600)
+            .await
+            .context("uploading the agent")?;
+        let (gz, part) = (sh_quote(&gz), sh_quote(&format!("{}.part", remote.agent())));
+        format!(
+            "gzip -dc {gz} > {part} && chmod 755 {part} && mv -f {part} {agent} && rm -f {gz} && sha256sum {agent}"
+        )
+    } else {
+        session
+            .upload(local_agent, &remote.agent(), 0o755)
+            .await
+            .context("uploading the agent")?;
+        format!("sha256sum {agent}")
+    };
+    let out = run_ok(session, &check).await?;
     let got = out.split_whitespace().next().unwrap_or_default();
     if got != local_sha256 {
         bail!(
@@ -65,6 +85,21 @@ pub async fn push_agent(
         );
     }
     Ok(())
+}
+
+/// What the first exec prints when the guest has `gzip`.
+const GZIP_MARK: &str = "labrun-has-gzip";
+
+/// `local`, gzipped into a temporary file (removed when dropped).
+fn gzip_to_temp(local: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
+    let mut input = std::fs::File::open(local)
+        .with_context(|| format!("reading the agent {}", local.display()))?;
+    let packed = tempfile::NamedTempFile::new().context("a temporary file for the agent")?;
+    let mut gz = flate2::write::GzEncoder::new(packed.as_file(), flate2::Compression::default());
+    std::io::copy(&mut input, &mut gz)
+        .and_then(|_| gz.finish().map(|_| ()))
+        .with_context(|| format!("packing the agent into {}", packed.path().display()))?;
+    Ok(packed)
 }
 
 /// Creates the run folders and writes the plan, in one exec: the plan (it
@@ -274,4 +309,33 @@ pub async fn stop_agent(session: &Session, pid: u32) -> anyhow::Result<()> {
         .exec(&format!("pkill -TERM -P {pid} 2>/dev/null; true"))
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn the_packed_agent_unpacks_to_the_same_bytes_with_gzip() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agent");
+        let bytes: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        std::fs::write(&agent, &bytes).unwrap();
+        let packed = gzip_to_temp(&agent).unwrap();
+        assert!(std::fs::metadata(packed.path()).unwrap().len() < bytes.len() as u64 / 2);
+        // As the guest unpacks it: gzip -dc.
+        let mut gunzip = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(packed.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = Vec::new();
+        gunzip.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+        assert!(gunzip.wait().unwrap().success());
+        assert_eq!(out, bytes);
+    }
 }
