@@ -98,33 +98,9 @@ mod tests {
 
     fn step(tool: &str, wall: f64, cpu: f64, agent: f64, sampler: Option<f64>) -> StepRecord {
         StepRecord {
-            schema_version: 1,
-            run_id: "r".into(),
-            tool: tool.into(),
-            cycle: 1,
-            step: Step::BACKUP_FULL,
-            order: 0,
-            argv: vec![],
-            started_unix_ms: 0,
-            wall_secs: wall,
-            user_secs: 0.0,
-            sys_secs: 0.0,
-            max_rss_kib: 0,
-            exit: None,
             ok: true,
             timed: true,
-            cache_dropped: true,
-            stdout_path: None,
-            stderr_path: None,
-            repo_size_bytes: None,
-            snapshot: None,
-            verify: None,
-            bytes: None,
-            files: None,
-            error: None,
-            planned_kill: None,
-            may_fail: false,
-            history: None,
+            wall_secs: wall,
             tree: Some(TreeMeters {
                 user_secs: Some(cpu),
                 sys_secs: Some(0.0),
@@ -132,6 +108,7 @@ mod tests {
                 sampler_cpu_secs: sampler,
                 ..TreeMeters::default()
             }),
+            ..StepRecord::blank("r", tool, 1, Step::BACKUP_FULL, 0)
         }
     }
 

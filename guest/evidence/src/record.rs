@@ -76,6 +76,49 @@ pub struct StepRecord {
     pub history: Option<HistoryPoint>,
 }
 
+impl StepRecord {
+    /// A record of `step` with nothing measured yet: not ok, untimed, no
+    /// figures. The agent starts every record from this.
+    pub fn blank(
+        run_id: &str,
+        tool: &str,
+        cycle: u32,
+        step: Step,
+        started_unix_ms: u64,
+    ) -> StepRecord {
+        StepRecord {
+            schema_version: crate::SCHEMA_VERSION,
+            run_id: run_id.to_string(),
+            tool: tool.to_string(),
+            cycle,
+            step,
+            order: 0,
+            argv: Vec::new(),
+            started_unix_ms,
+            wall_secs: 0.0,
+            user_secs: 0.0,
+            sys_secs: 0.0,
+            max_rss_kib: 0,
+            exit: None,
+            ok: false,
+            timed: false,
+            cache_dropped: false,
+            stdout_path: None,
+            stderr_path: None,
+            repo_size_bytes: None,
+            snapshot: None,
+            verify: None,
+            bytes: None,
+            files: None,
+            error: None,
+            tree: None,
+            planned_kill: None,
+            may_fail: false,
+            history: None,
+        }
+    }
+}
+
 /// A kill the protocol asked for (`kill_after_secs` or `kill_after`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedKill {

@@ -10,7 +10,7 @@
 
 use crate::run::error::RunError;
 use labrun_evidence::digest::HashingWriter;
-use labrun_evidence::{Event, Manifest, Plan, SCHEMA_VERSION, StepRecord, files};
+use labrun_evidence::{Event, Manifest, Plan, StepRecord, files};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -231,36 +231,7 @@ pub fn blank_record(
     cycle: u32,
     step: labrun_evidence::Step,
 ) -> StepRecord {
-    StepRecord {
-        schema_version: SCHEMA_VERSION,
-        run_id: run_id.to_string(),
-        tool: tool.to_string(),
-        cycle,
-        step,
-        order: 0,
-        argv: Vec::new(),
-        started_unix_ms: unix_ms_now(),
-        wall_secs: 0.0,
-        user_secs: 0.0,
-        sys_secs: 0.0,
-        max_rss_kib: 0,
-        exit: None,
-        ok: false,
-        timed: false,
-        cache_dropped: false,
-        stdout_path: None,
-        stderr_path: None,
-        repo_size_bytes: None,
-        snapshot: None,
-        verify: None,
-        bytes: None,
-        files: None,
-        error: None,
-        tree: None,
-        planned_kill: None,
-        may_fail: false,
-        history: None,
-    }
+    StepRecord::blank(run_id, tool, cycle, step, unix_ms_now())
 }
 
 #[cfg(test)]
