@@ -272,42 +272,23 @@ impl Display for Live {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use labrun_evidence::{SCHEMA_VERSION, VerifyOutcome};
+    use labrun_evidence::VerifyOutcome;
 
     #[test]
     fn step_line_shows_figures_and_failures() {
         let mut r = StepRecord {
-            schema_version: SCHEMA_VERSION,
-            run_id: "r".into(),
-            tool: "restic".into(),
-            cycle: 2,
-            step: Step::RESTORE,
-            order: 0,
-            argv: vec![],
-            started_unix_ms: 0,
             wall_secs: 14.04,
             user_secs: 20.0,
             sys_secs: 3.0,
             max_rss_kib: 195 * 1024,
-            exit: None,
             ok: true,
             timed: true,
             cache_dropped: true,
-            stdout_path: None,
-            stderr_path: None,
-            repo_size_bytes: None,
-            snapshot: None,
             verify: Some(VerifyOutcome {
                 passed: true,
                 ..VerifyOutcome::default()
             }),
-            bytes: None,
-            files: None,
-            error: None,
-            tree: None,
-            planned_kill: None,
-            may_fail: false,
-            history: None,
+            ..StepRecord::blank("r", "restic", 2, Step::RESTORE, 0)
         };
         let line = step_line(&r);
         assert!(line.contains("14.0 s"), "{line}");

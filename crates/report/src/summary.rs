@@ -380,26 +380,10 @@ mod tests {
     fn record(step: Step, ok: bool, verify: Option<bool>) -> StepRecord {
         let r_timed = step != Step::VERIFY;
         StepRecord {
-            schema_version: 1,
-            run_id: "r".into(),
-            tool: "restic".into(),
-            cycle: 1,
-            step,
-            order: 0,
-            argv: vec![],
-            started_unix_ms: 0,
             wall_secs: 1.0,
-            user_secs: 0.0,
-            sys_secs: 0.0,
-            max_rss_kib: 0,
-            exit: None,
             ok,
             timed: r_timed,
             cache_dropped: true,
-            stdout_path: None,
-            stderr_path: None,
-            repo_size_bytes: None,
-            snapshot: None,
             verify: verify.map(|passed| VerifyOutcome {
                 passed,
                 first_differences: if passed {
@@ -409,13 +393,7 @@ mod tests {
                 },
                 ..VerifyOutcome::default()
             }),
-            bytes: None,
-            files: None,
-            error: None,
-            tree: None,
-            planned_kill: None,
-            may_fail: false,
-            history: None,
+            ..StepRecord::blank("r", "restic", 1, step, 0)
         }
     }
 
