@@ -2,7 +2,10 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 AGENT_TARGET := x86_64-unknown-linux-gnu
-AGENT := target/$(AGENT_TARGET)/release/labrun-agent
+# Cargo's output folder: CARGO_TARGET_DIR when it is set, as cargo itself
+# does (otherwise the targets below would run stale binaries from target/).
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
 .PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale
 
@@ -27,9 +30,9 @@ agent:
 ## build: labrun (release) with the static agent beside it, where it looks first
 build: agent
 	$(CARGO) build --release -p labrun
-	cp $(AGENT) target/release/labrun-agent
+	cp $(AGENT) $(TARGET_DIR)/release/labrun-agent
 
-LABRUN := target/release/labrun
+LABRUN := $(TARGET_DIR)/release/labrun
 # Under software emulation (no usable KVM) the full 6.10 GB protocol takes
 # hours: the default is a quick look. SCALE=1 is the published experiment.
 SCALE ?= 0.01
@@ -50,8 +53,8 @@ bench: setup build
 ## references measured side by side (dataset: gen vs dd, verify vs sha256sum;
 ## memory: the agent's peak RSS vs /usr/bin/time -v)
 bench-agent: setup agent
-	bash benches/agent-dataset.sh
-	bash benches/agent-memory.sh
+	AGENT=$(AGENT) bash benches/agent-dataset.sh
+	AGENT=$(AGENT) bash benches/agent-memory.sh
 
 ## bench-vm: `labrun up` (image cached) to SSH ready and `down`, vs virsh by hand
 bench-vm: setup build
@@ -59,7 +62,7 @@ bench-vm: setup build
 
 ## bench-overhead: the harness's share of `labrun bench`'s wall time at scale 0.01 (target: 5% at most)
 bench-overhead: setup build
-	bash benches/overhead.sh
+	LABRUN=$(LABRUN) AGENT=$(AGENT) bash benches/overhead.sh
 
 ## bench-scale: the default lab, 1 cycle, at four scales (0.002-0.02) in one VM
 ## boot: per phase a fitted line (fixed + per GB), the full-scale time it
