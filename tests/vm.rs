@@ -331,14 +331,18 @@ fn up_ssh_status_down_leaves_nothing() {
             }
             let resident = tree["resident_peak_bytes"].as_u64().unwrap_or(0);
             let single = r["max_rss_kib"].as_u64().unwrap_or(0) * 1024;
-            // The tree holds the largest process; sampling up to every
-            // 250 ms (each step's first 5 s, as the sampler's CPU budget
-            // allows; every second after) may miss the very top of a short
-            // peak, not most of it.
+            // The tree holds the largest process; sampling every 250 ms
+            // (each step's first 5 s, every second after) may miss the very
+            // top of a short peak, not most of a lasting one. `init` has no
+            // lasting peak: on a loaded TCG host borg's takes 13 s and
+            // spikes for under a second at 9 s (its timeline: 27 MiB, one
+            // row of 48, then 26; the process's own peak 77 MiB), so only
+            // the data steps are held to it.
             assert!(
-                resident * 2 >= single,
+                step == "init" || resident * 2 >= single,
                 "{tool} {step}: tree {resident} vs process {single}"
             );
+            assert!(resident > 0, "{tool} {step}: no tree resident peak: {tree}");
             assert_eq!(
                 tree["leftovers"],
                 serde_json::json!([]),

@@ -156,9 +156,8 @@ pub struct TreeMeters {
     #[serde(default)]
     pub sys_secs: Option<f64>,
     /// Peak of the tree's resident memory: `anon` + `file_mapped` of
-    /// `memory.stat` (what the processes' RSS add up to), sampled up to
-    /// every [`TreeMeters::SAMPLE_MS`] ms in the first
-    /// [`TreeMeters::FAST_SECS`] as [`TreeMeters::SAMPLER_BUDGET`] allows,
+    /// `memory.stat` (what the processes' RSS add up to), sampled every
+    /// [`TreeMeters::SAMPLE_MS`] ms in the first [`TreeMeters::FAST_SECS`],
     /// every [`TreeMeters::SLOW_SAMPLE_MS`] after, and at the end.
     #[serde(default)]
     pub resident_peak_bytes: Option<u64>,
@@ -202,10 +201,6 @@ impl TreeMeters {
     /// ...and after them: each sample costs the agent CPU (several ms
     /// under TCG), and a long step's peak lasts.
     pub const SLOW_SAMPLE_MS: u64 = 1000;
-    /// The fast start samples only as often as keeps the sampler under
-    /// this share of one CPU (a sample's cost measured as it goes); never
-    /// less often than every [`TreeMeters::SLOW_SAMPLE_MS`].
-    pub const SAMPLER_BUDGET: f64 = 0.005;
     /// One timeline row (every figure read) at most this often; the
     /// samples between read only what the peaks need.
     pub const ROW_MS: u64 = 1000;

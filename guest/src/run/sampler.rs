@@ -2,16 +2,16 @@
 //! count for their peaks, and once a second a timeline row of every figure.
 //!
 //! Its cost is the agent's measurable CPU during a step, which the evidence
-//! reports and which must stay far below the step's own. Two things keep it
-//! small. The cgroup's files are opened once and re-read from offset 0
-//! (kernfs regenerates a file's text on every read from its start), so a
-//! sample is one `pread` per file, with no path walk, no open and no close,
-//! into buffers reused from sample to sample. And the fast start (a short
-//! step's peak is short too) is paid for out of a budget: the sampler times
-//! its own samples with its thread's CPU clock and samples only as often as
-//! keeps it under [`TreeMeters::SAMPLER_BUDGET`] of one CPU, so a guest
-//! where a sample is slow (software emulation) samples less often instead
-//! of spending more. It never samples less often than once a second.
+//! reports (the sampler times itself with its thread's CPU clock) and which
+//! must stay far below the step's own. The cgroup's files are opened once
+//! and re-read from offset 0 (kernfs regenerates a file's text on every
+//! read from its start), so a sample is one `pread` per file, with no path
+//! walk, no open and no close, into buffers reused from sample to sample.
+//! It samples every [`TreeMeters::SAMPLE_MS`] in a step's first
+//! [`TreeMeters::FAST_SECS`] (a short step's peak is short too), then once
+//! a second. The fast start is not thinned when samples are dear: tried, a
+//! budget of 0.5% of a CPU slowed it to once a second on a loaded TCG guest,
+//! and borg's `init` peak (a second long) went unseen by the tree's figure.
 
 use labrun_evidence::{TimelineRow, TreeMeters};
 use std::fs::File;
@@ -151,9 +151,7 @@ pub fn sample_until(
     };
     let row_every = Duration::from_millis(TreeMeters::ROW_MS);
     let mut last_row: Option<Instant> = None;
-    let mut cost = Cost::default();
     loop {
-        let cpu_before = thread_cpu_secs();
         // A row reads every figure; the samples between it only the peaks'.
         let row = last_row.is_none_or(|t| t.elapsed() + ROW_SLACK >= row_every);
         let s = if row { files.all() } else { files.peaks() };
@@ -167,9 +165,12 @@ pub fn sample_until(
             }
         }
         result.samples += 1;
-        cost.add(thread_cpu_secs() - cpu_before);
-        let fast = started.elapsed() < Duration::from_secs(TreeMeters::FAST_SECS);
-        match stopped.recv_timeout(cost.next_wait(fast)) {
+        let every = if started.elapsed() < Duration::from_secs(TreeMeters::FAST_SECS) {
+            TreeMeters::SAMPLE_MS
+        } else {
+            TreeMeters::SLOW_SAMPLE_MS
+        };
+        match stopped.recv_timeout(Duration::from_millis(every)) {
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             _ => break,
         }
@@ -183,37 +184,6 @@ pub fn sample_until(
 
 /// A sample that wakes a little early still makes its row.
 const ROW_SLACK: Duration = Duration::from_millis(50);
-
-/// The running cost of a sample, and the wait it allows.
-#[derive(Debug, Default)]
-struct Cost {
-    /// Seconds of CPU per sample, smoothed.
-    per_sample: Option<f64>,
-}
-
-impl Cost {
-    fn add(&mut self, secs: f64) {
-        let secs = secs.max(0.0);
-        self.per_sample = Some(match self.per_sample {
-            None => secs,
-            Some(avg) => 0.75 * avg + 0.25 * secs,
-        });
-    }
-
-    /// In the fast start: as often as the budget allows, at most every
-    /// [`TreeMeters::SAMPLE_MS`]; after it, or when a sample costs too much
-    /// for more, every [`TreeMeters::SLOW_SAMPLE_MS`].
-    fn next_wait(&self, fast: bool) -> Duration {
-        let slow = Duration::from_millis(TreeMeters::SLOW_SAMPLE_MS);
-        if !fast {
-            return slow;
-        }
-        let quickest = Duration::from_millis(TreeMeters::SAMPLE_MS);
-        let afforded =
-            Duration::from_secs_f64(self.per_sample.unwrap_or(0.0) / TreeMeters::SAMPLER_BUDGET);
-        afforded.clamp(quickest, slow)
-    }
-}
 
 fn write_row(w: &mut impl Write, started: Instant, s: &Sample) {
     let row = TimelineRow {
@@ -316,8 +286,8 @@ mod tests {
         std::thread::sleep(Duration::from_secs(secs));
         drop(stop);
         let result = thread.join().unwrap();
-        // Reading five small files is far under the budget here: 4 a second
-        // for the first seconds, then 1 a second, not 4 a second throughout.
+        // 4 a second for the first seconds, then 1 a second, not 4 a second
+        // throughout.
         let fast = TreeMeters::FAST_SECS * 1000 / TreeMeters::SAMPLE_MS;
         let slow = (secs - TreeMeters::FAST_SECS) * 1000 / TreeMeters::SLOW_SAMPLE_MS;
         assert!(
@@ -372,35 +342,6 @@ mod tests {
         assert_eq!(keyed(text, b"anon"), Some(2));
         assert_eq!(keyed(text, b"file"), Some(4));
         assert_eq!(keyed(text, b"shmem"), None);
-    }
-
-    #[test]
-    fn an_expensive_sample_is_taken_less_often_but_at_least_once_a_second() {
-        let mut cost = Cost::default();
-        assert_eq!(
-            cost.next_wait(true),
-            Duration::from_millis(TreeMeters::SAMPLE_MS)
-        );
-        cost.add(0.000_1);
-        assert_eq!(
-            cost.next_wait(true),
-            Duration::from_millis(TreeMeters::SAMPLE_MS)
-        );
-        // 2.5 ms a sample: 0.5% of a CPU allows one every 500 ms.
-        let mut cost = Cost::default();
-        cost.add(0.002_5);
-        let wait = cost.next_wait(true).as_secs_f64();
-        assert!((wait - 0.5).abs() < 1e-3, "{wait}");
-        // 50 ms a sample: still once a second.
-        cost.add(0.05);
-        assert_eq!(
-            cost.next_wait(true),
-            Duration::from_millis(TreeMeters::SLOW_SAMPLE_MS)
-        );
-        assert_eq!(
-            Cost::default().next_wait(false),
-            Duration::from_millis(1000)
-        );
     }
 
     #[test]
