@@ -61,36 +61,32 @@ const VERSION_MARK: &str = "labrun-version-of=";
 /// printed in order once all have ended: a Python tool takes seconds to
 /// start under emulation, and nothing is being measured yet.
 fn guest_script(tools: &[ToolPlan]) -> String {
-    let mut script = PROBE.to_string();
-    let mut printed = String::new();
-    let versioned = tools.iter().filter_map(|tool| {
-        let cmd = tool
-            .commands
-            .get(labrun_evidence::command::roles::VERSION)?;
-        Some((tool, cmd))
+    let versioned: Vec<(&ToolPlan, &labrun_evidence::CommandTemplate)> = tools
+        .iter()
+        .filter_map(|tool| {
+            let cmd = tool
+                .commands
+                .get(labrun_evidence::command::roles::VERSION)?;
+            Some((tool, cmd))
+        })
+        .collect();
+    let commands: Vec<String> = versioned
+        .iter()
+        .map(|(tool, cmd)| {
+            cmd.argv
+                .iter()
+                .map(|a| sh_quote(&a.replace("{bin}", &tool.binary)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let versions = crate::bench::side_by_side::script(&commands, "2>&1 < /dev/null", |i, file| {
+        format!(
+            "echo {}\ncat {file}\n",
+            sh_quote(&format!("{VERSION_MARK}{}", versioned[i].0.name))
+        )
     });
-    for (i, (tool, cmd)) in versioned.enumerate() {
-        if i == 0 {
-            script.push_str("v=$(mktemp -d)\n");
-        }
-        let line = cmd
-            .argv
-            .iter()
-            .map(|a| sh_quote(&a.replace("{bin}", &tool.binary)))
-            .collect::<Vec<_>>()
-            .join(" ");
-        script.push_str(&format!("{line} > \"$v/{i}\" 2>&1 < /dev/null &\n"));
-        printed.push_str(&format!(
-            "echo {}\ncat \"$v/{i}\"\n",
-            sh_quote(&format!("{VERSION_MARK}{}", tool.name))
-        ));
-    }
-    if !printed.is_empty() {
-        script.push_str("wait\n");
-        script.push_str(&printed);
-        script.push_str("rm -rf \"$v\"\n");
-    }
-    script
+    format!("{PROBE}{versions}")
 }
 
 /// Splits the combined output: the probe's lines, and the first line each

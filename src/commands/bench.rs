@@ -401,18 +401,11 @@ fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> anyh
 /// binary of tens of MB, slow under emulation), printed in the given order;
 /// exits 1 when any is missing.
 fn digests_script(paths: &[String]) -> String {
-    let mut script = String::from("v=$(mktemp -d)\n");
-    for (i, p) in paths.iter().enumerate() {
-        script.push_str(&format!("sha256sum {p} > \"$v/{i}\" &\n"));
-    }
-    script.push_str("wait\nrc=0\n");
-    for i in 0..paths.len() {
-        script.push_str(&format!(
-            "if [ -s \"$v/{i}\" ]; then cat \"$v/{i}\"; else rc=1; fi\n"
-        ));
-    }
-    script.push_str("rm -rf \"$v\"\nexit $rc\n");
-    script
+    let commands: Vec<String> = paths.iter().map(|p| format!("sha256sum {p}")).collect();
+    let digests = crate::bench::side_by_side::script(&commands, "", |_, file| {
+        format!("if [ -s {file} ]; then cat {file}; else rc=1; fi\n")
+    });
+    format!("rc=0\n{digests}exit $rc\n")
 }
 
 /// `sha256sum` of every tool binary in the guest, as evidence.
