@@ -16,7 +16,7 @@
 //! can (`memory`, `pids`, `io`) down to its steps, and says in the evidence
 //! which figures the kernel would not give.
 
-use super::sampler::{CgroupFiles, SamplerResult, sample_until};
+use super::sampler::{CgroupFiles, SamplerResult, sample_until, usec};
 use labrun_evidence::TreeMeters;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -266,8 +266,8 @@ impl StepCgroup {
                 }
             ),
             unavailable: None,
-            user_secs: last.user_usec.map(|v| v as f64 / 1e6),
-            sys_secs: last.system_usec.map(|v| v as f64 / 1e6),
+            user_secs: last.user_usec.map(usec),
+            sys_secs: last.system_usec.map(usec),
             resident_peak_bytes: peak_of(sampled.resident_peak, last.resident),
             charged_peak_bytes: read_u64(&self.dir.join("memory.peak")).or(sampled.charged_peak),
             disk_read_bytes: last.read,

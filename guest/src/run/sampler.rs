@@ -9,9 +9,9 @@
 //! walk, no open and no close, into buffers reused from sample to sample.
 //! It samples every [`TreeMeters::SAMPLE_MS`] in a step's first
 //! [`TreeMeters::FAST_SECS`] (a short step's peak is short too), then once
-//! a second. The fast start is not thinned when samples are dear: tried, a
-//! budget of 0.5% of a CPU slowed it to once a second on a loaded TCG guest,
-//! and borg's `init` peak (a second long) went unseen by the tree's figure.
+//! a second. The fast start is not thinned when samples are dear (a CPU
+//! budget that did so was tried): on a loaded TCG guest it fell to once a
+//! second, and fewer samples can only miss more of a short step's peak.
 
 use labrun_evidence::{TimelineRow, TreeMeters};
 use std::fs::File;
@@ -230,7 +230,8 @@ pub fn io_bytes(text: &[u8]) -> (u64, u64) {
     (read, written)
 }
 
-fn usec(v: u64) -> f64 {
+/// `cpu.stat` microseconds as seconds.
+pub fn usec(v: u64) -> f64 {
     v as f64 / 1e6
 }
 
