@@ -103,7 +103,8 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
         out.push(Warning::new(
             WarningKind::AgentOverhead,
             format!(
-                "The agent's own CPU (waiting, sampling the tree) reached 1% of a step's in {n} step{}: {}.",
+                "The agent's own CPU (waiting, sampling the tree) reached {:.0}% of a step's in {n} step{}: {}.",
+                crate::meter_cost::LIMIT * 100.0,
                 if n == 1 { "" } else { "s" },
                 examples(
                     cost.over_limit
