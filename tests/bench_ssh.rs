@@ -93,6 +93,16 @@ fn assert_complete(run: &Path, cycles: u64) {
     }
     let digests = std::fs::read_to_string(run.join("raw/binary-sha256.txt")).expect("digests");
     assert!(digests.contains("/usr/bin/restic") && digests.contains("/usr/bin/borg"));
+    // Each tool's version, asked by the agent, reaches the summary.
+    let versions: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("raw/tool-versions.json")).expect("tool-versions"),
+    )
+    .expect("tool-versions.json");
+    for tool in ["restic", "borg"] {
+        let v = versions[tool].as_str().unwrap_or("");
+        assert!(v.starts_with(tool), "{tool}: {versions}");
+        assert!(md.contains(v), "summary.md lacks {v}:\n{md}");
+    }
     // The password reaches the tools through their environment only.
     for entry in walk(run) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
@@ -142,7 +152,7 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
         [
             "connect",
             "busy_check",
-            "binary_digests",
+            "installed_check",
             "estimate",
             "push_and_environment",
             "start_agent",
@@ -418,4 +428,30 @@ fn a_refused_connection_leaves_no_run_folder() {
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "a refused bench left {left:?}");
+}
+
+/// A tool missing on the target is refused before anything is pushed, with
+/// the installed ones to run instead.
+#[test]
+fn a_tool_missing_on_the_target_is_refused_with_the_others_to_run() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = write_lab(dir.path(), &sshd, 1, 0.001);
+    let text = std::fs::read_to_string(&lab).expect("lab");
+    let moved = text.replace("install: /usr/bin/restic", "install: /nonexistent/restic");
+    assert_ne!(moved, text, "the lab names /usr/bin/restic");
+    std::fs::write(&lab, moved).expect("write lab");
+    let results = dir.path().join("results");
+    let out = labrun(&lab, &results, &[]).output().expect("run labrun");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for needle in [
+        "not installed in the guest: restic (/nonexistent/restic)",
+        "labrun up",
+        "--tools borg",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+    // Refused before the agent went over.
+    assert!(!dir.path().join("remote/bin/labrun-agent").exists());
 }

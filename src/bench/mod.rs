@@ -14,5 +14,4 @@ pub mod progress;
 pub mod pull;
 pub mod remote;
 pub mod session_file;
-pub mod side_by_side;
 pub mod timestamp;

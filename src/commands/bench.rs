@@ -120,8 +120,8 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     write_tool_sources(ctx, &lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
-    let t = HostPhases::begin("binary_digests");
-    record_binary_digests(&session, &plan, &host.raw()).await?;
+    let t = HostPhases::begin("installed_check");
+    check_installed(&session, &plan).await?;
     phases.end(t);
     let t = HostPhases::begin("estimate");
     if let Some(e) = say_estimate(&session, &lab, &plan, &access, &remote, display).await {
@@ -146,15 +146,14 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
         ));
     }
     display.note("pushing the agent and the plan");
-    // The environment (the guest's facts, each tool's --version: seconds
-    // under emulation) is asked for while the agent uploads: nothing is
-    // being measured yet, and neither waits for the other.
+    // The guest's facts are asked for while the agent uploads: neither
+    // waits for the other.
     let t = HostPhases::begin("push_and_environment");
     let push = async {
         remote::push_agent(&session, &remote, &agent, &agent_sha).await?;
         remote::write_plan(&session, &remote, &plan).await
     };
-    let (pushed, env) = tokio::join!(push, environment_of(&session, &plan, &access));
+    let (pushed, env) = tokio::join!(push, environment_of(&session, &access));
     pushed?;
     phases.end(t);
     std::fs::write(
@@ -397,77 +396,55 @@ fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> anyh
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// `sha256sum` of each quoted path, side by side (each is a whole pass over a
-/// binary of tens of MB, slow under emulation), printed in the given order;
-/// exits 1 when any is missing.
-fn digests_script(paths: &[String]) -> String {
-    let commands: Vec<String> = paths.iter().map(|p| format!("sha256sum {p}")).collect();
-    let digests = crate::bench::side_by_side::script(&commands, "", |_, file| {
-        format!("if [ -s {file} ]; then cat {file}; else rc=1; fi\n")
-    });
-    format!("rc=0\n{digests}exit $rc\n")
+/// Prints each quoted path that is an executable file, in the given order;
+/// exits 1 when any is not. (Their digests are the agent's: it hashes each
+/// binary once, checks the lab's pins and keeps the listing as evidence.)
+fn installed_script(paths: &[String]) -> String {
+    format!(
+        "rc=0\nfor f in {}; do if [ -f \"$f\" ] && [ -x \"$f\" ]; then printf '%s\\n' \"$f\"; else rc=1; fi; done\nexit $rc\n",
+        paths.join(" ")
+    )
 }
 
-/// `sha256sum` of every tool binary in the guest, as evidence.
-async fn record_binary_digests(
-    session: &labrun_ssh::Session,
-    plan: &Plan,
-    raw: &Path,
-) -> anyhow::Result<()> {
+/// Before anything is pushed: every tool of the plan is installed in the
+/// guest, or the run is refused with what to do.
+async fn check_installed(session: &labrun_ssh::Session, plan: &Plan) -> anyhow::Result<()> {
     let paths: Vec<String> = plan
         .tools
         .iter()
         .map(|t| crate::bench::layout::sh_quote(&t.binary))
         .collect();
-    let out = session.exec(&digests_script(&paths)).await?;
-    std::fs::write(raw.join(labrun_report::BINARY_DIGESTS_FILE), &out.stdout)?;
-    if out.exit_code != Some(0) {
-        let listed = String::from_utf8_lossy(&out.stdout);
-        let (present, missing): (
-            Vec<&labrun_evidence::ToolPlan>,
-            Vec<&labrun_evidence::ToolPlan>,
-        ) = plan.tools.iter().partition(|t| {
-            listed
-                .lines()
-                .any(|l| l.ends_with(&format!(" {}", t.binary)))
-        });
-        let names = |ts: &[&labrun_evidence::ToolPlan]| {
-            ts.iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let others = if present.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", or run the installed ones with `--tools {}`",
-                names(&present)
-            )
-        };
-        bail!(
-            "not installed in the guest: {} ({})\n  install them with `labrun up` (VM; `up --tools` installs a subset) or on the target machine{others}",
-            names(&missing),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let out = session.exec(&installed_script(&paths)).await?;
+    if out.exit_code == Some(0) {
+        return Ok(());
     }
-    for t in &plan.tools {
-        let Some(want) = &t.binary_sha256 else {
-            continue;
-        };
-        let got = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find(|l| l.ends_with(&format!(" {}", t.binary)))
-            .and_then(|l| l.split_whitespace().next().map(str::to_string))
-            .unwrap_or_default();
-        if &got != want {
-            bail!(
-                "{} in the guest has SHA-256 {got}, but the lab pins {want}: reinstall with `labrun down && labrun up`",
-                t.binary
-            );
-        }
-    }
-    Ok(())
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let (present, missing): (
+        Vec<&labrun_evidence::ToolPlan>,
+        Vec<&labrun_evidence::ToolPlan>,
+    ) = plan
+        .tools
+        .iter()
+        .partition(|t| listed.lines().any(|l| l == t.binary));
+    let names = |ts: &[&labrun_evidence::ToolPlan]| {
+        ts.iter()
+            .map(|t| format!("{} ({})", t.name, t.binary))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let others = if present.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = present.iter().map(|t| t.name.as_str()).collect();
+        format!(
+            ", or run the installed ones with `--tools {}`",
+            names.join(",")
+        )
+    };
+    bail!(
+        "not installed in the guest: {}\n  install them with `labrun up` (VM; `up --tools` installs a subset) or on the target machine{others}",
+        names(&missing),
+    )
 }
 
 async fn say_estimate(
@@ -513,10 +490,9 @@ async fn say_estimate(
 
 async fn environment_of(
     session: &labrun_ssh::Session,
-    plan: &Plan,
     access: &Access,
 ) -> labrun_report::Environment {
-    let mut env = environment::capture(session, &plan.tools).await;
+    let mut env = environment::capture(session).await;
     env.acceleration = access.acceleration.clone();
     env.disk_cache = access.disk_cache.clone();
     env.libvirt_version = access.libvirt_version.clone();
@@ -572,35 +548,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn digests_come_in_the_given_order_and_a_missing_binary_fails_the_script() {
+    fn installed_lists_the_executables_in_order_and_fails_for_any_other() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        std::fs::write(&a, "a").unwrap();
-        std::fs::write(&b, "b").unwrap();
+        let (a, b, plain) = (
+            dir.path().join("a b"),
+            dir.path().join("b"),
+            dir.path().join("plain"),
+        );
+        for p in [&a, &b, &plain] {
+            std::fs::write(p, "#!/bin/sh\n").unwrap();
+        }
+        for p in [&a, &b] {
+            std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
         let quoted = |p: &Path| crate::bench::layout::sh_quote(&p.display().to_string());
         let run = |paths: &[String]| {
             std::process::Command::new("sh")
                 .arg("-c")
-                .arg(digests_script(paths))
+                .arg(installed_script(paths))
                 .output()
                 .unwrap()
         };
         let out = run(&[quoted(&b), quoted(&a)]);
         assert!(out.status.success());
-        let text = String::from_utf8(out.stdout).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 2, "{text}");
-        assert!(
-            lines[0].ends_with("/b") && lines[1].ends_with("/a"),
-            "{text}"
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!("{}\n{}\n", b.display(), a.display())
         );
-        // sha256("a")
-        assert!(
-            lines[1]
-                .starts_with("ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb")
-        );
-        let out = run(&[quoted(&a), quoted(&dir.path().join("missing"))]);
-        assert_eq!(out.status.code(), Some(1));
-        assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 1);
+        for other in [plain, dir.path().join("missing"), dir.path().to_path_buf()] {
+            let out = run(&[quoted(&a), quoted(&other)]);
+            assert_eq!(out.status.code(), Some(1), "{}", other.display());
+            assert_eq!(
+                String::from_utf8(out.stdout).unwrap(),
+                format!("{}\n", a.display())
+            );
+        }
     }
 }

@@ -24,7 +24,10 @@ pub struct Environment {
     /// The guest disk's cache mode as given to QEMU, e.g. `none`, `writeback`.
     pub disk_cache: Option<String>,
     /// Tool name to what the tool's version command printed (first line).
-    pub tool_versions: BTreeMap<String, String>,
+    /// The agent asks them during the run (`tool-versions.json`, which the
+    /// report reads into here); runs before it had them in this file.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_versions: labrun_evidence::ToolVersions,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -12,9 +12,6 @@ use std::path::Path;
 
 /// Folder inside a run folder that holds the evidence.
 pub const RAW_DIR: &str = "raw";
-/// `sha256sum` output for the installed binaries, written by `bench`.
-pub const BINARY_DIGESTS_FILE: &str = "binary-sha256.txt";
-
 /// Where each of the lab's tools came from and whether this run ran it,
 /// written by `bench`.
 pub const TOOL_SOURCES_FILE: &str = "tool-sources.json";
@@ -153,11 +150,19 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
         &mut run.warnings,
         "the machine, acceleration and tool versions of this run are unknown",
     );
+    if let Some(versions) = std::fs::read_to_string(raw.join(files::TOOL_VERSIONS))
+        .ok()
+        .and_then(|t| serde_json::from_str::<labrun_evidence::ToolVersions>(&t).ok())
+    {
+        run.environment
+            .get_or_insert_with(Default::default)
+            .tool_versions = versions;
+    }
     run.tool_sources = std::fs::read_to_string(raw.join(TOOL_SOURCES_FILE))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
-    run.binaries = match std::fs::read_to_string(raw.join(BINARY_DIGESTS_FILE)) {
+    run.binaries = match std::fs::read_to_string(raw.join(files::BINARY_DIGESTS)) {
         Ok(text) => parse_binary_digests(&text),
         Err(_) => Vec::new(),
     };

@@ -31,7 +31,7 @@ pub mod warning;
 
 pub use environment::{ENVIRONMENT_FILE, Environment, Machine};
 pub use error::{ReportError, Result};
-pub use evidence::{BINARY_DIGESTS_FILE, RAW_DIR, TOOL_SOURCES_FILE, ToolSource};
+pub use evidence::{RAW_DIR, TOOL_SOURCES_FILE, ToolSource};
 pub use export::terminal::render_terminal;
 pub use export::{Exporter, exporters, write_all};
 pub use sample::{Sample, SampleMetadata};

@@ -55,4 +55,13 @@ pub mod files {
     pub const MANIFESTS_DIR: &str = "manifests";
     /// Written last, only when the agent finished the whole plan.
     pub const DONE: &str = "done.json";
+    /// Every tool binary's SHA-256, as `sha256sum` prints it, from the
+    /// agent's check before the first cycle.
+    pub const BINARY_DIGESTS: &str = "binary-sha256.txt";
+    /// [`crate::ToolVersions`]: what each tool's version command printed.
+    pub const TOOL_VERSIONS: &str = "tool-versions.json";
 }
+
+/// Tool name to the first line its version command printed (or why there
+/// is none).
+pub type ToolVersions = std::collections::BTreeMap<String, String>;

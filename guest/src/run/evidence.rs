@@ -10,7 +10,7 @@
 
 use crate::run::error::RunError;
 use labrun_evidence::digest::HashingWriter;
-use labrun_evidence::{Event, Manifest, Plan, StepRecord, files};
+use labrun_evidence::{Event, Manifest, Plan, StepRecord, ToolVersions, files};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -102,15 +102,34 @@ impl Evidence {
         self.write_json(files::DONE, done)
     }
 
+    /// `binary-sha256.txt`: [`crate::run::plan_check::check_binaries`]'s listing.
+    pub fn write_binary_digests(&self, listing: &str) -> Result<(), RunError> {
+        self.write_whole(files::BINARY_DIGESTS, |f| f.write_all(listing.as_bytes()))
+    }
+
+    pub fn write_tool_versions(&self, versions: &ToolVersions) -> Result<(), RunError> {
+        self.write_json(files::TOOL_VERSIONS, versions)
+    }
+
+    fn write_json(&self, name: &str, value: &impl Serialize) -> Result<(), RunError> {
+        self.write_whole(name, |f| {
+            serde_json::to_writer_pretty(&mut *f, value)?;
+            f.write_all(b"\n")
+        })
+    }
+
     /// Written whole or not at all (temp file, fsync, rename): `done.json`
     /// present must mean the run finished, even on a disk that filled up.
-    fn write_json(&self, name: &str, value: &impl Serialize) -> Result<(), RunError> {
+    fn write_whole(
+        &self,
+        name: &str,
+        content: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+    ) -> Result<(), RunError> {
         let path = self.dir.join(name);
         let tmp = self.dir.join(format!(".{name}.tmp"));
         let write = || -> io::Result<()> {
             let mut f = BufWriter::new(File::create(&tmp)?);
-            serde_json::to_writer_pretty(&mut f, value)?;
-            f.write_all(b"\n")?;
+            content(&mut f)?;
             f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             std::fs::rename(&tmp, &path)
         };
@@ -188,12 +207,12 @@ impl Evidence {
             .join(format!("{name}.jsonl"))
     }
 
-    /// `logs/<tool>/<label>.out|.err`, creating the tool's folder.
     /// A path a record gives (relative to the evidence folder), on disk.
     pub fn path_of(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
     }
 
+    /// `logs/<tool>/<label>.out|.err`, creating the tool's folder.
     pub fn log_paths(&self, tool: &str, label: &str) -> Result<LogPaths, RunError> {
         let rel_dir = format!("{}/{tool}", files::LOGS_DIR);
         let abs_dir = self.dir.join(&rel_dir);

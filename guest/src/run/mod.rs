@@ -23,6 +23,7 @@ pub mod runner;
 pub mod sampler;
 pub mod scrub;
 pub mod space;
+pub mod tool_versions;
 
 pub use error::RunError;
 pub use interrupt::Interrupt;

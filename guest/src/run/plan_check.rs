@@ -240,42 +240,69 @@ fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {
 }
 
 /// Before the first cycle: every tool binary exists, is an executable file,
-/// and has the pinned digest when the plan gives one.
-pub fn check_binaries(plan: &Plan) -> Result<(), RunError> {
-    for tool in &plan.tools {
-        let path = Path::new(&tool.binary);
-        let problem = |p: &str| RunError::Binary {
+/// and has the pinned digest when the plan gives one. Returns every binary's
+/// SHA-256 as `sha256sum` prints it (`<hex>  <path>` lines, in plan order):
+/// the evidence's `binary-sha256.txt`, from this one pass over the binaries.
+/// They are hashed side by side (tens of MB each, seconds under emulation).
+pub fn check_binaries(plan: &Plan) -> Result<String, RunError> {
+    let results: Vec<Result<String, RunError>> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = plan
+            .tools
+            .iter()
+            .map(|tool| scope.spawn(move || check_binary(tool)))
+            .collect();
+        jobs.into_iter()
+            .zip(&plan.tools)
+            .map(|(job, tool)| {
+                job.join().unwrap_or_else(|_| {
+                    Err(RunError::Binary {
+                        tool: tool.name.clone(),
+                        path: tool.binary.clone().into(),
+                        problem: "could not be hashed (the hashing thread panicked)".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut listing = String::new();
+    for (digest, tool) in results.into_iter().zip(&plan.tools) {
+        listing.push_str(&format!("{}  {}\n", digest?, tool.binary));
+    }
+    Ok(listing)
+}
+
+fn check_binary(tool: &ToolPlan) -> Result<String, RunError> {
+    let path = Path::new(&tool.binary);
+    let problem = |p: &str| RunError::Binary {
+        tool: tool.name.clone(),
+        path: path.to_path_buf(),
+        problem: p.to_string(),
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(problem("does not exist"));
+        }
+        Err(e) => return Err(problem(&format!("cannot be read ({e})"))),
+    };
+    if !meta.is_file() {
+        return Err(problem("is not a regular file"));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(problem("is not executable (chmod +x it)"));
+    }
+    let actual = sha256_file(path).map_err(|e| problem(&format!("cannot be read ({e})")))?;
+    if let Some(expected) = &tool.binary_sha256
+        && !actual.eq_ignore_ascii_case(expected.trim())
+    {
+        return Err(RunError::BinaryDigest {
             tool: tool.name.clone(),
             path: path.to_path_buf(),
-            problem: p.to_string(),
-        };
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(problem("does not exist"));
-            }
-            Err(e) => return Err(problem(&format!("cannot be read ({e})"))),
-        };
-        if !meta.is_file() {
-            return Err(problem("is not a regular file"));
-        }
-        if meta.permissions().mode() & 0o111 == 0 {
-            return Err(problem("is not executable (chmod +x it)"));
-        }
-        if let Some(expected) = &tool.binary_sha256 {
-            let actual =
-                sha256_file(path).map_err(|e| problem(&format!("cannot be read ({e})")))?;
-            if !actual.eq_ignore_ascii_case(expected.trim()) {
-                return Err(RunError::BinaryDigest {
-                    tool: tool.name.clone(),
-                    path: path.to_path_buf(),
-                    expected: expected.clone(),
-                    actual,
-                });
-            }
-        }
+            expected: expected.clone(),
+            actual,
+        });
     }
-    Ok(())
+    Ok(actual)
 }
 
 #[cfg(test)]
@@ -410,6 +437,8 @@ pub mod tests {
         assert!(with_binary(p, None).unwrap_err().contains("not executable"));
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
         let digest = labrun_evidence::digest::sha256_hex(b"#!/bin/sh\n");
+        // The listing is `sha256sum`'s, pinned or not.
+        assert_eq!(with_binary(p, None).unwrap(), format!("{digest}  {p}\n"));
         with_binary(p, Some(&digest)).unwrap();
         with_binary(p, Some(&digest.to_uppercase())).unwrap();
         let err = with_binary(p, Some(&"0".repeat(64))).unwrap_err();

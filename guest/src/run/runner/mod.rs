@@ -35,6 +35,7 @@ use crate::run::rotation::cycle_order;
 use crate::run::run_dirs::resolve as resolve_dirs;
 use crate::run::scrub::scrub_file;
 use crate::run::space;
+use crate::run::tool_versions::{self, VersionProbe};
 use labrun_dataset::DatasetParams;
 use labrun_evidence::{
     DatasetPlan, EntryKind, Event, Manifest, Plan, SCHEMA_VERSION, Step, StepRecord, ToolPlan,
@@ -127,7 +128,7 @@ pub fn execute_with(
         start_warnings.extend(remove_plan(&opts.plan));
     }
     let plan = plan?;
-    check_binaries(&plan)?;
+    let binary_digests = check_binaries(&plan)?;
     let dirs = resolve_dirs(&opts.work, &opts.evidence, &plan.run_id)?;
     let lock_path = opts
         .lock
@@ -147,6 +148,7 @@ pub fn execute_with(
     let recorder = Arc::clone(&lock);
     interrupt.record_groups_with(Box::new(move |group| recorder.record_tool(group)));
     let evidence = Evidence::create(&dirs.evidence, opts.echo_events)?;
+    evidence.write_binary_digests(&binary_digests)?;
     let root = dirs.root;
     std::fs::create_dir_all(&root)
         .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
@@ -259,7 +261,12 @@ impl<'p> Runner<'p> {
         for warning in std::mem::take(&mut self.start_warnings) {
             self.warn_once(warning)?;
         }
+        // The tools' versions are asked for while the dataset is written,
+        // and in before the first timed step.
+        let versions = VersionProbe::start(self.plan, &self.ev);
         self.generate_pristine()?;
+        self.ev
+            .write_tool_versions(&versions.collect(tool_versions::DEADLINE))?;
         let plan = self.plan;
         for cycle in 1..=plan.cycles {
             for (order, index) in cycle_order(plan.tools.len(), cycle, plan.rotate_tools)
