@@ -10,8 +10,11 @@
 # Ratios are throughput ratios (reference time / agent time), median of RUNS.
 # Also shown, for reading the first ratio: `dd` copying the same number of
 # random bytes from a cached file (some virtual disks store zeros almost for
-# free, which flatters dd if=/dev/zero), gen's CPU seconds, and the load
-# average (other work on the machine slows the CPU-bound gen more than dd).
+# free, which flatters dd if=/dev/zero), gen's CPU seconds, the load
+# average, and per run the share of one core a busy thread got for a second
+# ("cpu share"): other work on the machine slows the CPU-bound gen more than
+# the mostly waiting dd, so compare ratios of runs with like shares (see
+# docs/dataset-generation.md for what limits the first ratio).
 #
 # Where: by default a fresh ext4 made with mkfs.ext4's defaults (so with a
 # journal, like the guest's disk, see images/debian12/build.sh) in a sparse
@@ -26,13 +29,17 @@
 #
 # usage: benches/agent-dataset.sh [SCALE]   (default 0.05, about 305 MB)
 # env:   RUNS (default 3), AGENT (default: the static agent of `make agent`),
-#        SCRATCH_PARENT (default: a loop-mounted ext4 under /var/tmp)
+#        SCRATCH_PARENT (default: a loop-mounted ext4 under /var/tmp),
+#        AGENT_B (optional: a second agent, say a change to the generator, whose
+#        gen is timed in the same runs, before AGENT's in odd runs and after in
+#        even ones, and whose manifest must equal AGENT's, byte for byte)
 set -euo pipefail
 
 scale=${1:-0.05}
 runs=${RUNS:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 agent=${AGENT:-$root/target/x86_64-unknown-linux-gnu/release/labrun-agent}
+agent_b=${AGENT_B:-}
 
 if [ "$(id -u)" != 0 ]; then
   echo "agent-dataset: needs root to drop the page cache (cold-cache timings)" >&2
@@ -72,9 +79,16 @@ now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v ref="$1" -v mine="$2" 'BEGIN { printf "%.2f", ref / mine }'; }
+# The CPU (user + system) one busy thread gets in 1 s of wall time: 1.00 on
+# an idle core, less when other work shares the machine.
+cpu_share() {
+  { /usr/bin/time -f '%U %S' timeout 1 sh -c 'while :; do :; done' || true; } 2>&1 |
+    awk '/^[0-9.]+ [0-9.]+$/ { printf "%.2f", $1 + $2 }'
+}
 
 echo "agent-dataset: scale $scale, $runs runs, $(nproc) cores, scratch $scratch"
 echo "agent: $agent"
+[ -z "$agent_b" ] || echo "agent B: $agent_b"
 fs_src=$(df --output=source "$scratch" | tail -1)
 fs_type=$(df --output=fstype "$scratch" | tail -1)
 journal=unknown
@@ -91,10 +105,23 @@ grep -qw sha_ni /proc/cpuinfo && echo "cpu has SHA-NI" || echo "cpu lacks SHA-NI
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-gen_t=(); gen_only=(); gen_cpu=(); dd_t=(); ddr_t=(); ver_t=(); sum_t=()
+gen_t=(); gen_only=(); gen_cpu=(); dd_t=(); ddr_t=(); ver_t=(); sum_t=(); genb_t=()
+# AGENT_B's gen, into a tree of its own that is removed afterwards; its
+# manifest is kept to compare with AGENT's.
+gen_b() {
+  local tb=$scratch/src-b t0 t1
+  rm -rf "$tb" "$tb.manifest.jsonl"
+  cold; t0=$(now)
+  "$agent_b" gen --out "$tb" --scale "$scale" > /dev/null 2>&1
+  sync; t1=$(now)
+  genb_t+=("$(elapsed "$t0" "$t1")")
+  mv "$tb.manifest.jsonl" "$scratch/b.manifest.jsonl"
+  rm -rf "$tb"
+}
 for i in $(seq "$runs"); do
   tree=$scratch/src
   rm -rf "$tree" "$tree.manifest.jsonl" "$scratch/dd.bin"
+  if [ -n "$agent_b" ] && [ $((i % 2)) = 1 ]; then gen_b; fi
 
   cold; t0=$(now)
   /usr/bin/time -f '%U %S' -o "$scratch/gen.cpu" \
@@ -131,9 +158,17 @@ for i in $(seq "$runs"); do
   t1=$(now)
   sum_t+=("$(elapsed "$t0" "$t1")")
   files=$(wc -l < "$scratch/sums.out")
+  if [ -n "$agent_b" ]; then
+    if [ $((i % 2)) = 0 ]; then gen_b; fi
+    if ! cmp -s "$tree.manifest.jsonl" "$scratch/b.manifest.jsonl"; then
+      echo "agent-dataset: AGENT_B's manifest differs from AGENT's: not the same dataset" >&2
+      exit 1
+    fi
+    echo "run $i: agent B gen ${genb_t[-1]}s (ratio $(ratio "${dd_t[-1]}" "${genb_t[-1]}")x against this run's dd; AGENT's $(ratio "${dd_t[-1]}" "${gen_t[-1]}")x), same manifest"
+  fi
 
-  printf 'run %d: %d bytes, %d files: gen %ss (%ss + sync, cpu %ss) dd %ss dd-random %ss | verify %ss find|xargs sha256sum %ss | load %s\n' \
-    "$i" "$bytes" "$files" "${gen_t[-1]}" "${gen_only[-1]}" "${gen_cpu[-1]}" "${dd_t[-1]}" "${ddr_t[-1]}" "${ver_t[-1]}" "${sum_t[-1]}" "$(cut -d' ' -f1 /proc/loadavg)"
+  printf 'run %d: %d bytes, %d files: gen %ss (%ss + sync, cpu %ss) dd %ss dd-random %ss | verify %ss find|xargs sha256sum %ss | load %s, cpu share %s\n' \
+    "$i" "$bytes" "$files" "${gen_t[-1]}" "${gen_only[-1]}" "${gen_cpu[-1]}" "${dd_t[-1]}" "${ddr_t[-1]}" "${ver_t[-1]}" "${sum_t[-1]}" "$(cut -d' ' -f1 /proc/loadavg)" "$(cpu_share)"
 done
 
 gen=$(median "${gen_t[@]}"); dd=$(median "${dd_t[@]}"); ddr=$(median "${ddr_t[@]}")
@@ -152,4 +187,9 @@ printf '         gen used %s CPU-seconds; against dd of random bytes %ss (%s MB/
 printf '  verify %7ss (%s MB/s)   find|xargs sha256sum %6ss (%s MB/s)   ratio %sx (target >= 1.0: %s)\n' \
   "$ver" "$(mbps "$ver")" "$sum" "$(mbps "$sum")" "$ver_ratio" "$(verdict "$ver_ratio" 1.0)"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$agent_b" ]; then
+  genb=$(median "${genb_t[@]}")
+  printf '  agent B gen %7ss (%s MB/s)   ratio %sx against dd, same manifest in every run\n' \
+    "$genb" "$(mbps "$genb")" "$(ratio "$dd" "$genb")"
+fi
 echo "gen_vs_dd=$gen_ratio gen_vs_dd_random=$ddr_ratio verify_vs_sha256sum=$ver_ratio"
