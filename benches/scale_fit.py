@@ -15,6 +15,9 @@ import json
 import pathlib
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import harness  # noqa: E402
+
 out = pathlib.Path(sys.argv[1])
 CYCLES = 3
 runs = []
@@ -113,32 +116,12 @@ if est_run:
 else:
     print("bench's estimate: none recorded (raw/estimate.json missing)")
 
-# The harness per run: its share of the wall time (issue 12: at most 5% at
-# scale 0.01 and above) and where it went: bench's own phases before the
-# agent's first record and after its last (raw/host-phases.jsonl), and the
-# agent's gaps between records (cache drops before timed steps; helper
-# commands and repository sizes after a step; cleanup between tool cycles).
+# The harness per run: its share of the wall time and where it went
+# (benches/harness.py says how it is taken apart).
 print("\nharness: the wall time that is no record's (protocol steps, timed or not)")
 for r in runs:
-    recs = r["recs"]
-    harness = r["wall"] - sum(x["wall_secs"] for x in recs)
-    begin = lambda x: x["started_unix_ms"] / 1000
-    before_timed = after_step = 0.0
-    for prev, rec in zip(recs, recs[1:]):
-        gap = max(0.0, begin(rec) - begin(prev) - prev["wall_secs"])
-        if rec["timed"]:
-            before_timed += gap
-        else:
-            after_step += gap
-    first = begin(recs[0]) - r["start"]
-    last = r["start"] + r["wall"] - (begin(recs[-1]) + recs[-1]["wall_secs"])
-    verdict = "" if r["scale"] < 0.01 else ("  (target <= 5%: met)" if harness <= 0.05 * r["wall"] else "  (target <= 5%: NOT met)")
-    print(f"  scale {r['scale']}: {harness:6.1f} s of {r['wall']:6.1f} s = {harness / r['wall']:5.1%}{verdict}")
-    print(f"    before the first record {first:5.1f} s, cache drops {before_timed:5.1f} s, "
-          f"after steps (helpers, sizes, cleanup) {after_step:5.1f} s, after the last record {last:5.1f} s")
-    if r["phases"]:
-        print("    bench phases: " + ", ".join(
-            f"{p['phase']} {p['secs']:.1f}" for p in r["phases"] if p["phase"] != "follow"))
+    print(harness.describe(f"scale {r['scale']}", r["recs"], r["start"], r["wall"],
+                           r["phases"], r["scale"] >= 0.01))
 
 # The chart: the published cycle's phases per tool, points and fitted lines.
 W, H, L, B = 760, 460, 70, 50
