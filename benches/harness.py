@@ -21,7 +21,7 @@ def read_lines(path):
     return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
 
 
-def breakdown(recs, start, wall, phases):
+def breakdown(recs, start, wall):
     """Returns (harness_secs, parts) for records `recs` of a run that began at
     `start` (unix seconds) and took `wall` seconds."""
     begin = lambda x: x["started_unix_ms"] / 1000
@@ -44,7 +44,7 @@ def breakdown(recs, start, wall, phases):
 
 
 def describe(label, recs, start, wall, phases, judged):
-    harness, parts = breakdown(recs, start, wall, phases)
+    harness, parts = breakdown(recs, start, wall)
     verdict = ""
     if judged:
         verdict = "  (target <= 5%: met)" if harness <= 0.05 * wall else "  (target <= 5%: NOT met)"
@@ -66,7 +66,7 @@ def main(dirs):
         end = max(p["started_unix_ms"] / 1000 + p["secs"] for p in phases)
         plan = json.loads((raw / "plan.json").read_text())
         scale = plan["dataset"].get("scale")
-        label = f"{pathlib.Path(d).name} (scale {scale}, {plan['cycles']} cycles)"
+        label = f"{pathlib.Path(d).resolve().name} (scale {scale}, {plan['cycles']} cycles)"
         print(describe(label, recs, start, end - start, phases, scale is not None and scale >= 0.01))
 
 

@@ -435,10 +435,10 @@ async fn check_installed(session: &labrun_ssh::Session, plan: &Plan) -> anyhow::
     let others = if present.is_empty() {
         String::new()
     } else {
-        let names: Vec<&str> = present.iter().map(|t| t.name.as_str()).collect();
+        let installed: Vec<&str> = present.iter().map(|t| t.name.as_str()).collect();
         format!(
             ", or run the installed ones with `--tools {}`",
-            names.join(",")
+            installed.join(",")
         )
     };
     bail!(

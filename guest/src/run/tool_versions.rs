@@ -210,7 +210,7 @@ mod tests {
         let got = VersionProbe::start(&plan, &ev).collect(Duration::from_millis(300));
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(got["slow"].contains("did not finish"), "{}", got["slow"]);
-        // The backgrounded `sleep 300` went with the group.
+        // The backgrounded sleep went with the group.
         std::thread::sleep(Duration::from_millis(200));
         let left = Command::new("pgrep")
             .args(["-f", &marker])
