@@ -171,7 +171,41 @@ impl Lab {
         for t in &self.tools {
             describe_tool(&mut s, t);
         }
+        describe_variants(self, &mut s);
         s
+    }
+}
+
+/// Each variant, the boot it runs in, and every setting it changes.
+fn describe_variants(lab: &Lab, s: &mut String) {
+    let Ok(variants) = lab.variants() else {
+        return;
+    };
+    if variants.is_empty() {
+        return;
+    }
+    let boots = variants
+        .iter()
+        .map(|v| v.record.boot)
+        .max()
+        .map_or(0, |b| b + 1);
+    push_line!(
+        s,
+        "variants ({}, in run order; {boots} VM boot(s), one per machine shape, never timed):",
+        variants.len()
+    );
+    for v in &variants {
+        let r = &v.record;
+        let changes = if r.changes.is_empty() {
+            "the lab as written".to_string()
+        } else {
+            r.changes
+                .iter()
+                .map(|c| format!("{} {} -> {}", c.field, c.from, c.to))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        push_line!(s, "  {} (boot {}): {changes}", r.name, r.boot + 1);
     }
 }
 

@@ -24,6 +24,7 @@ mod schema;
 mod suggest;
 mod units;
 mod validate;
+pub mod variant;
 pub mod vm_limits;
 
 pub use artifact_check::{ArtifactUse, validate_artifact};
@@ -38,3 +39,4 @@ pub use schema::{
 };
 pub use units::{ByteSize, Duration};
 pub use validate::{check_scale, placeholders};
+pub use variant::{ExtraArgs, Variant, VariantSpec};

@@ -30,6 +30,17 @@ impl ToolSpec {
         }
     }
 
+    /// The commands as they run: each with its `args` appended.
+    pub fn effective_commands(&self) -> labrun_evidence::ToolCommands {
+        let mut commands = self.commands.clone();
+        for (key, extra) in &self.args {
+            if let Some(c) = commands.get_mut(key) {
+                c.argv.extend(extra.iter().cloned());
+            }
+        }
+        commands
+    }
+
     /// The tool as the agent sees it. Secrets stay in `env` (the only way
     /// they reach the tool) and are named in `secret_env` so that every
     /// writer of evidence redacts them.
@@ -41,7 +52,7 @@ impl ToolSpec {
             binary_sha256: self.artifact.binary_sha256.clone(),
             env: self.env.clone(),
             secret_env: self.secret_env.clone(),
-            commands: self.commands.clone(),
+            commands: self.effective_commands(),
             snapshot_id_pattern: self.snapshot_id_pattern.clone(),
         }
     }

@@ -35,6 +35,13 @@ pub struct Lab {
     #[serde(default)]
     pub protocol: Vec<ProtocolStep>,
     pub tools: Vec<ToolSpec>,
+    /// The lab under several settings, each a complete run
+    /// ([`crate::variant`]).
+    #[serde(default)]
+    pub variants: Vec<crate::variant::VariantSpec>,
+    /// Or: axes whose product is the variants.
+    #[serde(default)]
+    pub matrix: crate::variant::Matrix,
     /// The file this lab was read from (not a YAML key).
     #[serde(skip)]
     pub source: crate::load::LabSource,
@@ -310,6 +317,11 @@ pub struct ToolSpec {
     /// `repo_size` and `snapshots` have a role besides
     /// (`labrun_evidence::command::roles`).
     pub commands: ToolCommands,
+    /// Extra arguments appended to the named commands: a setting under test
+    /// (`restore: [--parallel=8]`), so a tuned variant of a tool reuses its
+    /// commands instead of restating them.
+    #[serde(default)]
+    pub args: crate::variant::ExtraArgs,
     /// A regular expression with one capture group: where a backup prints
     /// the id of the snapshot it made (`labrun_evidence::snapshot_id`),
     /// read from its output instead of a `snapshot_id` command.

@@ -23,6 +23,17 @@ impl Lab {
     /// Every problem of the lab, in file order as far as possible. Empty
     /// means the lab can be run.
     pub fn validate(&self) -> Vec<Problem> {
+        let mut out = self.validate_without_variants();
+        if self.has_variants()
+            && let Err(mut problems) = self.variants()
+        {
+            out.append(&mut problems);
+        }
+        out
+    }
+
+    /// The lab as written, its variants aside.
+    pub(crate) fn validate_without_variants(&self) -> Vec<Problem> {
         let mut out = Vec::new();
         if let Err(msg) = crate::names::check_lab_name(&self.name) {
             out.push(Problem::new("name", msg));
@@ -296,7 +307,20 @@ pub fn check_scale(scale: f64) -> Result<(), String> {
 }
 
 fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
-    check_name(&tool.name, &format!("{at}.name"), "tool", out);
+    // `restic@0.14.0`: a variant of the tool `restic` (its own version or
+    // settings), named so the report can set the two side by side.
+    match tool.name.split_once('@') {
+        Some((base, variant)) => {
+            check_name(base, &format!("{at}.name"), "tool", out);
+            check_name(
+                variant,
+                &format!("{at}.name"),
+                "tool variant (after `@`)",
+                out,
+            );
+        }
+        None => check_name(&tool.name, &format!("{at}.name"), "tool", out),
+    }
     if tool.version.trim().is_empty() {
         out.push(Problem::new(
             format!("{at}.version"),
@@ -390,7 +414,7 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
             }
             Some(value) => {
                 // A password on a command line shows in `ps` and in logs.
-                for (key, cmd) in &tool.commands {
+                for (key, cmd) in &tool.effective_commands() {
                     if cmd
                         .argv
                         .iter()
@@ -422,6 +446,23 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
             key.as_str()
         };
         validate_command(cmd, &format!("{at}.commands.{key}"), key_rule, out);
+    }
+    for (key, extra) in &tool.args {
+        if !tool.commands.contains_key(key) {
+            let keys: Vec<&str> = tool.commands.keys().map(String::as_str).collect();
+            out.push(Problem::new(
+                format!("{at}.args.{key}"),
+                format!(
+                    "`{}` has no command `{key}` to add arguments to; its commands: {}",
+                    tool.name,
+                    keys.join(", ")
+                ),
+            ));
+        }
+        let mut used = BTreeSet::new();
+        for (i, arg) in extra.iter().enumerate() {
+            check_placeholders(arg, &format!("{at}.args.{key}[{i}]"), &mut used, out);
+        }
     }
 }
 

@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod record;
 pub mod snapshot_id;
 pub mod step;
+pub mod variant;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use event::Event;
