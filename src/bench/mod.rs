@@ -15,3 +15,4 @@ pub mod pull;
 pub mod remote;
 pub mod session_file;
 pub mod timestamp;
+pub mod variants;

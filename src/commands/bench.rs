@@ -81,19 +81,44 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 
 async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow::Result<ExitCode> {
     let lab = Lab::load(&ctx.lab_path)?;
-    let access = machine::resolve(ctx, &lab)?;
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let run_id = lab.run_id(&utc_stamp(started));
-    let mut plan = lab.to_plan(
-        &run_id,
-        &PlanOverrides {
-            scale: args.scale,
-            cycles: args.cycles,
-            tools: args.tools.clone(),
-        },
-    )?;
+    if lab.has_variants() {
+        return crate::bench::variants::run_all(ctx, args, &lab, &run_id, started, display).await;
+    }
+    let host = HostRun::new(&args.results, &run_id);
+    let overrides = overrides(args);
+    run_lab(
+        ctx, args, &lab, &overrides, &run_id, started, &host, display,
+    )
+    .await
+}
+
+/// What the command line changes for every lab (or variant) it runs.
+pub(crate) fn overrides(args: &Args) -> PlanOverrides {
+    PlanOverrides {
+        scale: args.scale,
+        cycles: args.cycles,
+        tools: args.tools.clone(),
+    }
+}
+
+/// One run of one lab (a lab without variants, or one variant) into `host`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_lab(
+    ctx: &Context,
+    args: &Args,
+    lab: &Lab,
+    overrides: &PlanOverrides,
+    run_id: &str,
+    started: u64,
+    host: &HostRun,
+    display: &mut dyn Display,
+) -> anyhow::Result<ExitCode> {
+    let access = machine::resolve(ctx, lab)?;
+    let mut plan = lab.to_plan(run_id, overrides)?;
     let agent = locate_agent(args.agent.as_deref())?;
     let agent_sha = labrun_artifact::digest::sha256_file(&agent)
         .with_context(|| format!("reading the agent {}", agent.display()))?;
@@ -104,7 +129,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     phases.end(t);
     let remote = RemoteRun {
         base: access.remote_base.clone(),
-        run_id: run_id.clone(),
+        run_id: run_id.to_string(),
     };
     // Before anything is written, here or there: a second run beside a live
     // one would skew both.
@@ -112,19 +137,18 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     refuse_if_busy(&session, &remote, &access).await?;
     phases.end(t);
 
-    let host = HostRun::new(&args.results, &run_id);
     std::fs::create_dir_all(host.raw())
         .with_context(|| format!("cannot create {}", host.raw().display()))?;
     phases.write_into(&host.raw());
     std::fs::write(host.raw().join("lab.yaml"), lab.redacted_source())?;
-    write_tool_sources(ctx, &lab, &plan, &host.raw())?;
+    write_tool_sources(ctx, lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
     let t = HostPhases::begin("installed_check");
     check_installed(&session, &plan).await?;
     phases.end(t);
     let t = HostPhases::begin("estimate");
-    if let Some(e) = say_estimate(&session, &lab, &plan, &access, &remote, display).await {
+    if let Some(e) = say_estimate(&session, lab, &plan, &access, &remote, display).await {
         // Beside the run's own times: how far the guide was off (`make
         // bench-scale` projects the full scale from it).
         std::fs::write(
@@ -164,7 +188,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     // still leave a run that `--attach` can find (the pid is then read from
     // the guest), or the run would finish unseen and its evidence unpulled.
     let mut session_file = SessionFile {
-        run_id: run_id.clone(),
+        run_id: run_id.to_string(),
         lab_path: crate::lab_vm::lab_path(ctx)?.display().to_string(),
         remote: remote.clone(),
         agent_pid: None,
@@ -177,7 +201,7 @@ async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow:
     test_hook_after_agent_start();
     session_file.agent_pid = Some(pid);
     session_file.write(&host.session_file())?;
-    follow_to_end(&session, &remote, pid, &host, display, &mut phases).await
+    follow_to_end(&session, &remote, pid, host, display, &mut phases).await
 }
 
 /// Refuses to start beside a run that goes on on the target.
@@ -273,6 +297,7 @@ async fn follow_to_end(
             // running tool, records the interruption and flushes; the partial
             // evidence is pulled and summarized below.
             eprintln!("\nlabrun: interrupted: stopping the run in the guest and keeping its evidence");
+            crate::bench::variants::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
             remote::stop_agent(session, pid).await?;
             wait_for_exit(session, remote, pid).await;
             FollowEnd::AgentEnded

@@ -27,7 +27,18 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 
 /// `labrun up`, also called by `labrun bench --up`; `wanted` picks tools.
 pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Result<ExitCode> {
-    let (lab, mut cfg) = crate::lab_vm::load(ctx)?;
+    let lab = labrun_lab::Lab::load(&ctx.lab_path)?;
+    bring_up_lab(ctx, &lab, wanted).await
+}
+
+/// `up` for a lab already loaded: `bench` boots each variant's machine
+/// shape with it.
+pub async fn bring_up_lab(
+    ctx: &Context,
+    lab: &labrun_lab::Lab,
+    wanted: Option<&[String]>,
+) -> anyhow::Result<ExitCode> {
+    let mut cfg = crate::lab_vm::vm_of(lab, &ctx.cache_dir)?;
     // A wrong digest stops everything before anything is booted or installed.
     let tools = lab.selected_tools(wanted)?;
     if tools.len() < lab.tools.len() {
@@ -46,7 +57,7 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
     let ready = fetch_and_extract(ctx, &tools)
         .await
         .context("fetching the lab's tools (nothing was started)")?;
-    crate::lab_vm::fetch_cloud_image(ctx, &lab, &mut cfg, &mut Bar::default())
+    crate::lab_vm::fetch_cloud_image(ctx, lab, &mut cfg, &mut Bar::default())
         .await
         .context("fetching the lab's cloud image (nothing was started)")?;
     let installs = tool_installs(&tools, &ready);

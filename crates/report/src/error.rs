@@ -47,6 +47,14 @@ pub enum ReportError {
         source: std::io::Error,
     },
 
+    #[error(
+        "{path} is not a variants index ({source}); it is written by `labrun bench` for a lab with variants: re-run the bench, or pass one variant's folder (variants/<name>)"
+    )]
+    BadVariantsIndex {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+
     #[error("cannot render {what}: {message}")]
     Render { what: &'static str, message: String },
 }

@@ -27,6 +27,7 @@ pub mod sample;
 pub mod stats;
 pub mod summary;
 pub mod timeline;
+pub mod variants;
 pub mod warning;
 
 pub use environment::{ENVIRONMENT_FILE, Environment, Machine};

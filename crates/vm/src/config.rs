@@ -143,6 +143,17 @@ pub struct VmConfig {
 }
 
 impl VmConfig {
+    /// What makes two machines the same for a measurement, in words: the
+    /// settings a variant may change that need a boot of their own.
+    pub fn shape(&self) -> String {
+        format!(
+            "{} vCPU, {} MiB, disk cache {}",
+            self.vcpus,
+            self.memory_mib,
+            self.disk_cache.as_str()
+        )
+    }
+
     /// The protocol's machine: 4 vCPU, 3 GiB, 40 GiB disk, on `qemu:///system`.
     pub fn new(lab_name: impl Into<String>, lab_path: impl Into<PathBuf>) -> VmConfig {
         VmConfig {

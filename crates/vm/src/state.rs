@@ -123,6 +123,11 @@ pub struct VmState {
     /// The one host key the SSH client accepts (`ssh-ed25519 AAAA...`).
     pub host_key: Option<String>,
     pub client_key: PathBuf,
+    /// The machine's shape as `up` made it ([`crate::VmConfig::shape`]):
+    /// `bench` reboots when a variant asks for another. Empty in states
+    /// written before it was recorded (never taken for a match).
+    #[serde(default)]
+    pub shape: String,
 }
 
 impl VmState {
@@ -219,6 +224,7 @@ mod tests {
             image_dir: "/i".into(),
             host_key: None,
             client_key: dir.client_key(),
+            shape: String::new(),
         }
     }
 

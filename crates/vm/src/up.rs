@@ -151,6 +151,7 @@ pub async fn up(
         image_dir: image.dir.clone(),
         host_key: None,
         client_key: dir.client_key(),
+        shape: cfg.shape(),
     };
     dir.write_state(&state)?;
 

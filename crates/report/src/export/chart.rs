@@ -92,15 +92,15 @@ impl Exporter for MemoryChart {
     }
 }
 
-struct Bar {
+pub(crate) struct Bar {
     label: String,
-    /// Index of the tool, for its colour.
+    /// Index of the tool (or variant), for its colour.
     tool: usize,
     stat: Stat,
 }
 
 impl Bar {
-    fn new(label: String, tool: usize, stat: Stat) -> Bar {
+    pub(crate) fn new(label: String, tool: usize, stat: Stat) -> Bar {
         Bar { label, tool, stat }
     }
 }
@@ -127,7 +127,7 @@ const ROW_HEIGHT: u32 = 26;
 
 /// Draws one chart. A panic inside plotters becomes an error, so a chart
 /// library bug can never take the whole report down with it.
-fn draw(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec<u8>> {
+pub(crate) fn draw(what: &'static str, title: &str, unit: &str, rows: &[Bar]) -> Result<Vec<u8>> {
     std::panic::catch_unwind(|| draw_unguarded(what, title, unit, rows)).unwrap_or_else(|_| {
         Err(ReportError::Render {
             what,

@@ -260,7 +260,7 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-pub(super) fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
+pub(crate) fn table(out: &mut String, header: &[&str], rows: impl Iterator<Item = Vec<String>>) {
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
     let mut any = false;

@@ -2,7 +2,7 @@
 //! of hyperfine's exporters: a writer turns a [`Summary`] into bytes and
 //! names its file; [`write_all`] puts every file in place.
 
-mod cells;
+pub(crate) mod cells;
 pub mod chart;
 pub mod csv;
 pub mod fidelity;
@@ -62,7 +62,7 @@ pub fn write_all(summary: &Summary, dir: &Path) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let write_err = |source: std::io::Error| ReportError::Write {
         path: path.to_path_buf(),
