@@ -85,7 +85,8 @@ fn report_and_snapshot(name: &str) -> (Summary, PathBuf, tempfile::TempDir) {
             "summary.csv",
             "chart-time.svg",
             "chart-repo-size.svg",
-            "chart-memory.svg"
+            "chart-memory.svg",
+            "report.html"
         ]
     );
     for p in &written {
