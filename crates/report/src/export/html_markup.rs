@@ -170,12 +170,14 @@ mod tests {
     #[test]
     fn data_uri_has_nothing_that_ends_an_attribute_or_names_a_host() {
         let uri = svg_data_uri(br#"<svg xmlns="http://www.w3.org/2000/svg">a&b's</svg>"#);
-        assert!(uri.starts_with("data:image/svg+xml,%3Csvg"), "{uri}");
-        for bad in ['"', '\'', '&', '<', '>', '/', ' '] {
-            assert!(!uri.contains(bad), "{bad} in {uri}");
+        let data = uri
+            .strip_prefix("data:image/svg+xml,")
+            .expect("the SVG media type");
+        assert!(data.starts_with("%3Csvg"), "{uri}");
+        for bad in ['"', '\'', '&', '<', '>', '/', ':', ' '] {
+            assert!(!data.contains(bad), "{bad} in {uri}");
         }
-        assert_eq!(uri.matches(':').count(), 1, "only the scheme's: {uri}");
-        assert!(uri.contains("http%3A%2F%2Fwww.w3.org"), "{uri}");
+        assert!(data.contains("http%3A%2F%2Fwww.w3.org"), "{uri}");
     }
 
     #[test]

@@ -409,7 +409,8 @@ fn or_unknown(v: &Option<String>) -> String {
 }
 
 fn machine_rows(env: &Environment) -> Vec<Vec<Cell>> {
-    let fields: [(&str, fn(&Machine) -> String); 5] = [
+    type Field = (&'static str, fn(&Machine) -> String);
+    let fields: [Field; 5] = [
         ("CPU", |m| or_unknown(&m.cpu_model)),
         ("CPUs", |m| {
             m.cpus.map_or("unknown".into(), |c| c.to_string())
