@@ -103,7 +103,7 @@ const STYLE: &str = r#"
 :root { color-scheme: light; --line: #d0d4d9; --head: #eef1f4; --muted: #555; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: #1b1f24; background: #fff; }
-main { max-width: 1400px; margin: 0 auto; padding: 1rem 1.5rem 3rem; }
+main { max-width: 1800px; margin: 0 auto; padding: 1rem 1.5rem 3rem; }
 h1 { font-size: 1.5rem; margin: 0.5rem 0 0.75rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.2rem; margin: 2rem 0 0.5rem; padding-bottom: 0.2rem; border-bottom: 2px solid var(--line); }
 h3 { font-size: 1rem; margin: 1.2rem 0 0.4rem; }
@@ -112,8 +112,8 @@ code { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace
 nav ul { list-style: none; padding: 0; margin: 0 0 1rem; display: flex; flex-wrap: wrap; gap: 0.3rem 1rem; font-size: 0.9rem; }
 nav a { color: #0b57a4; }
 .scroll { overflow-x: auto; margin: 0.4rem 0 0.8rem; }
-table { border-collapse: collapse; font-size: 0.88rem; }
-th, td { border: 1px solid var(--line); padding: 0.3rem 0.55rem; text-align: left; vertical-align: top; }
+table { border-collapse: collapse; font-size: 0.85rem; }
+th, td { border: 1px solid var(--line); padding: 0.25rem 0.45rem; text-align: left; vertical-align: top; }
 th { background: var(--head); font-weight: 600; }
 td { white-space: nowrap; }
 td.wrap, .wrap td { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; }

@@ -114,16 +114,13 @@ pub fn warnings(s: &Summary) -> Section {
         for w in &s.warnings {
             let label = warning_label(w.kind);
             // Some messages open with their kind already ("Software emulation: ...").
-            let said = w
-                .message
-                .get(..label.len())
-                .is_some_and(|start| start.eq_ignore_ascii_case(label));
-            let kind = if said {
-                String::new()
-            } else {
-                format!("<span class=\"kind\">{label}:</span> ")
+            let line = match w.message.split_at_checked(label.len()) {
+                Some((start, rest)) if start.eq_ignore_ascii_case(label) => {
+                    format!("<span class=\"kind\">{}</span>{}", text(start), text(rest))
+                }
+                _ => format!("<span class=\"kind\">{label}:</span> {}", text(&w.message)),
             };
-            let _ = writeln!(b, "<li>{kind}{}</li>", text(&w.message));
+            let _ = writeln!(b, "<li>{line}</li>");
         }
         b.push_str("</ul>\n</div>\n");
         b
