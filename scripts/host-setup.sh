@@ -12,6 +12,9 @@ packages=(
   restic borgbackup duplicity openssh-server time zstd lz4 file git procps
   # the stand-in cloud image the tests build (sfdisk; losetup, mount)
   fdisk mount
+  # report.html's test opens the page in headless Chromium (fonts: a recommends,
+  # which --no-install-recommends below would skip)
+  chromium fonts-liberation
 )
 
 missing=()

@@ -85,7 +85,8 @@ fn report_and_snapshot(name: &str) -> (Summary, PathBuf, tempfile::TempDir) {
             "summary.csv",
             "chart-time.svg",
             "chart-repo-size.svg",
-            "chart-memory.svg"
+            "chart-memory.svg",
+            "report.html"
         ]
     );
     for p in &written {
@@ -431,7 +432,7 @@ fn a_lone_record_still_makes_every_file() {
         .unwrap();
     let (_t, run) = raw_with_records(&format!("{init}\n"));
     let (s, written) = make_report(&run).unwrap();
-    assert_eq!(written.len(), 6);
+    assert_eq!(written.len(), 7, "the summaries, 3 charts, report.html");
     for chart in ["chart-time.svg", "chart-repo-size.svg", "chart-memory.svg"] {
         let text = std::fs::read_to_string(run.join(chart)).unwrap();
         roxmltree::Document::parse(&text).unwrap();

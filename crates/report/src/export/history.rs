@@ -12,7 +12,7 @@ use plotters::prelude::*;
 use std::fmt::Write;
 
 /// "12.0 s (user 30.1 + sys 2.0)": CPU beside wall, as the study showed it.
-fn timing_cell(t: &Option<Timing>) -> String {
+pub(super) fn timing_cell(t: &Option<Timing>) -> String {
     let Some(t) = t else {
         return "n/a".into();
     };

@@ -7,6 +7,9 @@ pub mod chart;
 pub mod csv;
 pub mod fidelity;
 pub mod history;
+pub mod html;
+mod html_markup;
+mod html_sections;
 pub mod json;
 pub mod markdown;
 pub mod terminal;
@@ -40,6 +43,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(chart::MemoryChart),
         Box::new(history::HistoryChart),
         Box::new(timeline_chart::TimelineChart),
+        Box::new(html::Html),
     ]
 }
 
