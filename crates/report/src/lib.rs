@@ -15,6 +15,7 @@
 //! ```
 
 mod checks;
+pub mod compare;
 pub mod environment;
 pub mod error;
 pub mod evidence;
