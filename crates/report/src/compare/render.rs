@@ -151,9 +151,7 @@ fn table(c: &Comparison) -> Vec<Vec<String>> {
                 Some(p) => p.to_string(),
                 None => format!("{}/{}", r.baseline.n, r.candidate.n),
             },
-            r.test
-                .as_ref()
-                .map_or(NONE.into(), |t| format!("{:.2e}", t.p_holm)),
+            r.test.as_ref().map_or(NONE.into(), |t| p_value(t.p_holm)),
             r.verdict_word.clone(),
         ]);
     }
@@ -198,5 +196,15 @@ fn phase_title(step: &labrun_evidence::Step) -> String {
         "backup_incremental" => "Incremental backup".into(),
         "restore" => "Restore".into(),
         other => other.into(),
+    }
+}
+
+/// Three decimals, or scientific notation below 0.001 (a p-value of
+/// 3.7e-6 is not "0.000").
+fn p_value(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
     }
 }
