@@ -75,6 +75,64 @@ mod tests {
         assert_eq!(exact(0.95, 0.05), Verdict::Better);
     }
 
+    fn tested(p: f64) -> Row {
+        use super::super::figure::Figure;
+        use super::super::model::{SideFigure, TestResult};
+        let side = SideFigure {
+            n: 3,
+            center: Some(1.0),
+            rsd: None,
+            noisy: false,
+        };
+        Row {
+            phase: labrun_evidence::Step::BACKUP_FULL,
+            figure: Figure::WallTime,
+            unit: "s".into(),
+            cpu_source: None,
+            baseline: side.clone(),
+            candidate: side,
+            pairs: Some(3),
+            ratio: Some(1.2),
+            interval: None,
+            test: Some(TestResult {
+                hypothesis: Verdict::Worse,
+                p,
+                p_holm: p,
+                df: 2.0,
+            }),
+            verdict: Verdict::Inconclusive,
+            verdict_word: String::new(),
+            conclusive: false,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn holm_decides_over_the_whole_family() {
+        // 0.03 alone would be slower at 0.05; beside three others it is
+        // adjusted to 0.06 (statsmodels: [0.01, 0.04, 0.03, 0.005] ->
+        // [0.03, 0.06, 0.06, 0.02], see tests/compare_stats.rs).
+        let mut alone = vec![tested(0.03)];
+        apply_holm(&mut alone, 0.05);
+        assert_eq!(alone[0].verdict, Verdict::Worse);
+        assert_eq!(alone[0].verdict_word, "slower");
+        let mut family: Vec<Row> = [0.01, 0.04, 0.03, 0.005].map(tested).into();
+        let mut sizes = tested(1.0);
+        sizes.test = None;
+        sizes.verdict = Verdict::NoChange;
+        family.push(sizes);
+        apply_holm(&mut family, 0.05);
+        let verdicts: Vec<Verdict> = family.iter().map(|r| r.verdict).collect();
+        use Verdict::{Inconclusive as I, NoChange as N, Worse as W};
+        assert_eq!(
+            verdicts,
+            [W, I, I, W, N],
+            "an untested row keeps its verdict"
+        );
+        assert!((family[2].test.as_ref().unwrap().p_holm - 0.06).abs() < 1e-12);
+        assert!(!family[1].conclusive && family[0].conclusive);
+    }
+
     #[test]
     fn the_hypothesis_follows_the_estimate() {
         let delta = 1.05_f64.ln();
