@@ -219,6 +219,45 @@ fn the_same_binary_on_both_sides_is_never_slower_or_faster() {
 }
 
 #[test]
+fn two_runs_of_the_same_binary_are_never_slower_or_faster() {
+    let tmp = tempfile::tempdir().unwrap();
+    for seed in 0..100u64 {
+        let cycles = 3 + (seed % 6) as u32;
+        let rsd = [0.01, 0.02, 0.035][(seed % 3) as usize];
+        let tools = [ToolSpec::new("borg")];
+        let a = write_run(
+            tmp.path(),
+            &format!("a-{seed}"),
+            &records("a", &tools, cycles, rsd, 1000 + seed),
+            Some(KVM_ENV),
+        );
+        let b = write_run(
+            tmp.path(),
+            &format!("b-{seed}"),
+            &records("b", &tools, cycles, rsd, 5000 + seed),
+            Some(KVM_ENV),
+        );
+        let request = Request::Unpaired {
+            baseline_run: a,
+            candidate_run: b,
+            baseline: "borg".into(),
+            candidate: "borg".into(),
+            force: false,
+        };
+        let c = compare::compare(&request, &Settings::default()).unwrap();
+        for row in &c.rows {
+            assert!(
+                matches!(row.verdict, Verdict::NoChange | Verdict::Inconclusive),
+                "seed {seed}: {} {:?} came out {:?}: {row:#?}",
+                row.phase,
+                row.figure,
+                row.verdict
+            );
+        }
+    }
+}
+
+#[test]
 fn one_pair_is_inconclusive_and_sizes_are_compared_exactly() {
     let tmp = tempfile::tempdir().unwrap();
     let larger = ToolSpec {
