@@ -15,6 +15,7 @@ mod machines;
 pub mod method;
 pub mod model;
 pub mod render;
+mod row;
 mod run;
 pub mod settings;
 pub mod stats;
