@@ -59,4 +59,6 @@ pub enum Command {
     Bench(commands::bench::Args),
     /// Re-make the summary of a run from its raw evidence.
     Report(commands::report::Args),
+    /// Verdicts between two tools of a run, or two runs: slower, faster, no change, inconclusive.
+    Compare(commands::compare::Args),
 }

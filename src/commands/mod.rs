@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod compare;
 pub mod down;
 pub mod fetch;
 pub mod image;
@@ -27,5 +28,6 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Ssh(a) => ssh::run(ctx, a).await,
         Command::Bench(a) => bench::run(ctx, a).await,
         Command::Report(a) => report::run(ctx, a).await,
+        Command::Compare(a) => compare::run(ctx, a).await,
     }
 }

@@ -5,7 +5,8 @@
 //! median with min-max range over cycles ([`summarize`]), and writes
 //! `summary.md`, `summary.json`, `summary.csv` and SVG charts beside `raw/`
 //! ([`export::write_all`]). Nothing but `raw/` is read, so a summary can be
-//! re-made, and checked, by anyone who has the evidence.
+//! re-made, and checked, by anyone who has the evidence. [`compare`] judges
+//! two tools of a run, or two runs, against each other.
 //!
 //! ```no_run
 //! let run = std::path::Path::new("results/default-20261129T1851Z-3fa2c1");
@@ -15,6 +16,7 @@
 //! ```
 
 mod checks;
+pub mod compare;
 pub mod environment;
 pub mod error;
 pub mod evidence;

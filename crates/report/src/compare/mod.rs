@@ -1,0 +1,32 @@
+//! Verdicts between two versions or settings of a tool: "is the candidate
+//! slower than the baseline?", per timed phase and figure, with a ratio, its
+//! interval and `slower` / `faster` / `no change` / `inconclusive`.
+//!
+//! [`compare_paired`] (two tools of one run, interleaved cycle by cycle) and
+//! [`compare_unpaired`] (two runs) are pure functions from evidence to a
+//! [`Comparison`]; [`compare`] loads run folders first and refuses runs from
+//! different machines; [`write`] puts `compare.md` and `compare.json` into
+//! the candidate's run folder. The method is in [`method::text`].
+
+mod build;
+pub mod error;
+pub mod figure;
+mod machines;
+pub mod method;
+pub mod model;
+pub mod render;
+mod row;
+mod run;
+pub mod settings;
+pub mod stats;
+pub mod verdict;
+
+pub use build::{compare_paired, compare_unpaired, tool_names};
+pub use error::CompareError;
+pub use figure::{CpuSource, Figure};
+pub use machines::differences as machine_differences;
+pub use model::{
+    COMPARISON_VERSION, Comparison, Design, Row, Side, SideFigure, TestResult, Verdict,
+};
+pub use run::{JSON_FILE, MARKDOWN_FILE, Request, compare, to_json, write};
+pub use settings::{Settings, parse_fraction};

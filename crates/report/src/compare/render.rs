@@ -1,0 +1,210 @@
+//! The verdict table for the terminal and `compare.md`. Tool names and run
+//! ids come from evidence: pages are escaped whole (newlines kept), cells
+//! one line each.
+
+use super::figure::{CpuSource, Figure};
+use super::method::percent;
+use super::model::{Comparison, Design, Row, SideFigure, Verdict};
+use crate::format;
+use labrun_evidence::printable::{printable, printable_text};
+use std::fmt::Write;
+
+const NONE: &str = "-";
+
+pub fn terminal(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}\n", headline(c));
+    for w in &c.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    let table = table(c);
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (n, row) in table.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        if n == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            let _ = writeln!(out, "{}", rule.join("  "));
+        }
+    }
+    let _ = writeln!(out, "\n{}", tally(c));
+    printable_text(&out).into_owned()
+}
+
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# labrun compare\n\n{}\n", headline(c));
+    if !c.warnings.is_empty() {
+        let _ = writeln!(out, "## Warnings\n");
+        for w in &c.warnings {
+            let _ = writeln!(out, "- {w}");
+        }
+        out.push('\n');
+    }
+    let table = table(c);
+    for (n, row) in table.iter().enumerate() {
+        let cells: Vec<String> = row.iter().map(|s| s.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+        if n == 0 {
+            let _ = writeln!(out, "|{}", "---|".repeat(row.len()));
+        }
+    }
+    let _ = writeln!(out, "\n{}\n", tally(c));
+    let notes: Vec<String> = c
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let n = r.note.as_ref()?;
+            Some(format!(
+                "- {}, {}: {n}",
+                phase_title(&r.phase),
+                r.figure.title()
+            ))
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "## Notes\n\n{}\n", notes.join("\n"));
+    }
+    let _ = writeln!(out, "## Method\n\n{}", c.method);
+    printable_text(&out).into_owned()
+}
+
+fn headline(c: &Comparison) -> String {
+    let design = match c.design {
+        Design::Paired => format!("paired, in run {}", c.candidate.run_id),
+        Design::Unpaired => format!(
+            "unpaired: two runs, {} and {} (Welch's interval, wider than a paired one)",
+            c.baseline.run_id, c.candidate.run_id
+        ),
+    };
+    format!(
+        "Candidate {} against baseline {}, {design}; margin {}, alpha {}, noise threshold {}.",
+        printable(&c.candidate.label()),
+        printable(&c.baseline.label()),
+        percent(c.settings.margin),
+        c.settings.alpha,
+        percent(c.settings.noise),
+    )
+}
+
+fn tally(c: &Comparison) -> String {
+    let count = |v: Verdict| c.rows.iter().filter(|r| r.verdict == v).count();
+    let worse = count(Verdict::Worse);
+    let gate = if worse > 0 {
+        "worse beyond the margin: exit status 1"
+    } else {
+        "nothing worse beyond the margin: exit status 0"
+    };
+    format!(
+        "{} rows: {worse} worse (slower/larger), {} better, {} no change, {} inconclusive; {gate}. `~`: a side's relative standard deviation is above {}.",
+        c.rows.len(),
+        count(Verdict::Better),
+        count(Verdict::NoChange),
+        count(Verdict::Inconclusive),
+        percent(c.settings.noise),
+    )
+}
+
+fn table(c: &Comparison) -> Vec<Vec<String>> {
+    let n_title = match c.design {
+        Design::Paired => "pairs",
+        Design::Unpaired => "n (base/cand)",
+    };
+    let interval_title = format!("{} interval", percent(c.settings.confidence()));
+    let mut rows = vec![
+        [
+            "phase",
+            "figure",
+            "baseline",
+            "candidate",
+            "ratio",
+            &interval_title,
+            n_title,
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for r in &c.rows {
+        rows.push(vec![
+            phase_title(&r.phase),
+            figure_title(r),
+            side(r.figure, &r.baseline),
+            side(r.figure, &r.candidate),
+            r.ratio.map_or(NONE.into(), |x| format!("{x:.3}")),
+            r.interval
+                .map_or(NONE.into(), |[lo, hi]| format!("{lo:.3}-{hi:.3}")),
+            match r.pairs {
+                Some(p) => p.to_string(),
+                None => format!("{}/{}", r.baseline.n, r.candidate.n),
+            },
+            r.test.as_ref().map_or(NONE.into(), |t| p_value(t.p_holm)),
+            r.verdict_word.clone(),
+        ]);
+    }
+    rows.iter()
+        .map(|r| r.iter().map(|s| printable(s).into_owned()).collect())
+        .collect()
+}
+
+fn figure_title(r: &Row) -> String {
+    match r.cpu_source {
+        Some(CpuSource::Tree) => "CPU (tree, user+sys)".into(),
+        Some(CpuSource::Process) => "CPU (process, user+sys)".into(),
+        None => r.figure.title().into(),
+    }
+}
+
+fn side(figure: Figure, s: &SideFigure) -> String {
+    let Some(center) = s.center else {
+        return NONE.into();
+    };
+    let value = match figure.unit() {
+        "s" => format::secs(center),
+        "MiB" => format::mib(center),
+        _ => format::bytes(center),
+    };
+    match s.rsd {
+        Some(rsd) => format!(
+            "{value} ±{}{}",
+            percent((rsd * 1000.0).round() / 1000.0),
+            if s.noisy { " ~" } else { "" }
+        ),
+        None => value,
+    }
+}
+
+/// A phase's title, as the summary's tables say it (the published steps in
+/// words, a lab's own by name).
+fn phase_title(step: &labrun_evidence::Step) -> String {
+    match step.as_str() {
+        "init" => "Init".into(),
+        "backup_full" => "Full backup".into(),
+        "backup_incremental" => "Incremental backup".into(),
+        "restore" => "Restore".into(),
+        other => other.into(),
+    }
+}
+
+/// Three decimals, or scientific notation below 0.001 (a p-value of
+/// 3.7e-6 is not "0.000").
+fn p_value(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}

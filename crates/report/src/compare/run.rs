@@ -1,0 +1,114 @@
+//! `labrun compare` as a library call: load the run folders, refuse runs
+//! measured on different machines, compare, write `compare.md` and
+//! `compare.json` into the candidate's run folder.
+
+use super::build::{compare_paired, compare_unpaired};
+use super::error::CompareError;
+use super::machines;
+use super::model::Comparison;
+use super::render;
+use super::settings::Settings;
+use crate::evidence;
+use std::path::{Path, PathBuf};
+
+pub const MARKDOWN_FILE: &str = "compare.md";
+pub const JSON_FILE: &str = "compare.json";
+
+/// What to compare: two tools of one run, or a tool of each of two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Paired {
+        run: PathBuf,
+        baseline: String,
+        candidate: String,
+    },
+    Unpaired {
+        baseline_run: PathBuf,
+        candidate_run: PathBuf,
+        baseline: String,
+        candidate: String,
+        /// Compare even when the runs' machines differ (named in warnings).
+        force: bool,
+    },
+}
+
+impl Request {
+    /// The folder the reports are written into: the candidate's run.
+    pub fn candidate_run(&self) -> &Path {
+        match self {
+            Request::Paired { run, .. } => run,
+            Request::Unpaired { candidate_run, .. } => candidate_run,
+        }
+    }
+}
+
+/// Loads the evidence and compares it.
+pub fn compare(request: &Request, settings: &Settings) -> Result<Comparison, CompareError> {
+    settings.validate()?;
+    match request {
+        Request::Paired {
+            run,
+            baseline,
+            candidate,
+        } => compare_paired(&evidence::load(run)?, baseline, candidate, settings),
+        Request::Unpaired {
+            baseline_run,
+            candidate_run,
+            baseline,
+            candidate,
+            force,
+        } => {
+            let a = evidence::load(baseline_run)?;
+            let b = evidence::load(candidate_run)?;
+            let differences = machines::differences(a.environment.as_ref(), b.environment.as_ref());
+            if !differences.is_empty() && !force {
+                return Err(CompareError::DifferentMachines {
+                    differences: differences.join("; "),
+                });
+            }
+            let mut comparison = compare_unpaired(&a, baseline, &b, candidate, settings)?;
+            comparison.warnings.extend(
+                differences
+                    .into_iter()
+                    .map(|d| format!("compared with --force although the machines differ: {d}")),
+            );
+            Ok(comparison)
+        }
+    }
+}
+
+/// Writes `compare.md` and `compare.json` into `dir`; returns their paths.
+pub fn write(comparison: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
+    let json = to_json(comparison)?;
+    let files = [
+        (MARKDOWN_FILE, render::markdown(comparison)),
+        (JSON_FILE, json),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        write_atomically(&path, text.as_bytes())?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The comparison as pretty JSON, control characters in strings escaped.
+pub fn to_json(comparison: &Comparison) -> Result<String, CompareError> {
+    let json = serde_json::to_string_pretty(comparison)?;
+    Ok(labrun_evidence::printable::printable_json(&json).into_owned() + "\n")
+}
+
+/// Beside the final name, then renamed: a report is whole or absent.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CompareError> {
+    use std::io::Write;
+    let err = |source| CompareError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+    tmp.write_all(bytes).map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! What a comparison is judged by, fixed before the data is looked at.
+
+use super::error::CompareError;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Relative difference that matters, as a fraction (0.05 = 5%): a ratio
+    /// above 1 + margin is worse, below 1 / (1 + margin) better.
+    pub margin: f64,
+    /// Family-wise error rate over every tested row of one comparison.
+    pub alpha: f64,
+    /// A side whose relative standard deviation exceeds this fraction is
+    /// flagged noisy (0.035, the Phoronix Test Suite's threshold).
+    pub noise: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            margin: 0.05,
+            alpha: 0.05,
+            noise: 0.035,
+        }
+    }
+}
+
+impl Settings {
+    pub fn validate(&self) -> Result<(), CompareError> {
+        let bad = |what: &'static str, value: f64, expected: &'static str| {
+            Err(CompareError::Setting {
+                what,
+                value: value.to_string(),
+                expected,
+            })
+        };
+        if !(self.margin > 0.0 && self.margin <= 1.0) {
+            return bad(
+                "margin",
+                self.margin,
+                "a percentage above 0 and at most 100%, e.g. 5%",
+            );
+        }
+        if !(self.alpha > 0.0 && self.alpha < 0.5) {
+            return bad(
+                "alpha",
+                self.alpha,
+                "a probability between 0 and 0.5, e.g. 0.05",
+            );
+        }
+        if !(self.noise > 0.0 && self.noise.is_finite()) {
+            return bad("noise", self.noise, "a percentage above 0, e.g. 3.5%");
+        }
+        Ok(())
+    }
+
+    /// The margin on the log scale: ratios within [1/(1+m), 1+m] are
+    /// log-ratios within [-delta, delta].
+    pub fn log_margin(&self) -> f64 {
+        (1.0 + self.margin).ln()
+    }
+
+    /// Confidence of the intervals shown (95% for alpha 0.05).
+    pub fn confidence(&self) -> f64 {
+        1.0 - self.alpha
+    }
+}
+
+/// `5%` or `0.05` as the fraction 0.05. A bare number must be a fraction
+/// (below 1), so that `5` is never silently read as 500%.
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number: write e.g. 5% or 0.05"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!(
+            "{text:?}: write a positive number, e.g. 5% or 0.05"
+        ));
+    }
+    if percent {
+        Ok(value / 100.0)
+    } else if value < 1.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{text:?} is ambiguous: write {value}% for a percentage or a fraction below 1"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_and_percentages() {
+        assert_eq!(parse_fraction("5%"), Ok(0.05));
+        assert_eq!(parse_fraction(" 3.5 % "), Ok(0.035));
+        assert_eq!(parse_fraction("0.05"), Ok(0.05));
+        assert!(parse_fraction("5").unwrap_err().contains("5%"));
+        assert!(parse_fraction("five").is_err());
+        assert!(parse_fraction("-1%").is_err());
+    }
+
+    #[test]
+    fn validation_names_the_setting() {
+        assert!(Settings::default().validate().is_ok());
+        let zero = Settings {
+            margin: 0.0,
+            ..Settings::default()
+        };
+        assert!(zero.validate().unwrap_err().to_string().contains("margin"));
+        let alpha = Settings {
+            alpha: 0.5,
+            ..Settings::default()
+        };
+        assert!(alpha.validate().unwrap_err().to_string().contains("alpha"));
+    }
+}

@@ -1,0 +1,137 @@
+//! `labrun compare`: verdicts between two tools of one run (paired) or a
+//! tool of each of two runs (unpaired). Prints the table (or `--json`),
+//! writes `compare.md` and `compare.json` into the candidate's run folder.
+//! Exit status: 1 when a row is worse beyond the margin (CI gates on it),
+//! 2 when nothing could be compared, 0 otherwise.
+
+use crate::context::Context;
+use labrun_report::compare::{self, Request, Settings, parse_fraction};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit status when any row is worse (`slower`, `larger`) beyond the margin.
+const WORSE: u8 = 1;
+/// Exit status when the comparison could not be made (as clap's usage errors).
+const NOT_COMPARED: u8 = 2;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run folder (results/<run-id>): both tools' run, or the baseline's
+    /// when RUN_B is given.
+    pub run: PathBuf,
+    /// A second run folder, the candidate's: an unpaired comparison.
+    pub run_b: Option<PathBuf>,
+    /// The baseline tool, e.g. `restic@0.14.0`.
+    #[arg(long, requires = "candidate", required_unless_present = "tool")]
+    pub baseline: Option<String>,
+    /// The candidate tool, e.g. `restic@0.19.1`.
+    #[arg(long, requires = "baseline")]
+    pub candidate: Option<String>,
+    /// With two runs: the same tool on both sides.
+    #[arg(long, requires = "run_b", conflicts_with_all = ["baseline", "candidate"])]
+    pub tool: Option<String>,
+    /// The difference that matters: `5%` or `0.05`.
+    #[arg(long, default_value = "5%", value_parser = margin)]
+    pub margin: f64,
+    /// Family-wise error rate over all tested rows (Holm).
+    #[arg(long, default_value_t = 0.05, value_parser = alpha)]
+    pub alpha: f64,
+    /// Flag a side whose relative standard deviation exceeds this.
+    #[arg(long, default_value = "3.5%", value_parser = noise)]
+    pub noise: f64,
+    /// Print the comparison as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Compare two runs even when their host CPU, acceleration or guest
+    /// kernel differ (the report names the difference).
+    #[arg(long, requires = "run_b")]
+    pub force: bool,
+}
+
+fn margin(text: &str) -> Result<f64, String> {
+    let v = parse_fraction(text)?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err("the margin must be above 0% and at most 100%, e.g. 5%".into())
+    }
+}
+
+fn noise(text: &str) -> Result<f64, String> {
+    let v = parse_fraction(text)?;
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err("the noise threshold must be above 0%, e.g. 3.5%".into())
+    }
+}
+
+fn alpha(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 0.5 => Ok(v),
+        _ => Err("alpha must be a probability between 0 and 0.5, e.g. 0.05".into()),
+    }
+}
+
+impl Args {
+    fn request(&self) -> Request {
+        let (baseline, candidate) = match (&self.tool, &self.baseline, &self.candidate) {
+            (Some(t), _, _) => (t.clone(), t.clone()),
+            (None, Some(b), Some(c)) => (b.clone(), c.clone()),
+            // clap requires --baseline and --candidate together, or --tool.
+            _ => (String::new(), String::new()),
+        };
+        match &self.run_b {
+            None => Request::Paired {
+                run: self.run.clone(),
+                baseline,
+                candidate,
+            },
+            Some(run_b) => Request::Unpaired {
+                baseline_run: self.run.clone(),
+                candidate_run: run_b.clone(),
+                baseline,
+                candidate,
+                force: self.force,
+            },
+        }
+    }
+}
+
+pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let settings = Settings {
+        margin: args.margin,
+        alpha: args.alpha,
+        noise: args.noise,
+    };
+    let request = args.request();
+    let result = compare::compare(&request, &settings).and_then(|c| {
+        let written = compare::write(&c, request.candidate_run())?;
+        Ok((c, written))
+    });
+    let (comparison, written) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            safe_eprintln!("labrun: error: {e}");
+            return Ok(ExitCode::from(NOT_COMPARED));
+        }
+    };
+    if args.json {
+        // to_json escapes control characters itself.
+        print!("{}", compare::to_json(&comparison)?);
+        for path in &written {
+            safe_eprintln!("wrote {}", path.display());
+        }
+    } else {
+        safe_print!("{}", compare::render::terminal(&comparison));
+        safe_println!("The method is written in compare.md and compare.json.");
+        for path in &written {
+            safe_println!("wrote {}", path.display());
+        }
+    }
+    Ok(if comparison.any_worse() {
+        ExitCode::from(WORSE)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
