@@ -69,7 +69,7 @@ pub fn markdown(c: &Comparison) -> String {
             let n = r.note.as_ref()?;
             Some(format!(
                 "- {}, {}: {n}",
-                phase_title(&r.phase),
+                crate::export::cells::phase_title(&r.phase),
                 r.figure.title()
             ))
         })
@@ -140,7 +140,7 @@ fn table(c: &Comparison) -> Vec<Vec<String>> {
     ];
     for r in &c.rows {
         rows.push(vec![
-            phase_title(&r.phase),
+            crate::export::cells::phase_title(&r.phase),
             figure_title(r),
             side(r.figure, &r.baseline),
             side(r.figure, &r.candidate),
@@ -184,18 +184,6 @@ fn side(figure: Figure, s: &SideFigure) -> String {
             if s.noisy { " ~" } else { "" }
         ),
         None => value,
-    }
-}
-
-/// A phase's title, as the summary's tables say it (the published steps in
-/// words, a lab's own by name).
-fn phase_title(step: &labrun_evidence::Step) -> String {
-    match step.as_str() {
-        "init" => "Init".into(),
-        "backup_full" => "Full backup".into(),
-        "backup_incremental" => "Incremental backup".into(),
-        "restore" => "Restore".into(),
-        other => other.into(),
     }
 }
 

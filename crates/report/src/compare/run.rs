@@ -99,16 +99,11 @@ pub fn to_json(comparison: &Comparison) -> Result<String, CompareError> {
     Ok(labrun_evidence::printable::printable_json(&json).into_owned() + "\n")
 }
 
-/// Beside the final name, then renamed: a report is whole or absent.
+/// The report's one atomic writer (whole or absent), its error said as a
+/// comparison's.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CompareError> {
-    use std::io::Write;
-    let err = |source| CompareError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
-    tmp.write_all(bytes).map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+    crate::export::write_atomically(path, bytes).map_err(|e| match e {
+        crate::ReportError::Write { path, source } => CompareError::Write { path, source },
+        other => CompareError::Evidence(other),
+    })
 }
