@@ -141,6 +141,13 @@ pub(crate) async fn run_lab(
         .with_context(|| format!("cannot create {}", host.raw().display()))?;
     phases.write_into(&host.raw());
     std::fs::write(host.raw().join("lab.yaml"), lab.redacted_source())?;
+    // The verdicts the lab asks for are made from raw/ like every figure.
+    if let Some(request) = lab.compare.as_ref().and_then(|c| c.to_plan()) {
+        std::fs::write(
+            host.raw().join(labrun_evidence::compare::COMPARE_PLAN),
+            serde_json::to_vec_pretty(&request)?,
+        )?;
+    }
     write_tool_sources(ctx, lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 

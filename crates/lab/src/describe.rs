@@ -172,6 +172,7 @@ impl Lab {
             describe_tool(&mut s, t);
         }
         describe_variants(self, &mut s);
+        describe_comparisons(self, &mut s);
         s
     }
 }
@@ -263,6 +264,9 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
             .collect();
         push_line!(s, "    env     {}", env.join(" "));
     }
+    for (key, extra) in &t.args {
+        push_line!(s, "    args    {key}: ... {}", extra.join(" "));
+    }
 }
 
 fn short_extract(e: &Extract) -> String {
@@ -353,6 +357,21 @@ fn describe_steps(s: &mut String, steps: &[labrun_evidence::ProtocolStep], inden
             }
         };
         push_line!(s, "{indent}{:<20} {what}", step.name().as_str());
+    }
+}
+
+/// The verdicts each run will end with.
+fn describe_comparisons(lab: &Lab, s: &mut String) {
+    let Some(c) = &lab.compare else {
+        return;
+    };
+    push_line!(
+        s,
+        "comparisons (paired by cycle, margin {}; the method is written into every summary):",
+        c.margin.as_deref().unwrap_or("5%")
+    );
+    for p in &c.pairs {
+        push_line!(s, "  {} against {} (baseline)", p.candidate, p.baseline);
     }
 }
 

@@ -34,8 +34,8 @@ pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};
 pub use schema::{
-    Accel, DatasetSpec, DiskCache, EverySpec, ImageSpec, Lab, Machine, TargetSpec, Timeouts,
-    ToolSpec, VmSpec,
+    Accel, CompareSpec, DatasetSpec, DiskCache, EverySpec, ImageSpec, Lab, Machine, TargetSpec,
+    Timeouts, ToolSpec, VmSpec,
 };
 pub use units::{ByteSize, Duration};
 pub use validate::{check_scale, placeholders};

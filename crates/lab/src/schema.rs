@@ -42,6 +42,11 @@ pub struct Lab {
     /// Or: axes whose product is the variants.
     #[serde(default)]
     pub matrix: crate::variant::Matrix,
+    /// Verdicts to reach at the end of each run: pairs of this lab's tools
+    /// (a release and the next, a default and a tuned setting), run
+    /// interleaved in every cycle.
+    #[serde(default)]
+    pub compare: Option<CompareSpec>,
     /// The file this lab was read from (not a YAML key).
     #[serde(skip)]
     pub source: crate::load::LabSource,
@@ -180,6 +185,31 @@ impl Accel {
             Accel::Kvm => "kvm",
             Accel::Tcg => "tcg",
         }
+    }
+}
+
+/// `compare: {margin: 5%, pairs: [{baseline: borg, candidate: borg@zstd22}]}`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareSpec {
+    /// The difference that matters (`5%`, the default).
+    #[serde(default)]
+    pub margin: Option<String>,
+    pub pairs: Vec<labrun_evidence::compare::ComparePair>,
+}
+
+impl CompareSpec {
+    /// The request as the evidence keeps it; None for an invalid margin
+    /// (`validate()` says why).
+    pub fn to_plan(&self) -> Option<labrun_evidence::compare::ComparePlan> {
+        let margin = match &self.margin {
+            Some(m) => Some(labrun_evidence::compare::parse_fraction(m).ok()?),
+            None => None,
+        };
+        Some(labrun_evidence::compare::ComparePlan {
+            pairs: self.pairs.clone(),
+            margin,
+        })
     }
 }
 

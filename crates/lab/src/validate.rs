@@ -80,7 +80,53 @@ impl Lab {
             validate_tool(tool, &format!("tools[{i}]"), &mut out);
         }
         self.validate_protocol(&mut out);
+        if let Some(c) = &self.compare {
+            self.validate_compare(c, &mut out);
+        }
         out
+    }
+
+    /// Each pair names two different tools of the lab; the margin reads.
+    fn validate_compare(&self, c: &crate::schema::CompareSpec, out: &mut Vec<Problem>) {
+        if let Some(m) = &c.margin {
+            match labrun_evidence::compare::parse_fraction(m) {
+                Ok(f) if f > 0.0 && f <= 1.0 => {}
+                Ok(_) => out.push(Problem::new(
+                    "compare.margin",
+                    format!("`{m}` must be above 0 and at most 100%, e.g. 5%"),
+                )),
+                Err(e) => out.push(Problem::new("compare.margin", e)),
+            }
+        }
+        if c.pairs.is_empty() {
+            out.push(Problem::new(
+                "compare.pairs",
+                "name at least one pair: `- {baseline: restic, candidate: restic@0.14.0}`",
+            ));
+        }
+        let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        for (i, p) in c.pairs.iter().enumerate() {
+            for (side, name) in [("baseline", &p.baseline), ("candidate", &p.candidate)] {
+                if !known.contains(&name.as_str()) {
+                    let hint = crate::suggest::nearest(name, known.iter().copied())
+                        .map(|n| format!(" (did you mean `{n}`?)"))
+                        .unwrap_or_default();
+                    out.push(Problem::new(
+                        format!("compare.pairs[{i}].{side}"),
+                        format!(
+                            "the lab has no tool `{name}`{hint}; its tools: {}",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+            if p.baseline == p.candidate {
+                out.push(Problem::new(
+                    format!("compare.pairs[{i}]"),
+                    format!("compares `{}` with itself: for an A/A run (the machine's noise floor), add a second tool with the same binary and settings, e.g. `{}@again`", p.baseline, p.baseline),
+                ));
+            }
+        }
     }
 
     /// The protocol's own rule (shared with the agent's plan check), with
@@ -120,10 +166,7 @@ impl Lab {
 
 /// Names end up in file names and run ids: keep them plain.
 fn check_name(name: &str, path: &str, what: &str, out: &mut Vec<Problem>) {
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-    if name.is_empty() || name.len() > 64 || !ok_chars || name.starts_with(['.', '-']) {
+    if !labrun_evidence::variant::is_plain_name(name) {
         out.push(Problem::new(
             path,
             format!("`{name}` is not a usable {what} name: 1-64 letters, digits, `.`, `_`, `-`, not starting with `.` or `-`"),

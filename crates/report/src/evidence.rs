@@ -63,6 +63,8 @@ pub struct RawRun {
     pub warnings: Vec<Warning>,
     /// The timed steps' tree samples, for the timeline chart.
     pub timelines: Vec<crate::timeline::StepTimeline>,
+    /// What the lab asked to compare (`raw/compare-plan.json`), if anything.
+    pub compare_plan: Option<labrun_evidence::compare::ComparePlan>,
 }
 
 /// The parts of `plan.json` a summary needs. Read leniently (the agent's own
@@ -162,6 +164,15 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
+    let request = raw.join(labrun_evidence::compare::COMPARE_PLAN);
+    if request.is_file() {
+        run.compare_plan = read_optional_json(
+            &request,
+            WarningKind::ComparisonNotMade,
+            &mut run.warnings,
+            "the verdicts the lab asked for are not made",
+        );
+    }
     run.binaries = match std::fs::read_to_string(raw.join(files::BINARY_DIGESTS)) {
         Ok(text) => parse_binary_digests(&text),
         Err(_) => Vec::new(),

@@ -48,6 +48,10 @@ pub struct Summary {
     /// The timed steps' tree samples (raw evidence; drawn, not serialized).
     #[serde(skip)]
     pub timelines: Vec<crate::timeline::StepTimeline>,
+    /// The verdicts the lab asked for (`compare:`), one per pair, in its
+    /// order. Empty (and absent from JSON) for a lab without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<crate::compare::Comparison>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,7 +212,11 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         fidelity: Vec::new(),
         meter_cost: crate::meter_cost::of(&raw.records),
         timelines: raw.timelines.clone(),
+        comparisons: Vec::new(),
     };
+    let (comparisons, unmade) = crate::compare::requested(&raw);
+    summary.comparisons = comparisons;
+    summary.warnings.extend(unmade);
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
     summary.history = crate::history::rows(&names, &raw.records);
     summary.fidelity = crate::fidelity::rows(&names, &raw.records);

@@ -37,6 +37,9 @@ pub enum WarningKind {
     AgentOverhead,
     /// A step's timeline file is missing or unreadable: it is not drawn.
     UnreadableTimeline,
+    /// A comparison the lab asked for could not be made (a tool not run,
+    /// no cycle where both sides succeeded, an unreadable request).
+    ComparisonNotMade,
 }
 
 impl Warning {

@@ -10,6 +10,7 @@
 //! break an older report.
 
 pub mod command;
+pub mod compare;
 pub mod digest;
 pub mod event;
 pub mod human;

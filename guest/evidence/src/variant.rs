@@ -63,6 +63,35 @@ pub struct VariantsIndex {
     pub variants: Vec<VariantRecord>,
 }
 
+/// A name that becomes a folder or file name: 1-64 letters, digits, `.`,
+/// `_` or `-`, not starting with `.` or `-`.
+pub fn is_plain_name(name: &str) -> bool {
+    is_plain_within(name, 64)
+}
+
+/// A run id: plain, and up to 128 long (a lab's name, a time, a digest,
+/// and for a variant's run the variant's name).
+pub fn is_run_id(id: &str) -> bool {
+    is_plain_within(id, 128)
+}
+
+fn is_plain_within(name: &str, max: usize) -> bool {
+    (1..=max).contains(&name.len())
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// A tool's name: a plain name, or `base@variant` with both parts plain
+/// (`restic@0.14.0`). One rule for the lab and the agent.
+pub fn is_tool_name(name: &str) -> bool {
+    match name.split_once('@') {
+        Some((base, variant)) => is_plain_name(base) && is_plain_name(variant),
+        None => is_plain_name(name),
+    }
+}
+
 /// The tool a tool variant belongs to: `restic` for `restic@0.14.0`, the
 /// name itself for a tool without `@`.
 pub fn tool_base(name: &str) -> &str {
@@ -84,6 +113,27 @@ mod tests {
         assert_eq!(tool_variant("restic@0.14.0"), Some("0.14.0"));
         assert_eq!(tool_base("kopia"), "kopia");
         assert_eq!(tool_variant("kopia"), None);
+    }
+
+    #[test]
+    fn the_tool_name_rule() {
+        for good in ["restic", "restic@0.14.0", "borg@zstd22", "a_b.c-d"] {
+            assert!(is_tool_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "@x",
+            "x@",
+            "a@b@c",
+            ".x",
+            "-x",
+            "x@.y",
+            "a b",
+            "a/b",
+            &"x".repeat(65),
+        ] {
+            assert!(!is_tool_name(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -19,9 +19,13 @@ pub enum PlanError {
     #[error("`tools` is empty: name at least one tool to run")]
     NoTools,
     #[error(
-        "{what} {name:?} may only use letters, digits, '.', '_' and '-' (at most 64, not starting with '.'): it names folders and log files"
+        "{what} {name:?} may only use letters, digits, '.', '_' and '-' (at most 128, not starting with '.' or '-'): it names folders and log files"
     )]
     BadName { what: &'static str, name: String },
+    #[error(
+        "tool name {0:?} must be a plain name (letters, digits, '.', '_' and '-', at most 64, not starting with '.' or '-') or two joined by '@' (`restic@0.14.0`): it names folders and log files"
+    )]
+    BadToolName(String),
     #[error("tool {0:?} appears twice: tool names must be unique")]
     DuplicateTool(String),
     #[error("tool {tool:?}: `binary` {path:?} must be an absolute path")]

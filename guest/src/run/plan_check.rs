@@ -66,7 +66,12 @@ pub fn parse_plan(text: &str) -> Result<Plan, ParseError> {
 
 /// Every check that needs only the plan.
 pub fn validate(plan: &Plan) -> Result<(), PlanError> {
-    check_name("run_id", &plan.run_id)?;
+    if !labrun_evidence::variant::is_run_id(&plan.run_id) {
+        return Err(PlanError::BadName {
+            what: "run_id",
+            name: plan.run_id.clone(),
+        });
+    }
     if plan.cycles == 0 {
         return Err(PlanError::NoCycles);
     }
@@ -98,7 +103,9 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     }
     let mut names = HashSet::new();
     for tool in &plan.tools {
-        check_name("tool name", &tool.name)?;
+        if !labrun_evidence::variant::is_tool_name(&tool.name) {
+            return Err(PlanError::BadToolName(tool.name.clone()));
+        }
         if !names.insert(tool.name.as_str()) {
             return Err(PlanError::DuplicateTool(tool.name.clone()));
         }
@@ -127,23 +134,6 @@ fn check_history(source: &HistorySource) -> Result<(), PlanError> {
                 _ => Ok(()),
             }
         }
-    }
-}
-
-fn check_name(what: &'static str, name: &str) -> Result<(), PlanError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(PlanError::BadName {
-            what,
-            name: name.to_string(),
-        })
     }
 }
 

@@ -15,6 +15,7 @@ mod machines;
 pub mod method;
 pub mod model;
 pub mod render;
+mod requested;
 mod row;
 mod run;
 pub mod settings;
@@ -28,5 +29,6 @@ pub use machines::differences as machine_differences;
 pub use model::{
     COMPARISON_VERSION, Comparison, Design, Row, Side, SideFigure, TestResult, Verdict,
 };
+pub use requested::requested;
 pub use run::{JSON_FILE, MARKDOWN_FILE, Request, compare, to_json, write};
 pub use settings::{Settings, parse_fraction};

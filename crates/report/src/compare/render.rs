@@ -44,10 +44,27 @@ pub fn terminal(c: &Comparison) -> String {
 }
 
 pub fn markdown(c: &Comparison) -> String {
+    let out = format!("# labrun compare\n\n{}", markdown_body(c, "##"));
+    printable_text(&out).into_owned()
+}
+
+/// A comparison as a section of a run's own summary (its verdicts after
+/// its results), under a heading of its own.
+pub fn summary_section(c: &Comparison) -> String {
+    format!(
+        "## Verdict: {} against {}\n\n{}",
+        printable(&c.candidate.tool),
+        printable(&c.baseline.tool),
+        markdown_body(c, "###")
+    )
+}
+
+/// Everything below the title; `sub` is the heading level of its parts.
+fn markdown_body(c: &Comparison, sub: &str) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# labrun compare\n\n{}\n", headline(c));
+    let _ = writeln!(out, "{}\n", headline(c));
     if !c.warnings.is_empty() {
-        let _ = writeln!(out, "## Warnings\n");
+        let _ = writeln!(out, "{sub} Warnings\n");
         for w in &c.warnings {
             let _ = writeln!(out, "- {w}");
         }
@@ -75,13 +92,13 @@ pub fn markdown(c: &Comparison) -> String {
         })
         .collect();
     if !notes.is_empty() {
-        let _ = writeln!(out, "## Notes\n\n{}\n", notes.join("\n"));
+        let _ = writeln!(out, "{sub} Notes\n\n{}\n", notes.join("\n"));
     }
-    let _ = writeln!(out, "## Method\n\n{}", c.method);
-    printable_text(&out).into_owned()
+    let _ = writeln!(out, "{sub} Method\n\n{}", c.method);
+    out
 }
 
-fn headline(c: &Comparison) -> String {
+pub fn headline(c: &Comparison) -> String {
     let design = match c.design {
         Design::Paired => format!("paired, in run {}", c.candidate.run_id),
         Design::Unpaired => format!(
@@ -99,7 +116,7 @@ fn headline(c: &Comparison) -> String {
     )
 }
 
-fn tally(c: &Comparison) -> String {
+pub fn tally(c: &Comparison) -> String {
     let count = |v: Verdict| c.rows.iter().filter(|r| r.verdict == v).count();
     let worse = count(Verdict::Worse);
     let gate = if worse > 0 {
@@ -117,7 +134,8 @@ fn tally(c: &Comparison) -> String {
     )
 }
 
-fn table(c: &Comparison) -> Vec<Vec<String>> {
+/// The verdict table, its header first: one source for every format.
+pub fn table(c: &Comparison) -> Vec<Vec<String>> {
     let n_title = match c.design {
         Design::Paired => "pairs",
         Design::Unpaired => "n (base/cand)",

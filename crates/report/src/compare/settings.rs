@@ -67,46 +67,12 @@ impl Settings {
     }
 }
 
-/// `5%` or `0.05` as the fraction 0.05. A bare number must be a fraction
-/// (below 1), so that `5` is never silently read as 500%.
-pub fn parse_fraction(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (number, percent) = match t.strip_suffix('%') {
-        Some(n) => (n.trim(), true),
-        None => (t, false),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number: write e.g. 5% or 0.05"))?;
-    if !value.is_finite() || value < 0.0 {
-        return Err(format!(
-            "{text:?}: write a positive number, e.g. 5% or 0.05"
-        ));
-    }
-    if percent {
-        Ok(value / 100.0)
-    } else if value < 1.0 {
-        Ok(value)
-    } else {
-        Err(format!(
-            "{text:?} is ambiguous: write {value}% for a percentage or a fraction below 1"
-        ))
-    }
-}
+/// Shared with the lab's `compare:` block, which writes margins the same way.
+pub use labrun_evidence::compare::parse_fraction;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fractions_and_percentages() {
-        assert_eq!(parse_fraction("5%"), Ok(0.05));
-        assert_eq!(parse_fraction(" 3.5 % "), Ok(0.035));
-        assert_eq!(parse_fraction("0.05"), Ok(0.05));
-        assert!(parse_fraction("5").unwrap_err().contains("5%"));
-        assert!(parse_fraction("five").is_err());
-        assert!(parse_fraction("-1%").is_err());
-    }
 
     #[test]
     fn validation_names_the_setting() {

@@ -31,7 +31,8 @@ impl Exporter for Html {
 /// One part of the page: its anchor, its heading, and its markup (every
 /// value from evidence in it already escaped).
 pub struct Section {
-    pub id: &'static str,
+    /// The anchor: plain words (`results`, `verdict-1`), never lab text.
+    pub id: String,
     pub title: String,
     pub body: String,
 }
@@ -49,6 +50,12 @@ pub fn run_sections(s: &Summary) -> Result<Vec<Section>> {
     let mut out = vec![sections::run(s), sections::warnings(s)];
     out.push(sections::failed_steps(s));
     out.push(sections::results(s));
+    out.extend(
+        s.comparisons
+            .iter()
+            .enumerate()
+            .map(|(i, c)| sections::verdicts(i, c)),
+    );
     out.extend(sections::history(s));
     out.extend(sections::fidelity(s));
     out.push(sections::phases(s));

@@ -14,9 +14,9 @@ use crate::warning::WarningKind;
 use labrun_evidence::{MetadataKind, MetadataStatus};
 use std::fmt::Write;
 
-fn section(id: &'static str, title: &str, body: String) -> Section {
+fn section(id: &str, title: &str, body: String) -> Section {
     Section {
-        id,
+        id: id.to_string(),
         title: title.to_string(),
         body,
     }
@@ -100,6 +100,7 @@ fn warning_label(kind: WarningKind) -> &'static str {
         WarningKind::NoTreeMeters => "No whole-tree figures",
         WarningKind::AgentOverhead => "Measuring cost",
         WarningKind::UnreadableTimeline => "Timeline unreadable",
+        WarningKind::ComparisonNotMade => "Comparison not made",
     }
 }
 
@@ -226,6 +227,36 @@ pub fn results(s: &Summary) -> Section {
         rows,
     );
     section("results", "Results", body)
+}
+
+/// One comparison the lab asked for: the verdict table, what it was
+/// judged by, and the method, as `compare.md` says them.
+pub fn verdicts(i: usize, c: &crate::compare::Comparison) -> Section {
+    use crate::compare::render;
+    let rows = render::table(c);
+    let header: Vec<&str> = rows
+        .first()
+        .map_or(Vec::new(), |h| h.iter().map(String::as_str).collect());
+    let mut body = format!("<p>{}</p>\n", text(&render::headline(c)));
+    for w in &c.warnings {
+        body.push_str(&format!("<p class=\"warn\">{}</p>\n", text(w)));
+    }
+    body.push_str(&table(
+        &header,
+        rows.iter()
+            .skip(1)
+            .map(|r| r.iter().map(|v| Cell::plain(v.clone())).collect()),
+    ));
+    body.push_str(&format!("<p>{}</p>\n", text(&render::tally(c))));
+    body.push_str(&format!(
+        "<details><summary>Method</summary><p>{}</p></details>\n",
+        text(&c.method)
+    ));
+    section(
+        &format!("verdict-{}", i + 1),
+        &format!("Verdict: {} against {}", c.candidate.tool, c.baseline.tool),
+        body,
+    )
 }
 
 pub fn history(s: &Summary) -> Option<Section> {

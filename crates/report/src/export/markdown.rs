@@ -79,6 +79,10 @@ fn page(s: &Summary) -> String {
         }),
     );
 
+    for c in &s.comparisons {
+        out.push_str(&crate::compare::render::summary_section(c));
+        out.push('\n');
+    }
     super::history::markdown(&mut out, s);
     super::fidelity::markdown(&mut out, s);
     out.push_str("## Per phase\n\n");

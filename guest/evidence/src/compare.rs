@@ -1,0 +1,67 @@
+//! What a lab asks to compare (`compare:`): pairs of tools of one run, a
+//! baseline and a candidate (a release and the next, a default and a tuned
+//! setting), and the margin that matters. `bench` writes it beside the
+//! evidence (`raw/compare-plan.json`), so the report's verdicts are made
+//! from the raw folder alone, like every other figure.
+
+use serde::{Deserialize, Serialize};
+
+/// `raw/compare-plan.json`.
+pub const COMPARE_PLAN: &str = "compare-plan.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComparePair {
+    pub baseline: String,
+    pub candidate: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparePlan {
+    pub pairs: Vec<ComparePair>,
+    /// As a fraction (0.05 = 5%); None: the method's default.
+    #[serde(default)]
+    pub margin: Option<f64>,
+}
+
+/// `5%` or `0.05` as the fraction 0.05. A bare number must be a fraction
+/// (below 1), so that `5` is never silently read as 500%.
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number: write e.g. 5% or 0.05"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!(
+            "{text:?}: write a positive number, e.g. 5% or 0.05"
+        ));
+    }
+    if percent {
+        Ok(value / 100.0)
+    } else if value < 1.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{text:?} is ambiguous: write {value}% for a percentage or a fraction below 1"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_and_percentages() {
+        assert_eq!(parse_fraction("5%"), Ok(0.05));
+        assert_eq!(parse_fraction(" 3.5 % "), Ok(0.035));
+        assert_eq!(parse_fraction("0.05"), Ok(0.05));
+        assert!(parse_fraction("5").unwrap_err().contains("5%"));
+        assert!(parse_fraction("five").is_err());
+        assert!(parse_fraction("-1%").is_err());
+    }
+}

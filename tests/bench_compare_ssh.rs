@@ -1,0 +1,98 @@
+//! `labs/regression.yaml`'s verdicts, end to end without a VM (an OpenSSH
+//! server on 127.0.0.1 that this test starts as the machine): borg with
+//! `--compression zstd,22` is found `slower` than its default on the full
+//! backup; an A/A pair (the same binary and settings under two names) is
+//! never `slower` or `faster`; the pair whose tools were not run is said
+//! not to be made. The verdicts are in the summary, made from raw/ alone.
+
+mod common;
+mod run_output;
+
+use labrun_ssh::test_support::Sshd;
+use run_output::{only_run_dir, records};
+
+#[test]
+fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = common::target_lab(
+        dir.path(),
+        &sshd,
+        "labs/regression.yaml",
+        "regression",
+        "dataset: {kind: synthetic, seed: 7, scale: 0.001}",
+        4,
+    );
+    // target_lab keeps only the shipped lab's protocol and tools: the
+    // lab's `compare:` block is added here, as written there.
+    let mut text = std::fs::read_to_string(&lab).unwrap();
+    text.push_str(
+        "compare:\n  pairs:\n    - {baseline: borg, candidate: borg@zstd22}\n    - {baseline: borg, candidate: borg@again}\n    - {baseline: restic, candidate: restic@0.14.0}\n",
+    );
+    std::fs::write(&lab, text).unwrap();
+    let results = dir.path().join("results");
+    common::bench_ok(&lab, &results, "borg,borg@zstd22,borg@again", &sshd);
+    let run = only_run_dir(&results);
+    assert!(run.join("raw/compare-plan.json").is_file());
+    // The setting under test reached the candidate's backups only.
+    for r in records(&run) {
+        if r["step"] == "backup_full" {
+            let zstd = r["argv"].to_string().contains(r#""--compression","zstd,22""#);
+            assert_eq!(zstd, r["tool"] == "borg@zstd22", "{r}");
+        }
+    }
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let comparisons = summary["comparisons"].as_array().expect("comparisons");
+    assert_eq!(comparisons.len(), 2, "the restic pair was not run");
+    let find = |c: &serde_json::Value, phase: &str, figure: &str| {
+        c["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["phase"] == phase && r["figure"] == figure)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {phase} {figure} row in {c}"))
+    };
+    let zstd = &comparisons[0];
+    assert_eq!(zstd["candidate"]["tool"], "borg@zstd22");
+    let full = find(zstd, "backup_full", "wall_time");
+    assert_eq!(full["verdict"], "worse", "{full}");
+    assert_eq!(full["verdict_word"], "slower");
+    assert_eq!(full["pairs"], 4);
+
+    let aa = &comparisons[1];
+    assert_eq!(aa["candidate"]["tool"], "borg@again");
+    for row in aa["rows"].as_array().unwrap() {
+        let v = row["verdict"].as_str().unwrap();
+        assert!(
+            v == "no_change" || v == "inconclusive",
+            "an A/A row came out {v}: {row}"
+        );
+    }
+
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("## Verdict: borg@zstd22 against borg"), "{md}");
+    assert!(md.contains("## Verdict: borg@again against borg"), "{md}");
+    assert!(
+        md.contains(
+            "The comparison of restic@0.14.0 (candidate) against restic (baseline) was not made"
+        ),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("Verdict: borg@zstd22 against borg"));
+
+    // Re-made from raw/ alone, the verdicts are the same.
+    std::fs::remove_file(run.join("summary.json")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_labrun"))
+        .arg("report")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(again["comparisons"], summary["comparisons"]);
+}
