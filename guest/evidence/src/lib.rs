@@ -11,6 +11,7 @@
 
 pub mod command;
 pub mod digest;
+pub mod disk_profile;
 pub mod event;
 pub mod human;
 pub mod manifest;
@@ -24,6 +25,7 @@ pub mod step;
 pub mod variant;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};
+pub use disk_profile::{DiskProfile, IoTune};
 pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};
 pub use marker::{AgentMarker, ProcessId};

@@ -219,6 +219,9 @@ fn environment(out: &mut String, env: &Environment) {
         "- Guest disk cache mode: {}",
         or_unknown(&env.disk_cache)
     );
+    if let Some(speed) = env.disk_speed() {
+        let _ = writeln!(out, "- Guest disk speed limit: {speed}");
+    }
     let _ = writeln!(out, "- Host: {}", machine(&env.host));
     let _ = writeln!(out, "- Guest: {}", machine(&env.guest));
     let _ = writeln!(
