@@ -34,7 +34,7 @@ pub use plan::{
 };
 pub use protocol::{EachCommit, ProtocolStep, RunStep};
 pub use record::{
-    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, StepRecord, TimelineRow,
+    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, OomKill, StepRecord, TimelineRow,
     TreeMeters, VerifyOutcome,
 };
 pub use step::Step;
