@@ -114,9 +114,13 @@ impl CgroupRoot {
             .split_whitespace()
             .map(str::to_string)
             .collect();
+        // `LABRUN_CGROUP_ROOT` may name a cgroup inside the mount.
+        let mount = cgroup2_mount()
+            .filter(|m| dir.starts_with(m))
+            .unwrap_or_else(|| mount.to_path_buf());
         Ok(CgroupRoot {
             dir,
-            mount: mount.to_path_buf(),
+            mount,
             enabled,
         })
     }

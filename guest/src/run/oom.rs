@@ -217,7 +217,10 @@ mod tests {
     #[test]
     fn memory_events_count_the_kills() {
         assert_eq!(oom_kills(EVENTS), Some(1));
-        assert_eq!(oom_kills("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"), Some(0));
+        assert_eq!(
+            oom_kills("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"),
+            Some(0)
+        );
         assert_eq!(oom_kills("low 0\n"), None);
     }
 
@@ -237,9 +240,13 @@ mod tests {
         );
         // A cgroup's own OOM, and a name with a parenthesis in it.
         let memcg = kernel_kills(&[
-            "Memory cgroup out of memory: Killed process 77 (a (b) c) total-vm:1kB, anon-rss:1kB".into(),
+            "Memory cgroup out of memory: Killed process 77 (a (b) c) total-vm:1kB, anon-rss:1kB"
+                .into(),
         ]);
-        assert_eq!((memcg[0].pid, memcg[0].name.as_deref()), (77, Some("a (b) c")));
+        assert_eq!(
+            (memcg[0].pid, memcg[0].name.as_deref()),
+            (77, Some("a (b) c"))
+        );
     }
 
     #[test]
@@ -260,10 +267,19 @@ mod tests {
         // No cgroup (a v1 host): the tool's own pid.
         let oom = detect(2211, None, None, &lines, true).unwrap();
         assert_eq!(oom.pid, Some(2211));
-        assert!(oom.describe().ends_with("kernel log, the tool died of SIGKILL"));
+        assert!(
+            oom.describe()
+                .ends_with("kernel log, the tool died of SIGKILL")
+        );
         // Another step's kill (a sibling cgroup, another pid) is not ours...
         assert_eq!(
-            detect(2200, Some("/labrun-agent/agent-812-4411/hog-c1-backup"), Some(0), &lines, true),
+            detect(
+                2200,
+                Some("/labrun-agent/agent-812-4411/hog-c1-backup"),
+                Some(0),
+                &lines,
+                true
+            ),
             None
         );
         // ...but our cgroup's own count is, even with no log to read.

@@ -155,7 +155,13 @@ fn a_step_the_oom_killer_ended_says_so() {
     );
     let plain = of("plain_failure");
     assert!(plain.oom.is_none());
-    assert!(plain.error.as_deref().unwrap().starts_with("exited with code 1"));
+    assert!(
+        plain
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("exited with code 1")
+    );
 }
 
 #[test]
