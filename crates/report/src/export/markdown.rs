@@ -165,9 +165,10 @@ fn page(s: &Summary) -> String {
         } else {
             ""
         };
+        let oom = if f.oom { ", **oom**" } else { "" };
         let _ = writeln!(
             out,
-            "- {who}cycle {}, `{}`{allowed}: {why}{exit}",
+            "- {who}cycle {}, `{}`{oom}{allowed}: {why}{exit}",
             f.cycle, f.step
         );
     }
