@@ -149,12 +149,18 @@ impl VmConfig {
     /// What makes two machines the same for a measurement, in words: the
     /// settings a variant may change that need a boot of their own.
     pub fn shape(&self) -> String {
-        format!(
+        let mut shape = format!(
             "{} vCPU, {} MiB, disk cache {}",
             self.vcpus,
             self.memory_mib,
             self.disk_cache.as_str()
-        )
+        );
+        // Only a throttled disk is named: an unthrottled one matches the
+        // shapes recorded before disk profiles.
+        if self.disk_profile != DiskProfile::Unthrottled {
+            shape.push_str(&format!(", disk speed {}", self.disk_profile.describe()));
+        }
+        shape
     }
 
     /// The protocol's machine: 4 vCPU, 3 GiB, 40 GiB disk, on `qemu:///system`.
@@ -342,6 +348,18 @@ mod tests {
         let mut c = cfg();
         c.image = recipe(|r| r.recipe = "fedora".into());
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn a_throttled_disk_is_another_shape() {
+        let mut c = cfg();
+        let unthrottled = c.shape();
+        assert_eq!(unthrottled, "4 vCPU, 3072 MiB, disk cache none");
+        c.disk_profile = DiskProfile::Hdd;
+        assert_eq!(
+            c.shape(),
+            "4 vCPU, 3072 MiB, disk cache none, disk speed hdd (total_bytes_sec=150000000, total_iops_sec=200)"
+        );
     }
 
     fn recipe(edit: impl FnOnce(&mut ImageSpec)) -> ImageSource {
