@@ -458,6 +458,11 @@ mod tests {
         let raw = RawRun {
             folder_name: "r".into(),
             records: vec![oom, record(Step::RESTORE, false, None)],
+            environment: Some(Environment {
+                disk_profile: Some("hdd".into()),
+                disk_iotune: Some(labrun_evidence::DiskProfile::Hdd.iotune()),
+                ..Environment::default()
+            }),
             ..RawRun::default()
         };
         let s = summarize_raw(raw);
@@ -476,5 +481,11 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("- restic, cycle 1, `restore`: "), "{md}");
+        assert!(
+            md.contains(
+                "- Guest disk profile: hdd (total_bytes_sec=150000000, total_iops_sec=200)\n"
+            ),
+            "{md}"
+        );
     }
 }

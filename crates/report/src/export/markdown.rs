@@ -221,7 +221,7 @@ fn environment(out: &mut String, env: &Environment) {
         or_unknown(&env.disk_cache)
     );
     if let Some(speed) = env.disk_speed() {
-        let _ = writeln!(out, "- Guest disk speed limit: {speed}");
+        let _ = writeln!(out, "- Guest disk profile: {speed}");
     }
     let _ = writeln!(out, "- Host: {}", machine(&env.host));
     let _ = writeln!(out, "- Guest: {}", machine(&env.guest));
