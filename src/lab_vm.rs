@@ -88,6 +88,7 @@ pub fn vm_config(
         memory_mib: vm.memory.bytes() / (1 << 20),
         accel: vm.accel,
         disk_cache: vm.disk_cache,
+        disk_profile: vm.disk_profile,
         ssh_timeout_secs: vm.ssh_timeout.as_secs(),
         image,
     };

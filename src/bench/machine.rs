@@ -12,6 +12,8 @@ pub struct Access {
     /// `kvm` or `tcg` for a VM; None for an existing machine.
     pub acceleration: Option<String>,
     pub disk_cache: Option<String>,
+    /// The VM disk's profile; None for an existing machine.
+    pub disk_profile: Option<labrun_lab::DiskProfile>,
     pub libvirt_version: Option<String>,
     pub qemu_version: Option<String>,
 }
@@ -41,6 +43,7 @@ pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Acces
             remote_base: t.workdir.clone(),
             acceleration: None,
             disk_cache: None,
+            disk_profile: None,
             libvirt_version: None,
             qemu_version: None,
         }),
@@ -65,6 +68,8 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
             lab.name
         );
     };
+    // What the domain got at `up`, not what the lab says now.
+    let disk_profile = state.as_ref().map(|s| s.disk_profile);
     let acceleration = state.map(|s| match s.acceleration {
         labrun_vm::Acceleration::Kvm => "kvm".to_string(),
         labrun_vm::Acceleration::Tcg => "tcg".to_string(),
@@ -74,6 +79,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
         remote_base: VM_WORKDIR.to_string(),
         acceleration,
         disk_cache: Some(cfg.disk_cache.as_str().to_string()),
+        disk_profile,
         libvirt_version: first_line_of("libvirtd", &["--version"]),
         qemu_version: first_line_of("qemu-system-x86_64", &["--version"]),
     })

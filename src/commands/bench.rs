@@ -527,6 +527,8 @@ async fn environment_of(
     let mut env = environment::capture(session).await;
     env.acceleration = access.acceleration.clone();
     env.disk_cache = access.disk_cache.clone();
+    env.disk_profile = access.disk_profile.map(|p| p.name().to_string());
+    env.disk_iotune = access.disk_profile.map(|p| p.iotune());
     env.libvirt_version = access.libvirt_version.clone();
     env.qemu_version = access.qemu_version.clone();
     env

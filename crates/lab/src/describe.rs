@@ -85,13 +85,14 @@ impl Lab {
                 };
                 push_line!(
                     s,
-                    "machine: VM on {}: {} vCPU, {} memory, {} disk, image {image}, accel {}, disk cache {}, SSH wait up to {}",
+                    "machine: VM on {}: {} vCPU, {} memory, {} disk, image {image}, accel {}, disk cache {}, disk speed {}, SSH wait up to {}",
                     vm.uri,
                     vm.vcpus,
                     vm.memory,
                     vm.disk,
                     vm.accel.as_str(),
                     vm.disk_cache.as_str(),
+                    vm.disk_profile.describe(),
                     vm.ssh_timeout
                 );
                 if !vm.packages.is_empty() {
@@ -421,5 +422,24 @@ tools:
             assert!(text.contains(shown), "no {shown:?} in:\n{text}");
         }
         assert!(!text.lines().any(|l| l.starts_with("ok:")), "{text}");
+    }
+
+    #[test]
+    fn check_says_how_fast_the_disk_may_go() {
+        let named = HOSTILE.replace("disk: 4GiB}", "disk: 4GiB, disk_profile: hdd}");
+        let text = Lab::from_text(&named, "lab.yaml").unwrap().describe(None);
+        assert!(
+            text.contains("disk speed hdd (total_bytes_sec=150000000, total_iops_sec=200)"),
+            "{text}"
+        );
+        let custom = HOSTILE.replace(
+            "disk: 4GiB}",
+            "disk: 4GiB, disk_profile: {read_iops_sec: 100}}",
+        );
+        let text = Lab::from_text(&custom, "lab.yaml").unwrap().describe(None);
+        assert!(
+            text.contains("disk speed custom (read_iops_sec=100)"),
+            "{text}"
+        );
     }
 }

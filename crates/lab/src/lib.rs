@@ -29,7 +29,7 @@ pub mod vm_limits;
 
 pub use artifact_check::{ArtifactUse, validate_artifact};
 pub use error::{LabError, Problem};
-pub use labrun_evidence::{CommandTemplate, ProtocolStep, ToolCommands};
+pub use labrun_evidence::{CommandTemplate, DiskProfile, IoTune, ProtocolStep, ToolCommands};
 pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};

@@ -4,7 +4,7 @@
 
 use crate::units::{ByteSize, Duration};
 use labrun_artifact::ArtifactSpec;
-use labrun_evidence::{ProtocolStep, ToolCommands};
+use labrun_evidence::{DiskProfile, ProtocolStep, ToolCommands};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -89,6 +89,9 @@ pub struct VmSpec {
     /// QEMU disk cache mode. `none` (O_DIRECT on the host) keeps the host's
     /// page cache from hiding the guest's cold-cache reads.
     pub disk_cache: DiskCache,
+    /// How fast the guest's disk may go: `unthrottled` (the default),
+    /// `hdd`, `ssd`, or libvirt's iotune fields (`labrun_evidence::disk_profile`).
+    pub disk_profile: DiskProfile,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout: Duration,
     /// Extra Debian packages the base image must hold, e.g. the dependencies
@@ -107,6 +110,7 @@ impl Default for VmSpec {
             image: ImageSpec::Debian12,
             accel: Accel::Auto,
             disk_cache: DiskCache::NoCache,
+            disk_profile: DiskProfile::Unthrottled,
             ssh_timeout: Duration::secs(300),
             packages: Vec::new(),
         }

@@ -198,6 +198,9 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
             out.push(Problem::new(path, msg));
         }
     }
+    for (field, msg) in vm.disk_profile.iotune().problems() {
+        out.push(Problem::new(format!("vm.disk_profile.{field}"), msg));
+    }
     for (i, p) in vm.packages.iter().enumerate() {
         if !is_debian_package(p) {
             out.push(Problem::new(

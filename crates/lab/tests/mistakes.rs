@@ -241,6 +241,21 @@ const CASES: &[(&str, &str, &str)] = &[
         "target:\n  host: 127.0.0.1\n  port: 2222\n  user: lab\n  key: id_ed25519\n  host_key: \"[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA\"\ndataset:",
     ),
     (
+        "disk_profile_unknown",
+        "  accel: auto",
+        "  accel: auto\n  disk_profile: nvme",
+    ),
+    (
+        "disk_profile_iotune_typo",
+        "  accel: auto",
+        "  accel: auto\n  disk_profile: {total_bytes: 100000000}",
+    ),
+    (
+        "disk_profile_zero_and_total_beside_read",
+        "  accel: auto",
+        "  accel: auto\n  disk_profile: {total_bytes_sec: 100000000, read_bytes_sec: 50000000, write_iops_sec: 0}",
+    ),
+    (
         "several_problems_at_once",
         "cycles: 3",
         "cycles: 0\ntimeouts: {step: 0s}",

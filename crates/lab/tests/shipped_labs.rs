@@ -198,3 +198,38 @@ fn the_debian12_lab_uses_apt_and_installs_debs_where_needed() {
         ]
     );
 }
+
+#[test]
+fn the_slow_disk_lab_is_the_published_tools_on_hdd_and_unthrottled() {
+    let root = repo_root();
+    let published = Lab::load(&root.join("lab.yaml")).unwrap();
+    let lab = Lab::load(&root.join("labs/slow-disk.yaml")).unwrap();
+    let variants = lab.variants().unwrap();
+    let got: Vec<(&str, labrun_lab::DiskProfile)> = variants
+        .iter()
+        .map(|v| {
+            (
+                v.record.name.as_str(),
+                v.lab.vm.as_ref().unwrap().disk_profile,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("hdd", labrun_lab::DiskProfile::Hdd),
+            ("unthrottled", labrun_lab::DiskProfile::Unthrottled)
+        ]
+    );
+    // A boot each: the disk's speed is part of the machine.
+    assert_eq!(variants[0].record.boot + 1, variants[1].record.boot);
+    for v in &variants {
+        // Everything else is the published lab's.
+        assert_eq!(v.lab.tools, published.tools, "{}", v.record.name);
+        assert_eq!(v.lab.protocol, published.protocol);
+        assert_eq!(v.lab.dataset, published.dataset);
+        let mut vm = v.lab.vm.clone().unwrap();
+        vm.disk_profile = labrun_lab::DiskProfile::Unthrottled;
+        assert_eq!(Some(vm), published.vm, "{}", v.record.name);
+    }
+}

@@ -23,6 +23,13 @@ pub struct Environment {
     pub acceleration: Option<String>,
     /// The guest disk's cache mode as given to QEMU, e.g. `none`, `writeback`.
     pub disk_cache: Option<String>,
+    /// The guest disk's profile as the lab named it (`unthrottled`, `hdd`,
+    /// `ssd`, `custom`); absent for an SSH target and older runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_profile: Option<String>,
+    /// The limits libvirt's `<iotune>` put on it (empty: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_iotune: Option<labrun_evidence::IoTune>,
     /// Tool name to what the tool's version command printed (first line).
     /// The agent asks them during the run (`tool-versions.json`, which the
     /// report reads into here); runs before it had them in this file.
@@ -45,6 +52,16 @@ pub struct Machine {
 }
 
 impl Environment {
+    /// `hdd (total_bytes_sec=150000000, total_iops_sec=200)`, or None when
+    /// the run did not record its disk's profile.
+    pub fn disk_speed(&self) -> Option<String> {
+        let name = self.disk_profile.as_deref()?;
+        Some(match self.disk_iotune.filter(|t| !t.is_unlimited()) {
+            Some(t) => format!("{name} ({})", t.describe()),
+            None => name.to_string(),
+        })
+    }
+
     /// True when the guest ran under QEMU's software emulation (TCG): every
     /// time is then several times longer than on hardware virtualization.
     pub fn is_software_emulation(&self) -> bool {
@@ -70,5 +87,24 @@ mod tests {
         let kvm: Environment = serde_json::from_str(r#"{"acceleration":"kvm"}"#).unwrap();
         assert!(!kvm.is_software_emulation());
         assert!(!Environment::default().is_software_emulation());
+    }
+
+    #[test]
+    fn the_disk_profile_is_said_with_its_limits() {
+        let env: Environment = serde_json::from_str(
+            r#"{"disk_profile":"hdd","disk_iotune":{"total_bytes_sec":150000000,"total_iops_sec":200}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            env.disk_speed().as_deref(),
+            Some("hdd (total_bytes_sec=150000000, total_iops_sec=200)")
+        );
+        let free: Environment =
+            serde_json::from_str(r#"{"disk_profile":"unthrottled","disk_iotune":{}}"#).unwrap();
+        assert_eq!(free.disk_speed().as_deref(), Some("unthrottled"));
+        assert_eq!(Environment::default().disk_speed(), None);
+        // Unset, the fields stay out of the file: older readers see nothing new.
+        let json = serde_json::to_string(&Environment::default()).unwrap();
+        assert!(!json.contains("disk_profile") && !json.contains("disk_iotune"));
     }
 }

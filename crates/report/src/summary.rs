@@ -127,6 +127,11 @@ pub struct FailedStep {
     /// not a failure of the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allowed: bool,
+    /// The kernel's OOM killer ended it (the record's `oom`; its error says
+    /// what was killed): with the environment's guest memory, the size at
+    /// which a tool ran out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oom: bool,
 }
 
 impl Summary {
@@ -194,6 +199,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
             error: r.error.clone(),
             exit: r.exit.clone(),
             allowed: r.may_fail,
+            oom: r.oom.is_some(),
         })
         .collect();
 
@@ -442,5 +448,52 @@ mod tests {
         // A restore that failed restored nothing to check: a failure.
         let failed = record(Step::RESTORE, false, None);
         assert_eq!(restore_check(1, &failed, None).outcome, CheckOutcome::Fail);
+    }
+
+    #[test]
+    fn a_step_the_oom_killer_ended_is_marked_oom() {
+        let oom = StepRecord {
+            oom: Some(labrun_evidence::OomKill {
+                victim: Some("restic".into()),
+                pid: Some(812),
+                cgroup_oom_kills: Some(1),
+                kernel_log: Vec::new(),
+                tool_sigkilled: true,
+            }),
+            error: Some("killed by the kernel's OOM killer (restic, pid 812; cgroup memory.events oom_kill 1): give the VM more memory or lower the scale".into()),
+            ..record(Step::BACKUP_FULL, false, None)
+        };
+        let raw = RawRun {
+            folder_name: "r".into(),
+            records: vec![oom, record(Step::RESTORE, false, None)],
+            environment: Some(Environment {
+                disk_profile: Some("hdd".into()),
+                disk_iotune: Some(labrun_evidence::DiskProfile::Hdd.iotune()),
+                ..Environment::default()
+            }),
+            ..RawRun::default()
+        };
+        let s = summarize_raw(raw);
+        let flags: Vec<(&str, bool)> = s
+            .failed_steps
+            .iter()
+            .map(|f| (f.step.as_str(), f.oom))
+            .collect();
+        assert_eq!(flags, [("backup_full", true), ("restore", false)]);
+        let json = serde_json::to_value(&s.failed_steps).unwrap();
+        assert_eq!(json[0]["oom"], true);
+        assert!(json[1].get("oom").is_none(), "{json}");
+        let md = crate::export::markdown::render(&s);
+        assert!(
+            md.contains("- restic, cycle 1, `backup_full`, **oom**: killed by the kernel's OOM killer (restic, pid 812;"),
+            "{md}"
+        );
+        assert!(md.contains("- restic, cycle 1, `restore`: "), "{md}");
+        assert!(
+            md.contains(
+                "- Guest disk profile: hdd (total_bytes_sec=150000000, total_iops_sec=200)\n"
+            ),
+            "{md}"
+        );
     }
 }

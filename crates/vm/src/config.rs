@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 // The lab's own types: what `labrun check` reads is what the domain gets.
-pub use labrun_lab::{Accel, DiskCache};
+pub use labrun_lab::{Accel, DiskCache, DiskProfile, IoTune};
 
 /// How the base image is made. Everything here is part of the cache key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +137,9 @@ pub struct VmConfig {
     pub memory_mib: u64,
     pub accel: Accel,
     pub disk_cache: DiskCache,
+    /// The main disk's `<iotune>` limits.
+    #[serde(default)]
+    pub disk_profile: DiskProfile,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout_secs: u64,
     pub image: ImageSource,
@@ -146,12 +149,18 @@ impl VmConfig {
     /// What makes two machines the same for a measurement, in words: the
     /// settings a variant may change that need a boot of their own.
     pub fn shape(&self) -> String {
-        format!(
+        let mut shape = format!(
             "{} vCPU, {} MiB, disk cache {}",
             self.vcpus,
             self.memory_mib,
             self.disk_cache.as_str()
-        )
+        );
+        // Only a throttled disk is named: an unthrottled one matches the
+        // shapes recorded before disk profiles.
+        if self.disk_profile != DiskProfile::Unthrottled {
+            shape.push_str(&format!(", disk speed {}", self.disk_profile.describe()));
+        }
+        shape
     }
 
     /// The protocol's machine: 4 vCPU, 3 GiB, 40 GiB disk, on `qemu:///system`.
@@ -164,6 +173,7 @@ impl VmConfig {
             memory_mib: 3072,
             accel: Accel::Auto,
             disk_cache: DiskCache::NoCache,
+            disk_profile: DiskProfile::Unthrottled,
             // Under TCG a boot takes ~50 s on an idle 2-core host; leave room
             // for a busy one.
             ssh_timeout_secs: 300,
@@ -203,6 +213,9 @@ impl VmConfig {
         vm_limits::check_memory(self.memory_mib.saturating_mul(1 << 20))
             .or_else(|r| bad("memory", r))?;
         vm_limits::check_ssh_timeout(self.ssh_timeout_secs).or_else(|r| bad("ssh_timeout", r))?;
+        if let Some((field, reason)) = self.disk_profile.iotune().problems().into_iter().next() {
+            return bad(field, reason);
+        }
         self.image.validate()
     }
 }
@@ -304,6 +317,19 @@ mod tests {
             Err(VmError::Config { field: "vcpus", .. })
         ));
         let mut c = cfg();
+        c.disk_profile = DiskProfile::Custom(IoTune {
+            total_iops_sec: Some(100),
+            read_iops_sec: Some(50),
+            ..IoTune::default()
+        });
+        assert!(matches!(
+            c.validate(),
+            Err(VmError::Config {
+                field: "total_iops_sec",
+                ..
+            })
+        ));
+        let mut c = cfg();
         c.lab_path = "lab.yaml".into();
         assert!(c.validate().is_err());
         let mut c = cfg();
@@ -322,6 +348,18 @@ mod tests {
         let mut c = cfg();
         c.image = recipe(|r| r.recipe = "fedora".into());
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn a_throttled_disk_is_another_shape() {
+        let mut c = cfg();
+        let unthrottled = c.shape();
+        assert_eq!(unthrottled, "4 vCPU, 3072 MiB, disk cache none");
+        c.disk_profile = DiskProfile::Hdd;
+        assert_eq!(
+            c.shape(),
+            "4 vCPU, 3072 MiB, disk cache none, disk speed hdd (total_bytes_sec=150000000, total_iops_sec=200)"
+        );
     }
 
     fn recipe(edit: impl FnOnce(&mut ImageSpec)) -> ImageSource {

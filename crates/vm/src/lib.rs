@@ -29,7 +29,9 @@ pub mod up;
 pub mod xml;
 
 pub use accel::Acceleration;
-pub use config::{Accel, CloudImage, DiskCache, ImageSource, ImageSpec, VmConfig};
+pub use config::{
+    Accel, CloudImage, DiskCache, DiskProfile, ImageSource, ImageSpec, IoTune, VmConfig,
+};
 pub use down::{DownReport, down, down_all};
 pub use error::VmError;
 pub use preflight::{HostReport, preflight};

@@ -118,6 +118,10 @@ pub struct VmState {
     pub vcpus: u32,
     pub memory_mib: u64,
     pub acceleration: Acceleration,
+    /// The main disk's throttle as the domain got it (absent in states
+    /// written before disk profiles: those disks were unthrottled).
+    #[serde(default)]
+    pub disk_profile: crate::config::DiskProfile,
     pub image_digest: String,
     pub image_dir: PathBuf,
     /// The one host key the SSH client accepts (`ssh-ed25519 AAAA...`).
@@ -219,6 +223,7 @@ mod tests {
             ssh_port: None,
             vcpus: 4,
             memory_mib: 3072,
+            disk_profile: crate::config::DiskProfile::Hdd,
             acceleration: Acceleration::Tcg,
             image_digest: "d".into(),
             image_dir: "/i".into(),

@@ -146,6 +146,7 @@ pub async fn up(
         ssh_port: None,
         vcpus: cfg.vcpus,
         memory_mib: cfg.memory_mib,
+        disk_profile: cfg.disk_profile,
         acceleration: report.acceleration,
         image_digest: image.digest.clone(),
         image_dir: image.dir.clone(),
@@ -357,6 +358,7 @@ async fn start_domain(
             console_log: dir.console_log(),
             ssh_port: port,
             disk_cache: cfg.disk_cache,
+            iotune: cfg.disk_profile.iotune(),
             metadata: LabrunMetadata {
                 lab_name: cfg.lab_name.clone(),
                 lab_path: cfg.lab_path.clone(),

@@ -6,7 +6,7 @@
 //! `qemu:commandline` because Debian 12's libvirt has passt disabled.
 
 use crate::accel::Acceleration;
-use crate::config::DiskCache;
+use crate::config::{DiskCache, IoTune};
 use std::path::PathBuf;
 
 /// The XML namespace of labrun's `<metadata>` element.
@@ -46,6 +46,8 @@ pub struct DomainSpec {
     pub console_log: PathBuf,
     pub ssh_port: u16,
     pub disk_cache: DiskCache,
+    /// Throttling of the main disk (a lab's `disk_profile`); none when empty.
+    pub iotune: IoTune,
     pub metadata: LabrunMetadata,
 }
 
@@ -72,6 +74,7 @@ pub fn domain_xml(s: &DomainSpec) -> String {
         ),
         Boot::Disk => "<boot dev='hd'/>".to_string(),
     };
+    let iotune = iotune_xml(&s.iotune);
     let m = &s.metadata;
     format!(
         r#"<domain type='{dtype}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
@@ -103,7 +106,7 @@ pub fn domain_xml(s: &DomainSpec) -> String {
     <disk type='file' device='disk'>
       <driver name='qemu' type='qcow2'{cache} discard='unmap'/>
       <source file='{overlay}'/>
-      <target dev='vda' bus='virtio'/>
+      <target dev='vda' bus='virtio'/>{iotune}
     </disk>
     <disk type='file' device='disk'>
       <driver name='qemu' type='raw'/>
@@ -143,6 +146,20 @@ pub fn domain_xml(s: &DomainSpec) -> String {
         console = esc(&s.console_log.to_string_lossy()),
         port = s.ssh_port,
     )
+}
+
+/// The `<iotune>` element of the main disk (empty when nothing is limited):
+/// QEMU's block throttling, applied by libvirt to the disk's block node.
+fn iotune_xml(t: &IoTune) -> String {
+    if t.is_unlimited() {
+        return String::new();
+    }
+    let mut out = String::from("\n      <iotune>");
+    for (field, value) in t.limits() {
+        out.push_str(&format!("\n        <{field}>{value}</{field}>"));
+    }
+    out.push_str("\n      </iotune>");
+    out
 }
 
 /// Reads labrun's metadata element back (as libvirt returns it from
@@ -185,6 +202,7 @@ fn unesc(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::DiskProfile;
 
     fn spec(accel: Acceleration, cache: DiskCache) -> DomainSpec {
         DomainSpec {
@@ -201,6 +219,7 @@ mod tests {
             console_log: "/s/demo-1/console.log".into(),
             ssh_port: 40123,
             disk_cache: cache,
+            iotune: IoTune::default(),
             metadata: LabrunMetadata {
                 lab_name: "demo".into(),
                 lab_path: "/w/R&D <lab>.yaml".into(),
@@ -259,6 +278,35 @@ mod tests {
     }
 
     #[test]
+    fn a_disk_profile_throttles_the_main_disk_only() {
+        let unthrottled = domain_xml(&spec(Acceleration::Tcg, DiskCache::NoCache));
+        assert!(!unthrottled.contains("<iotune>"), "{unthrottled}");
+        let mut s = spec(Acceleration::Tcg, DiskCache::NoCache);
+        s.iotune = DiskProfile::Hdd.iotune();
+        let x = domain_xml(&s);
+        let main_disk = &x[x.find("<disk").unwrap()..x.find("</disk>").unwrap()];
+        assert!(
+            main_disk.contains(
+                "<target dev='vda' bus='virtio'/>\n      <iotune>\n        \
+                 <total_bytes_sec>150000000</total_bytes_sec>\n        \
+                 <total_iops_sec>200</total_iops_sec>\n      </iotune>"
+            ),
+            "{x}"
+        );
+        // The seed disk is read once at boot: never throttled.
+        assert_eq!(x.matches("<iotune>").count(), 1);
+        s.iotune = IoTune {
+            read_bytes_sec: Some(1),
+            write_iops_sec: Some(2),
+            ..IoTune::default()
+        };
+        let x = domain_xml(&s);
+        assert!(x.contains("<read_bytes_sec>1</read_bytes_sec>"), "{x}");
+        assert!(x.contains("<write_iops_sec>2</write_iops_sec>"), "{x}");
+        assert!(!x.contains("total_"), "{x}");
+    }
+
+    #[test]
     fn metadata_round_trips() {
         let s = spec(Acceleration::Tcg, DiskCache::NoCache);
         let x = domain_xml(&s);
@@ -277,13 +325,29 @@ mod tests {
             return;
         }
         let tmp = tempfile::tempdir().unwrap();
-        for (a, c, disk_boot) in [
-            (Acceleration::Tcg, DiskCache::NoCache, false),
-            (Acceleration::Kvm, DiskCache::Unsafe, false),
-            (Acceleration::Tcg, DiskCache::NoCache, true),
+        for (a, c, disk_boot, profile) in [
+            (
+                Acceleration::Tcg,
+                DiskCache::NoCache,
+                false,
+                DiskProfile::Hdd,
+            ),
+            (
+                Acceleration::Kvm,
+                DiskCache::Unsafe,
+                false,
+                DiskProfile::Ssd,
+            ),
+            (
+                Acceleration::Tcg,
+                DiskCache::NoCache,
+                true,
+                DiskProfile::Unthrottled,
+            ),
         ] {
             let p = tmp.path().join("d.xml");
             let mut s = spec(a, c);
+            s.iotune = profile.iotune();
             if disk_boot {
                 s.boot = Boot::Disk;
             }

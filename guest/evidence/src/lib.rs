@@ -12,6 +12,7 @@
 pub mod command;
 pub mod compare;
 pub mod digest;
+pub mod disk_profile;
 pub mod event;
 pub mod human;
 pub mod manifest;
@@ -25,6 +26,7 @@ pub mod step;
 pub mod variant;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};
+pub use disk_profile::{DiskProfile, IoTune};
 pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};
 pub use marker::{AgentMarker, ProcessId};
@@ -33,8 +35,8 @@ pub use plan::{
 };
 pub use protocol::{EachCommit, ProtocolStep, RunStep};
 pub use record::{
-    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, StepRecord, TimelineRow,
-    TreeMeters, VerifyOutcome,
+    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, OomKill, StepRecord,
+    TimelineRow, TreeMeters, VerifyOutcome,
 };
 pub use step::Step;
 

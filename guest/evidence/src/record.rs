@@ -70,6 +70,10 @@ pub struct StepRecord {
     /// recorded (`ok: false`) but does not end the cycle or fail the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub may_fail: bool,
+    /// The kernel's OOM killer killed a process of this step: what it
+    /// killed and how the agent knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom: Option<OomKill>,
     /// Git-history runs only: which snapshot of the series this step made,
     /// moved the tree to, restored or verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,8 +118,54 @@ impl StepRecord {
             tree: None,
             planned_kill: None,
             may_fail: false,
+            oom: None,
             history: None,
         }
+    }
+}
+
+/// A process of a step killed by the kernel's OOM killer (the machine or
+/// the step's cgroup ran out of memory). The evidence, each part optional:
+/// the step's cgroup counted the kill (`memory.events` `oom_kill`), the
+/// kernel's log named the process, the tool itself died of SIGKILL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OomKill {
+    /// The killed process's name and pid, as the kernel's log gives them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// `oom_kill` of the step cgroup's `memory.events`: kills in its tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_oom_kills: Option<u64>,
+    /// The kernel's log lines about the kill (`/dev/kmsg`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_log: Vec<String>,
+    /// The tool's own process died of SIGKILL (not the agent's timeout).
+    pub tool_sigkilled: bool,
+}
+
+impl OomKill {
+    /// `restic, pid 1234; cgroup memory.events oom_kill 1, kernel log`:
+    /// what was killed and which evidence says so.
+    pub fn describe(&self) -> String {
+        let mut sources = Vec::new();
+        if let Some(n) = self.cgroup_oom_kills {
+            sources.push(format!("cgroup memory.events oom_kill {n}"));
+        }
+        if !self.kernel_log.is_empty() {
+            sources.push("kernel log".to_string());
+        }
+        if self.tool_sigkilled {
+            sources.push("the tool died of SIGKILL".to_string());
+        }
+        let who = match (&self.victim, self.pid) {
+            (Some(v), Some(p)) => format!("{v}, pid {p}; "),
+            (Some(v), None) => format!("{v}; "),
+            (None, Some(p)) => format!("pid {p}; "),
+            (None, None) => String::new(),
+        };
+        format!("{who}{}", sources.join(", "))
     }
 }
 

@@ -47,6 +47,9 @@ pub enum Cgroups {
 #[derive(Debug)]
 pub struct CgroupRoot {
     dir: PathBuf,
+    /// The cgroup2 mount `dir` is under: the kernel's log names cgroups
+    /// by their path from it.
+    mount: PathBuf,
     /// Controllers enabled for the steps' cgroups.
     enabled: Vec<String>,
 }
@@ -111,7 +114,15 @@ impl CgroupRoot {
             .split_whitespace()
             .map(str::to_string)
             .collect();
-        Ok(CgroupRoot { dir, enabled })
+        // `LABRUN_CGROUP_ROOT` may name a cgroup inside the mount.
+        let mount = cgroup2_mount()
+            .filter(|m| dir.starts_with(m))
+            .unwrap_or_else(|| mount.to_path_buf());
+        Ok(CgroupRoot {
+            dir,
+            mount,
+            enabled,
+        })
     }
 
     fn step(&self, name: &str) -> io::Result<StepCgroup> {
@@ -126,8 +137,13 @@ impl CgroupRoot {
             .write(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(dir.join("cgroup.procs"))?;
+        let kernel_path = dir
+            .strip_prefix(&self.mount)
+            .map(|rel| format!("/{}", rel.display()))
+            .unwrap_or_default();
         Ok(StepCgroup {
             dir,
+            kernel_path,
             procs,
             enabled: self.enabled.clone(),
         })
@@ -203,6 +219,8 @@ fn end_dead_agents(shared: &Path) {
 /// One step's cgroup, from before the spawn to after its last process.
 pub struct StepCgroup {
     dir: PathBuf,
+    /// `dir` as the kernel's log names it (`task_memcg=`).
+    kernel_path: String,
     /// `cgroup.procs`, open before the fork: the child moves itself in
     /// with one write(2), which is safe between fork and exec.
     procs: File,
@@ -213,6 +231,18 @@ impl StepCgroup {
     /// The fd the child writes "0" to (itself) before exec.
     pub fn procs_fd(&self) -> RawFd {
         self.procs.as_raw_fd()
+    }
+
+    /// The cgroup's path from the cgroup2 root, as the kernel's OOM log
+    /// names a victim's cgroup.
+    pub fn kernel_path(&self) -> &str {
+        &self.kernel_path
+    }
+
+    /// How many of the tree's processes the OOM killer killed (None
+    /// without the memory controller).
+    pub fn oom_kills(&self) -> Option<u64> {
+        super::oom::oom_kills_in(&self.dir)
     }
 
     /// Samples the tree until `stop` is dropped (how often:

@@ -15,7 +15,7 @@
 
 use crate::run::cgroup::{self, StepCgroup};
 use crate::run::interrupt::Interrupt;
-use labrun_evidence::{ExitStatus, TreeMeters};
+use labrun_evidence::{ExitStatus, OomKill, TreeMeters};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
@@ -79,6 +79,9 @@ pub struct Measurement {
     pub interrupted_by: Option<i32>,
     /// The whole tree's figures, when [`CommandSpec::tree`] asked for them.
     pub tree: Option<TreeMeters>,
+    /// The kernel's OOM killer killed a process of the tree ([`crate::run::oom`];
+    /// looked for when [`CommandSpec::tree`] is asked for).
+    pub oom: Option<OomKill>,
 }
 
 impl Measurement {
@@ -150,6 +153,12 @@ pub fn run_measured(
     // memory small while tools run: manifests live in files, not in memory,
     // and freed heap goes back to the kernel right before the spawn.
     trim_heap();
+    // From here on the kernel's log is the step's: an OOM kill it names
+    // happened while the tool ran.
+    let mut kmsg = spec
+        .tree
+        .as_ref()
+        .and_then(|_| crate::run::oom::KmsgWatch::start().ok());
 
     let started = Instant::now();
     let child = cmd.spawn().map_err(|source| MeasureError::Spawn {
@@ -198,6 +207,15 @@ pub fn run_measured(
     // A limit or a signal that came as the tool was ending anyway did not
     // change its result: only a tool that died of our SIGKILL was stopped.
     let killed = exit.signal == Some(libc::SIGKILL);
+    let oom = spec.tree.as_ref().and_then(|_| {
+        crate::run::oom::detect(
+            pid as u32,
+            cgroup.map(StepCgroup::kernel_path),
+            cgroup.and_then(StepCgroup::oom_kills),
+            &kmsg.as_mut().map(|k| k.oom_lines()).unwrap_or_default(),
+            killed,
+        )
+    });
 
     Ok(Measurement {
         wall_secs: wall.as_secs_f64(),
@@ -209,6 +227,7 @@ pub fn run_measured(
         timed_out: watchdog_fired && killed,
         interrupted_by: interrupt.stopped_by().filter(|_| killed),
         tree,
+        oom,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod evidence;
 pub mod interrupt;
 pub mod leftover;
 pub mod measure;
+pub mod oom;
 pub mod placeholders;
 pub mod plan_check;
 pub mod process;

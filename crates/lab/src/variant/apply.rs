@@ -78,6 +78,16 @@ fn apply_vm(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied) {
     {
         vm.disk_cache = v;
     }
+    if let Some(v) = o.disk_profile
+        && out.set(
+            &at_vm,
+            "vm.disk_profile".into(),
+            vm.disk_profile.describe(),
+            v.describe(),
+        )
+    {
+        vm.disk_profile = v;
+    }
 }
 
 fn apply_dataset(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied) {

@@ -59,6 +59,7 @@ pub struct VmOverride {
     pub vcpus: Option<u32>,
     pub memory: Option<ByteSize>,
     pub disk_cache: Option<DiskCache>,
+    pub disk_profile: Option<labrun_evidence::DiskProfile>,
 }
 
 /// The synthetic dataset's settings a variant may change.

@@ -169,9 +169,10 @@ fn page(s: &Summary) -> String {
         } else {
             ""
         };
+        let oom = if f.oom { ", **oom**" } else { "" };
         let _ = writeln!(
             out,
-            "- {who}cycle {}, `{}`{allowed}: {why}{exit}",
+            "- {who}cycle {}, `{}`{oom}{allowed}: {why}{exit}",
             f.cycle, f.step
         );
     }
@@ -223,6 +224,9 @@ fn environment(out: &mut String, env: &Environment) {
         "- Guest disk cache mode: {}",
         or_unknown(&env.disk_cache)
     );
+    if let Some(speed) = env.disk_speed() {
+        let _ = writeln!(out, "- Guest disk profile: {speed}");
+    }
     let _ = writeln!(out, "- Host: {}", machine(&env.host));
     let _ = writeln!(out, "- Guest: {}", machine(&env.guest));
     let _ = writeln!(

@@ -96,10 +96,11 @@ fn page(c: &VariantsComparison) -> String {
                         .iter()
                         .map(|x| {
                             format!(
-                                "{}: {} cycle {}{}",
+                                "{}: {} cycle {}{}{}",
                                 x.variant,
                                 x.step.as_str(),
                                 x.cycle,
+                                if x.oom { ", **oom**" } else { "" },
                                 x.error
                                     .as_deref()
                                     .map_or(String::new(), |e| format!(" ({e})"))

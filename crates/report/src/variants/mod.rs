@@ -60,6 +60,9 @@ pub struct VariantFailure {
     pub step: Step,
     pub cycle: u32,
     pub error: Option<String>,
+    /// The kernel's OOM killer ended it ([`crate::FailedStep::oom`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oom: bool,
 }
 
 impl VariantsComparison {
@@ -170,6 +173,7 @@ pub fn compare(run_id: String, variants: Vec<VariantColumn>) -> VariantsComparis
                         step: f.step.clone(),
                         cycle: f.cycle,
                         error: f.error.clone(),
+                        oom: f.oom,
                     })
                 })
                 .collect();

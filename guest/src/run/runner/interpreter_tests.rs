@@ -5,12 +5,13 @@
 use super::{RunOptions, RunOutcome, execute_with};
 use crate::run::interrupt::Interrupt;
 use crate::run::measure::{CommandSpec, Executor, MeasureError, Measurement};
-use labrun_evidence::{ExitStatus, StepRecord};
+use labrun_evidence::{ExitStatus, OomKill, StepRecord};
 use serde_json::json;
 use std::sync::Mutex;
 
 /// Records each argv; `{bin} id` prints the next snapshot id, `{bin} slow`
-/// runs into its watchdog (as a killed tool does), `{bin} fail` exits 1.
+/// runs into its watchdog (as a killed tool does), `{bin} fail` exits 1,
+/// `{bin} oom` dies of SIGKILL with the OOM killer's evidence.
 #[derive(Default)]
 struct Recorder {
     seen: Mutex<Vec<String>>,
@@ -36,18 +37,26 @@ impl Executor for Recorder {
             String::new()
         };
         std::fs::write(spec.stderr, stderr).unwrap();
+        let killed = line.ends_with(" slow") || line.ends_with(" oom");
         Ok(Measurement {
             wall_secs: 0.1,
             user_secs: 0.05,
             sys_secs: 0.01,
             max_rss_kib: 1000,
             exit: ExitStatus {
-                code: (!line.ends_with(" slow")).then_some(i32::from(line.ends_with(" fail"))),
-                signal: line.ends_with(" slow").then_some(9),
+                code: (!killed).then_some(i32::from(line.ends_with(" fail"))),
+                signal: killed.then_some(9),
             },
             timed_out: line.ends_with(" slow"),
             interrupted_by: None,
             tree: None,
+            oom: line.ends_with(" oom").then(|| OomKill {
+                victim: Some("sh".into()),
+                pid: Some(4242),
+                cgroup_oom_kills: Some(1),
+                kernel_log: vec!["Out of memory: Killed process 4242 (sh)".into()],
+                tool_sigkilled: true,
+            }),
         })
     }
 }
@@ -60,6 +69,7 @@ fn tool(name: &str, with_stats: bool) -> serde_json::Value {
         "forget": {"argv": ["{bin}", "forget", "{snapshot}"]},
         "slow": {"argv": ["{bin}", "slow"]},
         "fail": {"argv": ["{bin}", "fail"]},
+        "hog": {"argv": ["{bin}", "oom"]},
     });
     if with_stats {
         commands["stats"] = json!({"argv": ["{bin}", "stats"]});
@@ -116,6 +126,42 @@ fn run_tools(protocol: serde_json::Value, tools: serde_json::Value) -> Ran {
         records,
         dir,
     }
+}
+
+#[test]
+fn a_step_the_oom_killer_ended_says_so() {
+    let Ran { records, .. } = run(json!([
+        "source",
+        {"run": "init"},
+        {"run": "hog", "name": "backup_full", "may_fail": true},
+        {"run": "fail", "name": "plain_failure", "may_fail": true}
+    ]));
+    let of = |step: &str| {
+        records
+            .iter()
+            .find(|r| r.tool == "alpha" && r.step.as_str() == step)
+            .unwrap_or_else(|| panic!("no {step}"))
+    };
+    let hog = of("backup_full");
+    assert!(!hog.ok);
+    assert_eq!(hog.oom.as_ref().and_then(|o| o.pid), Some(4242));
+    let error = hog.error.as_deref().unwrap();
+    assert!(
+        error.starts_with(
+            "killed by the kernel's OOM killer (sh, pid 4242; cgroup memory.events oom_kill 1, \
+             kernel log, the tool died of SIGKILL): give the VM more memory or lower the scale; see "
+        ),
+        "{error}"
+    );
+    let plain = of("plain_failure");
+    assert!(plain.oom.is_none());
+    assert!(
+        plain
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("exited with code 1")
+    );
 }
 
 #[test]

@@ -350,6 +350,8 @@ fn fill_measurement(rec: &mut StepRecord, m: &Measurement, timeout: Option<u64>,
     rec.max_rss_kib = m.max_rss_kib;
     rec.tree = m.tree.clone();
     rec.exit = Some(m.exit.clone());
+    // Recorded even when the tool survived the kill of one of its helpers.
+    rec.oom = m.oom.clone();
     rec.ok = m.succeeded();
     if !rec.ok {
         rec.error = Some(format!("{}; see {stderr_rel}", describe_exit(m, timeout)));
@@ -364,6 +366,12 @@ fn describe_exit(m: &Measurement, timeout: Option<u64>) -> String {
         return format!(
             "timed out after {} s (step_timeout_secs): its process group was killed",
             timeout.unwrap_or(0)
+        );
+    }
+    if let Some(oom) = &m.oom {
+        return format!(
+            "killed by the kernel's OOM killer ({}): give the VM more memory or lower the scale",
+            oom.describe()
         );
     }
     match (m.exit.code, m.exit.signal) {
