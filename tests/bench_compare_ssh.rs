@@ -3,7 +3,9 @@
 //! `--compression zstd,22` is found `slower` than its default on the full
 //! backup; an A/A pair (the same binary and settings under two names) is
 //! never `slower` or `faster`; the pair whose tools were not run is said
-//! not to be made. The verdicts are in the summary, made from raw/ alone.
+//! not to be made; `--until-conclusive` adds cycles while a verdict is
+//! open, never beyond its maximum. The verdicts are in the summary, made
+//! from raw/ alone.
 
 mod common;
 mod run_output;
@@ -21,7 +23,7 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
         "labs/regression.yaml",
         "regression",
         "dataset: {kind: synthetic, seed: 7, scale: 0.001}",
-        4,
+        3,
     );
     // target_lab keeps only the shipped lab's protocol and tools: the
     // lab's `compare:` block is added here, as written there.
@@ -31,13 +33,53 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
     );
     std::fs::write(&lab, text).unwrap();
     let results = dir.path().join("results");
-    common::bench_ok(&lab, &results, "borg,borg@zstd22,borg@again", &sshd);
+    // 3 cycles of the lab, then up to 2 more while a verdict is open (the
+    // A/A pair's cannot close in 5 pairs: it needs its interval within 5%).
+    let text = common::bench_ok(
+        &lab,
+        &results,
+        "borg,borg@zstd22,borg@again",
+        &["--until-conclusive", "2"],
+        &sshd,
+    );
     let run = only_run_dir(&results);
+    let added: labrun_evidence::compare::AddedPairs = serde_json::from_str(
+        &std::fs::read_to_string(run.join("raw/added-pairs.json")).expect("added-pairs.json"),
+    )
+    .unwrap();
+    assert!(added.added >= 1 && added.added <= 2, "{added:?}");
+    assert_eq!(added.rounds.len() as u32, added.added);
+    assert!(
+        added
+            .rounds
+            .iter()
+            .all(|r| r.tools.contains(&"borg@again".to_string()))
+    );
+    // Never beyond the maximum: no record past cycle 3 + added.
+    let last = records(&run)
+        .iter()
+        .filter_map(|r| r["cycle"].as_u64())
+        .max()
+        .unwrap();
+    assert_eq!(last, 3 + u64::from(added.added), "{text}");
+    if added.added < 2 {
+        assert!(
+            text.contains("every verdict the lab asked for is conclusive"),
+            "{text}"
+        );
+    } else {
+        assert!(
+            text.contains("still inconclusive after 2 added pair(s)"),
+            "{text}"
+        );
+    }
     assert!(run.join("raw/compare-plan.json").is_file());
     // The setting under test reached the candidate's backups only.
     for r in records(&run) {
         if r["step"] == "backup_full" {
-            let zstd = r["argv"].to_string().contains(r#""--compression","zstd,22""#);
+            let zstd = r["argv"]
+                .to_string()
+                .contains(r#""--compression","zstd,22""#);
             assert_eq!(zstd, r["tool"] == "borg@zstd22", "{r}");
         }
     }
@@ -60,7 +102,9 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
     let full = find(zstd, "backup_full", "wall_time");
     assert_eq!(full["verdict"], "worse", "{full}");
     assert_eq!(full["verdict_word"], "slower");
-    assert_eq!(full["pairs"], 4);
+    // Its pairs: the lab's 3, and one per added cycle it was still open in.
+    let pairs = full["pairs"].as_u64().unwrap();
+    assert!((3..=5).contains(&pairs), "{full}");
 
     let aa = &comparisons[1];
     assert_eq!(aa["candidate"]["tool"], "borg@again");
@@ -75,6 +119,7 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("## Verdict: borg@zstd22 against borg"), "{md}");
     assert!(md.contains("## Verdict: borg@again against borg"), "{md}");
+    assert!(md.contains("`--until-conclusive 2` added"), "{md}");
     assert!(
         md.contains(
             "The comparison of restic@0.14.0 (candidate) against restic (baseline) was not made"

@@ -34,7 +34,7 @@ fn bench_over_ssh_backs_up_each_commit_and_restores_every_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = write_lab(dir.path(), &sshd);
     let results = dir.path().join("results");
-    common::bench_ok(&lab, &results, "restic,borg,duplicity", &sshd);
+    common::bench_ok(&lab, &results, "restic,borg,duplicity", &[], &sshd);
     let run = &only_run_dir(&results);
     let records = records(run);
     for tool in ["restic", "borg", "duplicity"] {
@@ -116,7 +116,7 @@ fn a_repository_on_the_host_is_pushed_into_the_guest() {
         1,
     );
     let results = dir.path().join("results");
-    let text = common::bench_ok(&lab, &results, "restic,borg", &sshd);
+    let text = common::bench_ok(&lab, &results, "restic,borg", &[], &sshd);
     assert!(text.contains("pushed the repository"), "{text}");
     let run = only_run_dir(&results);
     let plan = std::fs::read_to_string(run.join("raw/plan.json")).unwrap();

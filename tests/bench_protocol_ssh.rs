@@ -31,7 +31,7 @@ fn bench(
     let text = std::fs::read_to_string(&lab).expect("lab");
     std::fs::write(&lab, edit(text)).expect("write lab");
     let results = dir.path().join("results");
-    common::bench_ok(&lab, &results, "restic,borg", &sshd);
+    common::bench_ok(&lab, &results, "restic,borg", &[], &sshd);
     let run = only_run_dir(&results);
     let recs = records(&run);
     (dir, run, recs)

@@ -133,7 +133,7 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lab = write_lab(dir.path(), &sshd, 2, 0.001);
     let results = dir.path().join("results");
-    let text = common::bench_ok(&lab, &results, "restic,borg", &sshd);
+    let text = common::bench_ok(&lab, &results, "restic,borg", &[], &sshd);
     assert!(text.contains("estimated duration"), "{text}");
     let run = only_run_dir(&results);
     assert_complete(&run, 2);

@@ -43,7 +43,7 @@ fn every_variant_runs_as_a_run_of_its_own_and_is_compared() {
     std::fs::write(&lab, text).unwrap();
     let results = dir.path().join("results");
 
-    let out = common::bench_ok(&lab, &results, "restic", &sshd);
+    let out = common::bench_ok(&lab, &results, "restic", &[], &sshd);
     assert!(
         out.contains("variant 2/2 `tuned`: dataset.seed 7 -> 9; tools.restic.args.backup - -> --compression max"),
         "{out}"

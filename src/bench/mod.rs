@@ -10,6 +10,7 @@ pub mod estimate;
 pub mod host_phases;
 pub mod layout;
 pub mod machine;
+pub mod more_pairs;
 pub mod progress;
 pub mod pull;
 pub mod remote;

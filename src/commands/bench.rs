@@ -47,6 +47,11 @@ pub struct Args {
     /// `make agent` output).
     #[arg(long, env = "LABRUN_AGENT")]
     pub agent: Option<PathBuf>,
+    /// While a comparison the lab asks for (`compare:`) has an inconclusive
+    /// row, add one more cycle of its two tools (one more pair), at most N
+    /// cycles in all.
+    #[arg(long, value_name = "N")]
+    pub until_conclusive: Option<u32>,
     /// Print only warnings and the summary.
     #[arg(long, conflicts_with = "plain")]
     pub quiet: bool,
@@ -81,6 +86,12 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 
 async fn start(ctx: &Context, args: &Args, display: &mut dyn Display) -> anyhow::Result<ExitCode> {
     let lab = Lab::load(&ctx.lab_path)?;
+    if args.until_conclusive.is_some() && lab.compare.is_none() {
+        bail!(
+            "`--until-conclusive` adds pairs to the comparisons a lab asks for, and {} asks for none: add a `compare:` block naming a baseline and a candidate tool, or drop the option",
+            ctx.lab_path.display()
+        );
+    }
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -208,7 +219,38 @@ pub(crate) async fn run_lab(
     test_hook_after_agent_start();
     session_file.agent_pid = Some(pid);
     session_file.write(&host.session_file())?;
-    follow_to_end(&session, &remote, pid, host, display, &mut phases).await
+    let code = follow_to_end(&session, &remote, pid, host, display, &mut phases).await?;
+    let Some(max) = args.until_conclusive else {
+        return Ok(code);
+    };
+    if code == ExitCode::from(EXIT_CONNECTION_LOST)
+        || crate::bench::variants::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return Ok(code);
+    }
+    let more = crate::bench::more_pairs::add_until_conclusive(
+        &session,
+        &remote,
+        &plan,
+        host,
+        max,
+        display,
+        &mut phases,
+    )
+    .await?;
+    match more {
+        None => Ok(code),
+        Some(later) if later == ExitCode::from(EXIT_CONNECTION_LOST) => Ok(later),
+        Some(later) => {
+            // The verdicts again, now saying how many pairs were added.
+            summarize(host)?;
+            Ok(if code == ExitCode::SUCCESS {
+                later
+            } else {
+                code
+            })
+        }
+    }
 }
 
 /// Refuses to start beside a run that goes on on the target.
@@ -281,7 +323,7 @@ async fn attach(
     follow_to_end(&session, &s.remote, pid, &host, display, &mut phases).await
 }
 
-async fn follow_to_end(
+pub(crate) async fn follow_to_end(
     session: &labrun_ssh::Session,
     remote: &RemoteRun,
     pid: u32,

@@ -44,14 +44,16 @@ pub fn target_lab(
     path
 }
 
-/// `labrun -f LAB bench --plain --tools TOOLS --results RESULTS`, which must
+/// `labrun -f LAB bench --plain --tools TOOLS EXTRA... --results RESULTS`, which must
 /// succeed (else the test fails with its output and the server's log);
 /// gives stdout and stderr as one text.
-pub fn bench_ok(lab: &Path, results: &Path, tools: &str, sshd: &Sshd) -> String {
+pub fn bench_ok(lab: &Path, results: &Path, tools: &str, extra: &[&str], sshd: &Sshd) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_labrun"))
         .arg("-f")
         .arg(lab)
-        .args(["bench", "--plain", "--tools", tools, "--results"])
+        .args(["bench", "--plain", "--tools", tools])
+        .args(extra)
+        .arg("--results")
         .arg(results)
         .output()
         .expect("run labrun");

@@ -149,6 +149,7 @@ impl Lab {
             schema_version: labrun_evidence::SCHEMA_VERSION,
             run_id: run_id.to_string(),
             cycles: o.cycles.unwrap_or(self.cycles),
+            first_cycle: 1,
             dataset,
             tools,
             protocol: self.protocol.clone(),

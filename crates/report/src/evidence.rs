@@ -65,6 +65,8 @@ pub struct RawRun {
     pub timelines: Vec<crate::timeline::StepTimeline>,
     /// What the lab asked to compare (`raw/compare-plan.json`), if anything.
     pub compare_plan: Option<labrun_evidence::compare::ComparePlan>,
+    /// The pairs `--until-conclusive` added (`raw/added-pairs.json`).
+    pub added_pairs: Option<labrun_evidence::compare::AddedPairs>,
 }
 
 /// The parts of `plan.json` a summary needs. Read leniently (the agent's own
@@ -171,6 +173,15 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
             WarningKind::ComparisonNotMade,
             &mut run.warnings,
             "the verdicts the lab asked for are not made",
+        );
+    }
+    let added = raw.join(labrun_evidence::compare::ADDED_PAIRS);
+    if added.is_file() {
+        run.added_pairs = read_optional_json(
+            &added,
+            WarningKind::ComparisonNotMade,
+            &mut run.warnings,
+            "how many pairs `--until-conclusive` added is unknown",
         );
     }
     run.binaries = match std::fs::read_to_string(raw.join(files::BINARY_DIGESTS)) {

@@ -9,6 +9,29 @@ use serde::{Deserialize, Serialize};
 /// `raw/compare-plan.json`.
 pub const COMPARE_PLAN: &str = "compare-plan.json";
 
+/// `raw/added-pairs.json`: the cycles `bench --until-conclusive N` added.
+pub const ADDED_PAIRS: &str = "added-pairs.json";
+
+/// What `--until-conclusive` added to a run, so every verdict says how many
+/// of its pairs came after the lab's own cycles.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddedPairs {
+    /// The declared maximum of added cycles (never exceeded).
+    pub max: u32,
+    /// Cycles added, each one more pair of every comparison still open.
+    pub added: u32,
+    pub rounds: Vec<AddedRound>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddedRound {
+    pub cycle: u32,
+    /// The tools run in it: both sides of every comparison still open.
+    pub tools: Vec<String>,
+    /// Inconclusive rows before it, over every open comparison.
+    pub inconclusive_rows: usize,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComparePair {

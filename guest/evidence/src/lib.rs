@@ -64,6 +64,12 @@ pub mod files {
     pub const BINARY_DIGESTS: &str = "binary-sha256.txt";
     /// [`crate::ToolVersions`]: what each tool's version command printed.
     pub const TOOL_VERSIONS: &str = "tool-versions.json";
+
+    /// The plan of a run's continuation from cycle `first` on (`plan.json`
+    /// stays the run's first plan).
+    pub fn continued_plan(first: u32) -> String {
+        format!("plan-from-cycle-{first}.json")
+    }
 }
 
 /// Tool name to the first line its version command printed (or why there

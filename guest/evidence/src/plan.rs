@@ -15,6 +15,11 @@ pub struct Plan {
     pub run_id: String,
     /// Each cycle starts from scratch: fresh repository, pristine source.
     pub cycles: u32,
+    /// The number of the first cycle (1). A later one continues a run whose
+    /// evidence already holds the cycles before it (`bench
+    /// --until-conclusive` adding pairs): the agent appends to it.
+    #[serde(default = "first", skip_serializing_if = "is_first")]
+    pub first_cycle: u32,
     pub dataset: DatasetPlan,
     pub tools: Vec<ToolPlan>,
     /// The steps of every tool cycle, in order. Plans labrun writes always
@@ -36,6 +41,30 @@ pub struct Plan {
 
 fn yes() -> bool {
     true
+}
+
+fn first() -> u32 {
+    1
+}
+
+fn is_first(n: &u32) -> bool {
+    *n == 1
+}
+
+impl Plan {
+    /// The cycles this plan runs, by number.
+    pub fn cycle_numbers(&self) -> std::ops::RangeInclusive<u32> {
+        self.first_cycle
+            ..=self
+                .first_cycle
+                .saturating_add(self.cycles)
+                .saturating_sub(1)
+    }
+
+    /// Whether it continues a run already in its evidence folder.
+    pub fn continues(&self) -> bool {
+        self.first_cycle > 1
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

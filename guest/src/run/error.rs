@@ -109,6 +109,10 @@ pub enum RunError {
     )]
     EvidenceNotEmpty { path: PathBuf },
     #[error(
+        "the plan continues a run (its first_cycle is above 1), but {path} holds no records of one: continue a run in its own evidence directory, or start at cycle 1"
+    )]
+    NothingToContinue { path: PathBuf },
+    #[error(
         "the work directory {path} already exists: remove it (a previous run with the same run_id left it) or use another run_id"
     )]
     WorkExists { path: PathBuf },

@@ -91,10 +91,48 @@ impl Evidence {
         })
     }
 
-    /// `plan.json`: the plan as run, every secret value replaced.
+    /// Opens the evidence of a run that a plan continues (more cycles of
+    /// it): what is there is kept and appended to, and its `done.json` goes
+    /// until this plan has run too.
+    pub fn resume(dir: &Path, echo: bool) -> Result<Evidence, RunError> {
+        let records = dir.join(files::RECORDS);
+        if !records.is_file() {
+            return Err(RunError::NothingToContinue {
+                path: dir.to_path_buf(),
+            });
+        }
+        let done = dir.join(files::DONE);
+        if done.exists() {
+            std::fs::remove_file(&done)
+                .map_err(|e| RunError::io("cannot remove the finished marker", &done, e))?;
+        }
+        let open = |name: &str| {
+            let p = dir.join(name);
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&p)
+                .map_err(|e| RunError::io("cannot open evidence file", &p, e))
+        };
+        Ok(Evidence {
+            dir: dir.to_path_buf(),
+            records: open(files::RECORDS)?,
+            events: open(files::EVENTS)?,
+            stdout_open: true,
+            echo,
+        })
+    }
+
+    /// `plan.json`: the plan as run, every secret value replaced. A plan
+    /// that continues a run goes beside the first one
+    /// (`plan-from-cycle-N.json`), which stays the run's plan.
     pub fn write_plan(&self, plan: &Plan) -> Result<(), RunError> {
         let mut redacted = plan.clone();
         redacted.tools = plan.tools.iter().map(|t| t.redacted()).collect();
+        if plan.continues() {
+            let name = files::continued_plan(plan.first_cycle);
+            return self.write_json(&name, &redacted);
+        }
         self.write_json(files::PLAN, &redacted)
     }
 
@@ -257,6 +295,30 @@ pub fn blank_record(
 mod tests {
     use super::*;
     use labrun_evidence::{EntryKind, ManifestEntry, Step};
+
+    #[test]
+    fn a_continuation_appends_to_its_runs_evidence_and_only_to_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = Evidence::resume(dir.path(), false).err().unwrap();
+        assert!(
+            matches!(empty, RunError::NothingToContinue { .. }),
+            "{empty}"
+        );
+        let ev_dir = dir.path().join("ev");
+        let mut first = Evidence::create(&ev_dir, false).unwrap();
+        first
+            .append_record(&blank_record("r", "t", 1, Step::INIT))
+            .unwrap();
+        std::fs::write(ev_dir.join(files::DONE), "{}").unwrap();
+        drop(first);
+        let mut more = Evidence::resume(&ev_dir, false).unwrap();
+        more.append_record(&blank_record("r", "t", 2, Step::INIT))
+            .unwrap();
+        let text = std::fs::read_to_string(ev_dir.join(files::RECORDS)).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        // Not done again until the continuation has run.
+        assert!(!ev_dir.join(files::DONE).exists());
+    }
 
     #[test]
     fn refuses_a_directory_with_earlier_evidence() {

@@ -72,7 +72,7 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
             name: plan.run_id.clone(),
         });
     }
-    if plan.cycles == 0 {
+    if plan.cycles == 0 || plan.first_cycle == 0 {
         return Err(PlanError::NoCycles);
     }
     if plan.tools.is_empty() {

@@ -193,6 +193,7 @@ fn build(design: Design, base: &SideRun, cand: &SideRun, settings: &Settings) ->
         method: method::text(design, settings, max_pairs),
         rows,
         warnings: Vec::new(),
+        added_pairs: None,
     }
 }
 

@@ -24,6 +24,9 @@ pub struct Comparison {
     /// Differences a `--force` let through, and similar caveats.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The pairs `bench --until-conclusive` added after the lab's cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_pairs: Option<labrun_evidence::compare::AddedPairs>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -106,8 +106,21 @@ pub fn headline(c: &Comparison) -> String {
             c.baseline.run_id, c.candidate.run_id
         ),
     };
+    let added = match &c.added_pairs {
+        Some(a) => format!(
+            " `--until-conclusive {}` added {} cycle(s) after the lab's own (cycles {}), each one more pair of the comparisons still open.",
+            a.max,
+            a.added,
+            a.rounds
+                .iter()
+                .map(|r| r.cycle.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => String::new(),
+    };
     format!(
-        "Candidate {} against baseline {}, {design}; margin {}, alpha {}, noise threshold {}.",
+        "Candidate {} against baseline {}, {design}; margin {}, alpha {}, noise threshold {}.{added}",
         printable(&c.candidate.label()),
         printable(&c.baseline.label()),
         percent(c.settings.margin),

@@ -20,7 +20,10 @@ pub fn requested(run: &RawRun) -> (Vec<Comparison>, Vec<Warning>) {
     let mut warnings = Vec::new();
     for pair in &plan.pairs {
         match compare_paired(run, &pair.baseline, &pair.candidate, &settings) {
-            Ok(c) => made.push(c),
+            Ok(mut c) => {
+                c.added_pairs = run.added_pairs.clone();
+                made.push(c)
+            }
             Err(e) => warnings.push(Warning::new(
                 WarningKind::ComparisonNotMade,
                 format!(

@@ -147,7 +147,12 @@ pub fn execute_with(
     let lock = Arc::new(lock);
     let recorder = Arc::clone(&lock);
     interrupt.record_groups_with(Box::new(move |group| recorder.record_tool(group)));
-    let evidence = Evidence::create(&dirs.evidence, opts.echo_events)?;
+    // A plan that continues a run adds its cycles to that run's evidence.
+    let evidence = if plan.continues() {
+        Evidence::resume(&dirs.evidence, opts.echo_events)?
+    } else {
+        Evidence::create(&dirs.evidence, opts.echo_events)?
+    };
     evidence.write_binary_digests(&binary_digests)?;
     let root = dirs.root;
     std::fs::create_dir_all(&root)
@@ -268,7 +273,7 @@ impl<'p> Runner<'p> {
         self.ev
             .write_tool_versions(&versions.collect(tool_versions::DEADLINE))?;
         let plan = self.plan;
-        for cycle in 1..=plan.cycles {
+        for cycle in plan.cycle_numbers() {
             for (order, index) in cycle_order(plan.tools.len(), cycle, plan.rotate_tools)
                 .into_iter()
                 .enumerate()
