@@ -74,13 +74,20 @@ impl Evidence {
             std::fs::create_dir(&p)
                 .map_err(|e| RunError::io("cannot create evidence directory", &p, e))?;
         }
+        Evidence::open(dir, echo, true)
+    }
+
+    /// The evidence files opened for appending: new ones for a new run
+    /// (`fresh`: two runs' records never mix), a run's own to continue it.
+    fn open(dir: &Path, echo: bool, fresh: bool) -> Result<Evidence, RunError> {
         let open = |name: &str| {
             let p = dir.join(name);
             OpenOptions::new()
-                .create_new(true)
+                .create_new(fresh)
+                .create(true)
                 .append(true)
                 .open(&p)
-                .map_err(|e| RunError::io("cannot create evidence file", &p, e))
+                .map_err(|e| RunError::io("cannot open evidence file", &p, e))
         };
         Ok(Evidence {
             dir: dir.to_path_buf(),
@@ -106,21 +113,7 @@ impl Evidence {
             std::fs::remove_file(&done)
                 .map_err(|e| RunError::io("cannot remove the finished marker", &done, e))?;
         }
-        let open = |name: &str| {
-            let p = dir.join(name);
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&p)
-                .map_err(|e| RunError::io("cannot open evidence file", &p, e))
-        };
-        Ok(Evidence {
-            dir: dir.to_path_buf(),
-            records: open(files::RECORDS)?,
-            events: open(files::EVENTS)?,
-            stdout_open: true,
-            echo,
-        })
+        Evidence::open(dir, echo, false)
     }
 
     /// `plan.json`: the plan as run, every secret value replaced. A plan

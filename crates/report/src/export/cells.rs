@@ -9,6 +9,19 @@ use labrun_evidence::Step;
 /// Shown where there is no figure.
 pub const NONE: &str = "-";
 
+/// The columns of a phase's table, in every format.
+pub const PHASE_COLUMNS: [&str; 9] = [
+    "Tool",
+    "Wall time",
+    "User CPU",
+    "System CPU",
+    "Peak memory (largest process)",
+    "Peak memory (whole tree)",
+    "CPU (whole tree)",
+    "Disk written (whole tree)",
+    "Cycles ok",
+];
+
 /// The three phases the published comparison shows side by side.
 pub const HEADLINE_PHASES: [Step; 3] = [Step::BACKUP_FULL, Step::BACKUP_INCREMENTAL, Step::RESTORE];
 

@@ -373,17 +373,7 @@ pub fn phases(s: &Summary) -> Section {
             text(phase.as_str())
         );
         body.push_str(&table(
-            &[
-                "Tool",
-                "Wall time",
-                "User CPU",
-                "System CPU",
-                "Peak memory (largest process)",
-                "Peak memory (whole tree)",
-                "CPU (whole tree)",
-                "Disk written (whole tree)",
-                "Cycles ok",
-            ],
+            &cells::PHASE_COLUMNS,
             s.tools.iter().filter_map(|t| {
                 let p: &PhaseSummary = t.phase(&phase)?;
                 Some(vec![

@@ -90,17 +90,7 @@ fn page(s: &Summary) -> String {
         let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(&phase));
         table(
             &mut out,
-            &[
-                "Tool",
-                "Wall time",
-                "User CPU",
-                "System CPU",
-                "Peak memory (largest process)",
-                "Peak memory (whole tree)",
-                "CPU (whole tree)",
-                "Disk written (whole tree)",
-                "Cycles ok",
-            ],
+            &cells::PHASE_COLUMNS,
             s.tools.iter().filter_map(|t| {
                 let p = t.phase(&phase)?;
                 Some(vec![
