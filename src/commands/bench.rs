@@ -358,7 +358,7 @@ pub(crate) async fn follow_to_end(
         safe_eprintln!(
             "labrun: the connection was lost ({why}); the run goes on in the guest.\n  evidence so far: {}\n  reconnect with: labrun bench --attach {}",
             host.raw().display(),
-            remote.run_id
+            attach_id(host, &remote.run_id)
         );
         return Ok(ExitCode::from(EXIT_CONNECTION_LOST));
     }
@@ -608,20 +608,58 @@ fn locate_agent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         })
 }
 
+/// What `--attach` takes for this run: its folder under `--results`
+/// (`<run>/variants/<name>` for a variant's run).
+fn attach_id(host: &HostRun, run_id: &str) -> String {
+    let parts: Vec<String> = host
+        .dir
+        .iter()
+        .rev()
+        .take(3)
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    match parts.as_slice() {
+        [name, dir, run] if dir == labrun_evidence::variant::VARIANTS_DIR => {
+            format!("{run}/{dir}/{name}")
+        }
+        _ => run_id.to_string(),
+    }
+}
+
+/// The run whose session file is newest: a run folder, or a variant's
+/// folder inside one (`<run>/variants/<name>`).
 fn newest_run(results: &Path) -> anyhow::Result<PathBuf> {
     let entries =
         std::fs::read_dir(results).with_context(|| format!("no runs in {}", results.display()))?;
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join("session.json").is_file())
-        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
-        .map(|e| e.path())
+    let runs: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    let variants = runs.iter().flat_map(|run| {
+        std::fs::read_dir(run.join(labrun_evidence::variant::VARIANTS_DIR))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+    });
+    let session = |dir: &PathBuf| std::fs::metadata(dir.join("session.json")).ok();
+    runs.iter()
+        .cloned()
+        .chain(variants.collect::<Vec<_>>())
+        .filter_map(|dir| Some((session(&dir)?.modified().ok()?, dir)))
+        .max_by_key(|(modified, _)| *modified)
+        .map(|(_, dir)| dir)
         .ok_or_else(|| anyhow::anyhow!("no run to attach to in {}", results.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_variants_run_is_attached_by_its_folder() {
+        let v = HostRun::new(Path::new("results/lab-x/variants"), "512m");
+        assert_eq!(attach_id(&v, "lab-x.512m"), "lab-x/variants/512m");
+        let plain = HostRun::new(Path::new("results"), "lab-x");
+        assert_eq!(attach_id(&plain, "lab-x"), "lab-x");
+    }
 
     #[test]
     fn installed_lists_the_executables_in_order_and_fails_for_any_other() {
