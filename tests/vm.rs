@@ -405,6 +405,61 @@ fn up_ssh_status_down_leaves_nothing() {
     assert!(me["ssh_port"].as_u64().unwrap() > 0);
     assert!(["tcg", "kvm"].contains(&me["acceleration"].as_str().unwrap()));
 
+    // Variants of the same lab (its file, so its VM): the first matches the
+    // machine that is up and runs in it; the second needs 1 GiB, so the VM
+    // is taken down and booted again in that shape.
+    let mut yaml = std::fs::read_to_string(&lab.lab_file).unwrap();
+    yaml.push_str("variants:\n  - {name: 3g}\n  - {name: 1g, vm: {memory: 1GiB}}\n");
+    std::fs::write(&lab.lab_file, yaml).unwrap();
+    let results = lab.root.join("variants-results");
+    let bench = lab.run(&[
+        "bench",
+        "--tools",
+        "restic",
+        "--scale",
+        "0.001",
+        "--cycles",
+        "1",
+        "--plain",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(
+        bench.status.success(),
+        "labrun bench of the variants failed"
+    );
+    let said = String::from_utf8_lossy(&bench.stderr);
+    let reboot = said
+        .find("variant `1g` needs 4 vCPU, 1024 MiB")
+        .unwrap_or_else(|| panic!("no reboot for the 1g variant:\n{said}"));
+    assert!(
+        !said[..reboot].contains("booting the VM"),
+        "the 3g variant should have used the VM that was up:\n{said}"
+    );
+    let run = only_run_dir(&results);
+    for variant in ["3g", "1g"] {
+        let recs = run_output::records(&run.join("variants").join(variant));
+        let verify = recs
+            .iter()
+            .find(|r| r["tool"] == "restic" && r["step"] == "verify")
+            .unwrap_or_else(|| panic!("{variant}: no verify record"));
+        assert_eq!(verify["verify"]["passed"], true, "{variant}: {verify}");
+    }
+    let small: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("variants/1g/raw/environment.json")).unwrap(),
+    )
+    .unwrap();
+    let guest_mib = small["guest"]["memory_mib"].as_u64().unwrap_or(0);
+    assert!(
+        (800..=1024).contains(&guest_mib),
+        "the 1g variant's guest has {guest_mib} MiB: {small}"
+    );
+    let comparison = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(comparison.contains("| Tool | 3g | 1g |"), "{comparison}");
+    let status: serde_json::Value =
+        serde_json::from_str(&lab.run_ok(&["status", "--json"])).unwrap();
+    assert_eq!(status.as_array().unwrap()[0]["memory_mib"], 1024);
+
     let t = Instant::now();
     let down = lab.run_ok(&["down"]);
     eprintln!("down took {:.1} s", t.elapsed().as_secs_f64());
