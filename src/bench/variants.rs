@@ -62,6 +62,13 @@ pub async fn run_all(
         run_dir.display()
     ));
 
+    // Ctrl-C at any point (a variant's boot included, whose own handler
+    // cleans up the boot) ends the run after the variant it came in.
+    let listener = tokio::spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+        }
+    });
     let mut failed: Vec<String> = Vec::new();
     for (i, v) in variants.iter().enumerate() {
         let name = &v.record.name;
@@ -112,6 +119,7 @@ pub async fn run_all(
         }
     }
 
+    listener.abort();
     match labrun_report::variants::make_report(&run_dir) {
         Ok((comparison, written)) => {
             safe_print!("{}", labrun_report::variants::render_terminal(&comparison));
