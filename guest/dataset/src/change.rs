@@ -213,7 +213,7 @@ pub fn apply_change_from(
     Ok(manifest)
 }
 
-fn check_target(path: &Path, size: u64) -> Result<(), DatasetError> {
+pub(crate) fn check_target(path: &Path, size: u64) -> Result<(), DatasetError> {
     let mismatch = |detail: String| DatasetError::TreeMismatch {
         path: path.to_path_buf(),
         detail,
@@ -297,7 +297,7 @@ fn run_job(
     }
 }
 
-fn write_stream(
+pub(crate) fn write_stream(
     file: &mut File,
     path: &Path,
     rng: &mut stream::StreamRng,

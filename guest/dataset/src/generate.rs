@@ -8,7 +8,7 @@
 use crate::error::DatasetError;
 use crate::pool::{self, Worker};
 use crate::stream::{self, Keys};
-use crate::tree::{self, DIR_MODE, FILE_MODE, FileSpec};
+use crate::tree::{self, DIR_MODE, FILE_MODE, FileSpec, Tree};
 use crate::{DatasetParams, Progress};
 use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
 use sha2::{Digest, Sha256};
@@ -26,21 +26,35 @@ pub fn generate(
     prepare_out(out)?;
     let layout = crate::layout(params);
     check_free_space(out, layout.total_bytes())?;
+    let keys = Keys::content(params.seed);
+    write_tree(out, tree::tree(params), &keys, progress)
+}
 
-    let tree = tree::tree(params);
+/// Writes `tree` under `out` (prepared, with room checked): its directories,
+/// then every file on every core from its stream of `keys`. Returns the
+/// tree's manifest, sorted.
+pub fn write_tree(
+    out: &Path,
+    tree: Tree,
+    keys: &Keys,
+    progress: Progress,
+) -> Result<Manifest, DatasetError> {
     for dir in &tree.dirs {
         make_dir(&out.join(dir))?;
     }
-
-    let keys = Keys::content(params.seed);
+    let total = tree
+        .files
+        .iter()
+        .map(|f| f.size * (1 + f.copies.len() as u64))
+        .sum();
     let order = pool::biggest_first(tree.files.iter().map(|f| f.size));
     let digests = pool::run(
         &tree.files,
         &order,
         pool::threads(1),
-        layout.total_bytes(),
+        total,
         progress,
-        |spec, worker| write_file(out, spec, &keys, worker),
+        |spec, worker| write_file(out, spec, keys, worker),
     )?;
 
     let mut manifest = Manifest::default();
@@ -49,18 +63,24 @@ pub fn generate(
     }
     for (spec, digest) in tree.files.into_iter().zip(digests) {
         for path in std::iter::once(spec.path).chain(spec.copies) {
-            manifest.entries.push(ManifestEntry {
-                path,
-                kind: EntryKind::File,
-                size: spec.size,
-                mode: FILE_MODE,
-                sha256: digest.clone(),
-                ..ManifestEntry::default()
-            });
+            manifest
+                .entries
+                .push(file_entry(path, spec.size, digest.clone()));
         }
     }
     manifest.sort();
     Ok(manifest)
+}
+
+pub fn file_entry(path: String, size: u64, sha256: String) -> ManifestEntry {
+    ManifestEntry {
+        path,
+        kind: EntryKind::File,
+        size,
+        mode: FILE_MODE,
+        sha256,
+        ..ManifestEntry::default()
+    }
 }
 
 pub fn dir_entry(path: String) -> ManifestEntry {
@@ -94,7 +114,7 @@ pub fn prepare_out(out: &Path) -> Result<(), DatasetError> {
 }
 
 /// Refuses up front when the tree cannot fit, rather than filling the disk.
-fn check_free_space(out: &Path, needed: u64) -> Result<(), DatasetError> {
+pub fn check_free_space(out: &Path, needed: u64) -> Result<(), DatasetError> {
     let Ok(st) = rustix::fs::statvfs(out) else {
         return Ok(()); // unknown: the writes will tell
     };
@@ -109,7 +129,7 @@ fn check_free_space(out: &Path, needed: u64) -> Result<(), DatasetError> {
     Ok(())
 }
 
-fn make_dir(path: &Path) -> Result<(), DatasetError> {
+pub fn make_dir(path: &Path) -> Result<(), DatasetError> {
     fs::DirBuilder::new()
         .mode(DIR_MODE)
         .create(path)

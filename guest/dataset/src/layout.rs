@@ -63,7 +63,7 @@ pub struct Scaled {
 }
 
 /// `round(x * scale)`, at least 1 (every class stays present).
-fn scale_count(x: u64, scale: f64) -> u64 {
+pub(crate) fn scale_count(x: u64, scale: f64) -> u64 {
     let v = (x as f64 * scale).round();
     if v < 1.0 { 1 } else { v as u64 }
 }

@@ -29,15 +29,19 @@ mod manifest_file;
 mod metadata;
 mod metadata_check;
 mod pool;
+pub mod profile;
 mod scan;
 pub mod stream;
 pub mod tree;
 mod verify;
 
-pub use change::{ChangePlan, ChangedRegion, change_plan};
+pub use change::{ChangePlan, ChangedRegion};
 pub use error::DatasetError;
+pub use labrun_evidence::DatasetProfile;
 pub use manifest_file::{check_outside, default_manifest_path, read_manifest, write_manifest};
 pub use metadata_check::compare_metadata;
+pub use profile::change_plan;
+pub use profile::{Footprint, FootprintRow, footprint};
 pub use verify::{NAMED_DIFFERENCES, compare};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
@@ -48,13 +52,24 @@ use std::path::Path;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DatasetParams {
     pub seed: u64,
-    /// 1.0 = the published 6.10 GB composition.
+    /// 1.0 = the profile's full size (the published 6.10 GB composition).
     pub scale: f64,
+    /// The dataset's shape (see [`profile`]).
+    pub profile: DatasetProfile,
 }
 
 impl DatasetParams {
     /// The default seed of the agent's commands and of labs that name none.
     pub const DEFAULT_SEED: u64 = 1;
+
+    /// The published profile's params.
+    pub fn published(seed: u64, scale: f64) -> DatasetParams {
+        DatasetParams {
+            seed,
+            scale,
+            profile: DatasetProfile::Published,
+        }
+    }
 
     /// Refuses a scale outside [`layout::MIN_SCALE`]..=[`layout::MAX_SCALE`]
     /// (or not a number).
@@ -94,8 +109,9 @@ impl Layout {
 /// Progress callback: (bytes done, bytes total).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
-/// Totals by class at `params.scale` (the seed changes which path gets which
-/// size, never a total). Exact: [`generate`] writes exactly these bytes.
+/// The published profile's totals by class at `params.scale` (the seed
+/// changes which path gets which size, never a total). Exact: [`generate`]
+/// writes exactly these bytes. Any profile's totals: [`footprint`].
 pub fn layout(params: &DatasetParams) -> Layout {
     let s = layout::scaled(params.scale);
     let sizes = layout::small_sizes(s.small_files);
@@ -121,7 +137,7 @@ pub fn layout(params: &DatasetParams) -> Layout {
 /// Generates the tree under `out` (which must not exist or be empty) and
 /// returns its manifest, sorted.
 pub fn generate(out: &Path, params: &DatasetParams, progress: Progress) -> io::Result<Manifest> {
-    Ok(generate::generate(out, params, progress)?)
+    Ok(profile::generate(out, params, progress)?)
 }
 
 /// Applies the 5% change to a tree made by [`generate`] with the same params,
@@ -133,7 +149,7 @@ pub fn apply_change(
     change_seed: u64,
     progress: Progress,
 ) -> io::Result<Manifest> {
-    Ok(change::apply_change(dir, params, change_seed, progress)?)
+    Ok(profile::apply_change(dir, params, change_seed, progress)?)
 }
 
 /// As [`apply_change`], but takes the tree's manifest from before the change
@@ -146,7 +162,7 @@ pub fn apply_change_from(
     base: &Manifest,
     progress: Progress,
 ) -> io::Result<Manifest> {
-    Ok(change::apply_change_from(
+    Ok(profile::apply_change_from(
         dir,
         params,
         change_seed,
@@ -196,10 +212,7 @@ mod tests {
 
     #[test]
     fn scale_one_matches_the_published_totals() {
-        let l = layout(&DatasetParams {
-            seed: 1,
-            scale: 1.0,
-        });
+        let l = layout(&DatasetParams::published(1, 1.0));
         assert_eq!(l.small_files, 40_000);
         assert_eq!(l.large_random_files + l.low_entropy_files, 9);
         assert_eq!(l.low_entropy_bytes, 2_680_000_000);
@@ -219,20 +232,13 @@ mod tests {
 
     #[test]
     fn totals_scale_proportionally() {
-        let one = layout(&DatasetParams {
-            seed: 1,
-            scale: 1.0,
-        })
-        .total_bytes() as f64;
+        let one = layout(&DatasetParams::published(1, 1.0)).total_bytes() as f64;
         for scale in [0.001, 0.01, 0.1] {
-            let l = layout(&DatasetParams { seed: 9, scale });
+            let l = layout(&DatasetParams::published(9, scale));
             let ratio = l.total_bytes() as f64 / (one * scale);
             assert!((ratio - 1.0).abs() < 0.01, "scale {scale}: {ratio}");
         }
-        let tiny = layout(&DatasetParams {
-            seed: 1,
-            scale: 0.0001,
-        });
+        let tiny = layout(&DatasetParams::published(1, 0.0001));
         assert!(tiny.small_files >= 1 && tiny.duplicate_files >= 1);
         assert!(tiny.large_random_bytes > 0 && tiny.low_entropy_bytes > 0);
     }
@@ -241,17 +247,10 @@ mod tests {
     fn scale_is_validated() {
         for scale in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-6, 101.0] {
             assert!(
-                DatasetParams { seed: 1, scale }.validate().is_err(),
+                DatasetParams::published(1, scale).validate().is_err(),
                 "{scale}"
             );
         }
-        assert!(
-            DatasetParams {
-                seed: 1,
-                scale: 0.05
-            }
-            .validate()
-            .is_ok()
-        );
+        assert!(DatasetParams::published(1, 0.05).validate().is_ok());
     }
 }

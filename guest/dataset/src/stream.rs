@@ -24,6 +24,7 @@
 //! changing every dataset. v1 trees (ChaCha20) differ from v2 trees of the
 //! same seed; the key's `v2` says so.
 
+use labrun_evidence::DatasetProfile;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
 
@@ -44,6 +45,10 @@ pub enum Tag {
     Shuffle = 0x10,
     /// The choice of changed small files and large-file regions.
     ChangeChoice = 0x20,
+    /// Files a profile's change adds (see `profile/`).
+    Added = 4,
+    /// Which blocks of the vm-image profile's disk image are written.
+    BlockMap = 0x11,
 }
 
 /// Byte content of a class of file.
@@ -79,6 +84,29 @@ impl Keys {
     pub fn change(seed: u64, change_seed: u64) -> Keys {
         Keys {
             content: key("change", &[seed, change_seed]),
+        }
+    }
+
+    /// [`Keys::content`] of a profile: the published profile's keys are the
+    /// ones above (its bytes never change); every other profile has its own
+    /// purpose (`content/tiny-files`...), so no two profiles share a byte
+    /// stream.
+    pub fn content_of(profile: DatasetProfile, seed: u64) -> Keys {
+        match profile {
+            DatasetProfile::Published => Keys::content(seed),
+            p => Keys {
+                content: key(&format!("content/{p}"), &[seed]),
+            },
+        }
+    }
+
+    /// [`Keys::change`] of a profile, as [`Keys::content_of`].
+    pub fn change_of(profile: DatasetProfile, seed: u64, change_seed: u64) -> Keys {
+        match profile {
+            DatasetProfile::Published => Keys::change(seed, change_seed),
+            p => Keys {
+                content: key(&format!("change/{p}"), &[seed, change_seed]),
+            },
         }
     }
 

@@ -153,22 +153,29 @@ pub fn tree(params: &DatasetParams) -> Tree {
             copies: Vec::new(),
         });
     }
+    let dirs = parent_dirs(
+        files
+            .iter()
+            .flat_map(|f| std::iter::once(&f.path).chain(&f.copies))
+            .map(String::as_str),
+    );
+    Tree { files, dirs }
+}
+
+/// Every directory above the relative `paths`, sorted (so a parent always
+/// comes before its children).
+pub fn parent_dirs<'a>(paths: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut dirs = BTreeSet::new();
-    for f in &files {
-        for p in std::iter::once(&f.path).chain(&f.copies) {
-            let mut rest = p.as_str();
-            while let Some(cut) = rest.rfind('/') {
-                rest = &rest[..cut];
-                if !dirs.insert(rest.to_string()) {
-                    break;
-                }
+    for p in paths {
+        let mut rest = p;
+        while let Some(cut) = rest.rfind('/') {
+            rest = &rest[..cut];
+            if !dirs.insert(rest.to_string()) {
+                break;
             }
         }
     }
-    Tree {
-        files,
-        dirs: dirs.into_iter().collect(),
-    }
+    dirs.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -187,10 +194,7 @@ mod tests {
 
     #[test]
     fn tree_has_every_parent_directory() {
-        let t = tree(&DatasetParams {
-            seed: 1,
-            scale: 0.001,
-        });
+        let t = tree(&DatasetParams::published(1, 0.001));
         assert!(t.dirs.contains(&"small".to_string()));
         assert!(t.dirs.contains(&"small/00/00".to_string()));
         assert!(t.dirs.contains(&"duplicates/large".to_string()));
@@ -204,14 +208,8 @@ mod tests {
 
     #[test]
     fn the_seed_moves_sizes_between_paths_not_the_totals() {
-        let a = tree(&DatasetParams {
-            seed: 1,
-            scale: 0.01,
-        });
-        let b = tree(&DatasetParams {
-            seed: 2,
-            scale: 0.01,
-        });
+        let a = tree(&DatasetParams::published(1, 0.01));
+        let b = tree(&DatasetParams::published(2, 0.01));
         let sizes = |t: &Tree| t.files.iter().map(|f| f.size).collect::<Vec<_>>();
         assert_ne!(sizes(&a), sizes(&b));
         let sum = |t: &Tree| t.files.iter().map(|f| f.size).sum::<u64>();

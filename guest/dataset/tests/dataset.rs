@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn params(seed: u64, scale: f64) -> DatasetParams {
-    DatasetParams { seed, scale }
+    DatasetParams::published(seed, scale)
 }
 
 fn gen_into(dir: &Path, p: &DatasetParams) -> Manifest {

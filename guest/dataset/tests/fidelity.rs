@@ -25,10 +25,7 @@ const MANIFEST_BYTES_SHA256: &str =
 #[test]
 fn published_manifests_serialize_as_before_the_metadata_fields() {
     let tmp = tempfile::tempdir().unwrap();
-    let params = DatasetParams {
-        seed: 1,
-        scale: 0.0005,
-    };
+    let params = DatasetParams::published(1, 0.0005);
     let generated = generate(tmp.path(), &params, &mut |_, _| {}).unwrap();
     for m in [generated, scan(tmp.path()).unwrap()] {
         let mut bytes = Vec::new();

@@ -11,6 +11,7 @@
 
 pub mod command;
 pub mod compare;
+pub mod dataset_profile;
 pub mod digest;
 pub mod disk_profile;
 pub mod event;
@@ -26,6 +27,7 @@ pub mod step;
 pub mod variant;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};
+pub use dataset_profile::DatasetProfile;
 pub use disk_profile::{DiskProfile, IoTune};
 pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};

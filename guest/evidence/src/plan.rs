@@ -3,6 +3,7 @@
 //! silently change an experiment.
 
 use crate::command::CommandTemplate;
+use crate::dataset_profile::DatasetProfile;
 use crate::protocol::ProtocolStep;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,6 +79,9 @@ pub enum DatasetPlan {
         /// Seed of the 5% change; defaults to `seed + 1` when absent.
         #[serde(default)]
         change_seed: Option<u64>,
+        /// The dataset's shape; left out of a plan (and read as) `published`.
+        #[serde(default, skip_serializing_if = "DatasetProfile::is_published")]
+        profile: DatasetProfile,
     },
     /// The second study (SPEC 6): one code base at successive commits, a
     /// backup after each move of the work tree, then a restore of every

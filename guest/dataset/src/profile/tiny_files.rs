@@ -1,0 +1,192 @@
+//! `tiny-files`: a file-count ladder toward a million files of 0-4 KiB of
+//! random bytes, in nested folders of at most 256 entries.
+//!
+//! ```text
+//! files/HH[/HH...]/NNNNNNN.bin   file N; leaf folder N / 256, in base-256 hex digits
+//! ```
+//!
+//! At scale 1: 1,000,000 files (the count scales, rounded, at least 1).
+//! Sizes are stratified like the published small files: the file of size
+//! rank `r` of `n` has `max(1, 4096 (2r+1) / (2n))` bytes, except every
+//! 50th rank, which is empty (2% empty files); the seed decides which path
+//! gets which rank. About 2.0 GB at scale 1.
+//!
+//! The change: 5% of the files rewritten with new bytes (same size), 0.1%
+//! removed, and as many new files (`new-<change seed>-<k>.bin`, 0-4096
+//! bytes) added to the folders of randomly drawn files. A leaf holds at most
+//! 256 files, and a change adds a few.
+
+use super::{Edit, FootprintRow, choose, row, stratified, with_dirs};
+use crate::layout::scale_count;
+use crate::stream::{self, Keys, Tag};
+use crate::tree::{Class, FileSpec, Tree};
+use crate::{DatasetParams, DatasetProfile};
+
+pub const FILES: u64 = 1_000_000;
+/// Sizes are below this (4 KiB).
+pub const MAX_BYTES: u64 = 4096;
+/// Every this-th size rank is an empty file.
+pub const EMPTY_EVERY: u64 = 50;
+/// Files per leaf folder, and folders per folder above it.
+pub const FAN_OUT: u64 = 256;
+pub const CHANGE_REWRITE_PERCENT: u64 = 5;
+/// Files removed, and files added, per change: 0.1% of the files.
+pub const CHANGE_ADD_REMOVE_PER_MILLE: u64 = 1;
+const ROOT: &str = "files";
+
+pub fn count(scale: f64) -> u64 {
+    scale_count(FILES, scale)
+}
+
+/// Sizes by rank, ascending but for the empty ranks.
+// `is_multiple_of` is newer than the workspace's rust-version (1.85).
+#[allow(clippy::manual_is_multiple_of)]
+fn sizes(n: u64) -> Vec<u64> {
+    stratified(n, 0, MAX_BYTES)
+        .enumerate()
+        .map(|(r, s)| {
+            if r as u64 % EMPTY_EVERY == 0 {
+                0
+            } else {
+                s.max(1)
+            }
+        })
+        .collect()
+}
+
+pub fn rows(scale: f64) -> Vec<FootprintRow> {
+    let sizes = sizes(count(scale));
+    let empty = sizes.iter().filter(|&&s| s == 0).count() as u64;
+    vec![
+        row("empty", empty, 0),
+        row(
+            "random, 1 B-4 KiB",
+            sizes.len() as u64 - empty,
+            sizes.iter().sum(),
+        ),
+    ]
+}
+
+fn hex_width(mut n: u64) -> usize {
+    let mut w = 1;
+    while n >= FAN_OUT {
+        n /= FAN_OUT;
+        w += 1;
+    }
+    w
+}
+
+fn decimal_width(n: u64) -> usize {
+    n.to_string().len()
+}
+
+/// The folder of file `index` of `n`: `files/HH/HH...`.
+fn folder(index: u64, n: u64) -> String {
+    let leaves = n.div_ceil(FAN_OUT);
+    let levels = hex_width(leaves.saturating_sub(1));
+    let leaf = index / FAN_OUT;
+    let mut out = ROOT.to_string();
+    for level in (0..levels).rev() {
+        let digit = (leaf >> (8 * level)) & 0xff;
+        out.push_str(&format!("/{digit:02x}"));
+    }
+    out
+}
+
+pub fn path(index: u64, n: u64) -> String {
+    let width = decimal_width(n.saturating_sub(1));
+    format!("{}/{index:0width$}.bin", folder(index, n))
+}
+
+pub fn tree(params: &DatasetParams) -> Tree {
+    let n = count(params.scale);
+    let sizes = sizes(n);
+    let keys = Keys::content_of(DatasetProfile::TinyFiles, params.seed);
+    let ranks = stream::permutation(&mut keys.stream(Tag::Shuffle, 0), n);
+    let files = ranks
+        .iter()
+        .enumerate()
+        .map(|(index, &rank)| FileSpec {
+            path: path(index as u64, n),
+            class: Class::Small,
+            index: index as u64,
+            size: sizes[rank as usize],
+            copies: Vec::new(),
+        })
+        .collect();
+    with_dirs(files)
+}
+
+pub fn edits(params: &DatasetParams, change_seed: u64) -> Vec<Edit> {
+    let n = count(params.scale);
+    let rewrite = ((n * CHANGE_REWRITE_PERCENT + 50) / 100).max(1);
+    let add_remove = ((n * CHANGE_ADD_REMOVE_PER_MILLE + 500) / 1000).max(1);
+    let sizes = sizes(n);
+    let ranks = stream::permutation(
+        &mut Keys::content_of(DatasetProfile::TinyFiles, params.seed).stream(Tag::Shuffle, 0),
+        n,
+    );
+    let keys = Keys::change_of(DatasetProfile::TinyFiles, params.seed, change_seed);
+    let mut rng = keys.stream(Tag::ChangeChoice, 0);
+    // Removed files are never also rewritten: one draw for both.
+    let chosen = choose(&mut rng, n, rewrite + add_remove);
+    let (rewritten, removed) = chosen.split_at((rewrite as usize).min(chosen.len()));
+    let mut edits: Vec<Edit> = rewritten
+        .iter()
+        .map(|&index| Edit::Rewrite {
+            path: path(index, n),
+            index,
+            size: sizes[ranks[index as usize] as usize],
+        })
+        .collect();
+    edits.extend(removed.iter().map(|&index| Edit::Remove {
+        path: path(index, n),
+    }));
+    for k in 0..add_remove {
+        let beside = stream::below(&mut rng, n);
+        edits.push(Edit::Add {
+            path: format!("{}/new-{change_seed}-{k}.bin", folder(beside, n)),
+            index: k,
+            size: stream::below(&mut rng, MAX_BYTES + 1),
+        });
+    }
+    edits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_one_is_a_million_files_in_folders_of_at_most_256() {
+        let n = count(1.0);
+        assert_eq!(n, 1_000_000);
+        assert_eq!(count(0.01), 10_000);
+        assert_eq!(path(0, n), "files/00/00/000000.bin");
+        assert_eq!(path(999_999, n), "files/0f/42/999999.bin");
+        assert_eq!(path(0, 10_000), "files/00/0000.bin");
+        // Entries per folder (files and folders), counted from the paths.
+        let files: Vec<String> = (0..n).map(|i| path(i, n)).collect();
+        let dirs = crate::tree::parent_dirs(files.iter().map(String::as_str));
+        let mut per_folder = std::collections::BTreeMap::<&str, u64>::new();
+        for p in files.iter().chain(&dirs) {
+            if let Some(cut) = p.rfind('/') {
+                *per_folder.entry(&p[..cut]).or_default() += 1;
+            }
+        }
+        assert!(per_folder.values().all(|&c| c <= FAN_OUT), "{per_folder:?}");
+        // 3907 leaves (the last one partial) under 16 folders under files/.
+        assert_eq!(dirs.len(), 1 + 16 + 3907);
+        assert_eq!(per_folder["files"], 16);
+    }
+
+    #[test]
+    fn sizes_are_0_to_4_kib_with_some_empty() {
+        let s = sizes(10_000);
+        assert_eq!(s.iter().filter(|&&b| b == 0).count(), 200);
+        assert!(s.iter().all(|&b| b < MAX_BYTES));
+        // Uniform law on 1..4096 for 98% of the files: about 2 KiB each.
+        let mean = s.iter().sum::<u64>() as f64 / 9_800.0;
+        assert!((mean - 2048.0).abs() < 5.0, "{mean}");
+    }
+}
