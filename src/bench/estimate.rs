@@ -73,6 +73,14 @@ pub struct Estimate {
     pub rates: MachineRates,
 }
 
+/// The bytes a run of `lab` at `scale` moves through the disk: its
+/// dataset profile's allocated bytes. A sparse image's holes are neither
+/// written nor read from the disk (a tool reads them as zeros the kernel
+/// makes), so the vm-image profile counts its written blocks only.
+pub fn dataset_bytes(lab: &labrun_lab::Lab, scale: Option<f64>) -> u64 {
+    lab.dataset_footprint(scale).allocated_bytes
+}
+
 /// `tool_steps`: the protocol's steps that run a tool command, per tool
 /// cycle. The data passes model the published cycle's (a lab's extra steps,
 /// such as a check that reads everything, are not in them).
@@ -206,6 +214,53 @@ mod tests {
         for bad in ["", "1 2", "1 2 3 4", "0 2 3", "a b c", "1 2 -1"] {
             assert_eq!(MachineRates::parse(bad), None, "{bad}");
         }
+    }
+
+    fn lab_with(profile: &str) -> labrun_lab::Lab {
+        let text = format!(
+            r#"name: shapes
+vm: {{vcpus: 1, memory: 1GiB, disk: 4GiB}}
+dataset: {{kind: synthetic, profile: {profile}, seed: 1, scale: 0.01}}
+cycles: 1
+tools:
+  - name: restic
+    version: "0.14.0"
+    artifact:
+      url: "https://example.invalid/restic.bz2"
+      sha256: 9d7e8c210736f3f15ed7cf425ab56aa5259b07d8422b958494bfd4359b5024d1
+      extract: bz2
+    env: {{RESTIC_PASSWORD: x}}
+    commands:
+      version: ["{{bin}}", version]
+      init: ["{{bin}}", init, -r, "{{repo}}"]
+      backup: ["{{bin}}", backup, -r, "{{repo}}", "{{source}}"]
+      restore: ["{{bin}}", restore, latest, -r, "{{repo}}", --target, "{{target}}"]
+      snapshots: ["{{bin}}", snapshots, -r, "{{repo}}"]
+"#
+        );
+        labrun_lab::Lab::from_text(&text, "shapes.yaml").expect("a valid lab")
+    }
+
+    #[test]
+    fn the_dataset_bytes_are_what_the_profile_puts_on_disk() {
+        // The published 6,096,458,350 bytes, at 0.01.
+        let published = dataset_bytes(&lab_with("published"), None) as f64;
+        assert!((published / 60_964_583.5 - 1.0).abs() < 0.01, "{published}");
+        let doubled = dataset_bytes(&lab_with("published"), Some(0.02)) as f64;
+        assert!((doubled / published - 2.0).abs() < 0.01, "{doubled}");
+        // 20 GiB apparent at scale 1, about 27.5% of it written.
+        let apparent = 0.01 * 20.0 * (1u64 << 30) as f64;
+        let vm = dataset_bytes(&lab_with("vm-image"), None) as f64;
+        assert!(
+            (0.25..0.30).contains(&(vm / apparent)),
+            "{vm} of {apparent}"
+        );
+        // A million tiny files at scale 1, about 2 KiB each.
+        let tiny = dataset_bytes(&lab_with("tiny-files"), None) as f64;
+        assert!(
+            (tiny / (10_000.0 * 0.98 * 2048.0) - 1.0).abs() < 0.01,
+            "{tiny}"
+        );
     }
 
     #[test]

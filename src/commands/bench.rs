@@ -534,7 +534,7 @@ async fn say_estimate(
         // A git history has no scale: the lab estimates its size.
         labrun_evidence::DatasetPlan::GitHistory { .. } => None,
     };
-    let bytes = lab.dataset_layout(scale).total_bytes();
+    let bytes = estimate::dataset_bytes(lab, scale);
     let probe = format!(
         "mkdir -p {base} && cd {base} && {}",
         estimate::PROBE,

@@ -3,9 +3,9 @@
 use crate::schema::{DatasetSpec, ImageSpec, Lab, Machine, ToolSpec};
 use labrun_artifact::ArtifactSpec;
 use labrun_artifact::Extract;
-use labrun_dataset::{DatasetParams, Layout, layout};
-use labrun_evidence::Step;
+use labrun_dataset::{DatasetParams, Footprint, FootprintRow, footprint};
 use labrun_evidence::printable::printable;
+use labrun_evidence::{DatasetProfile, Step};
 
 /// `writeln!` for one line of the description, escaped as a whole: its
 /// values come from the lab file, and none may drive the terminal or start
@@ -18,23 +18,33 @@ macro_rules! push_line {
 }
 
 impl Lab {
-    /// Dataset totals by class at the scale a run would use.
-    pub fn dataset_layout(&self, scale_override: Option<f64>) -> Layout {
+    /// Dataset totals by class at the scale a run would use; a sparse
+    /// file's allocated bytes beside its apparent size.
+    pub fn dataset_footprint(&self, scale_override: Option<f64>) -> Footprint {
         match &self.dataset {
-            DatasetSpec::Synthetic { seed, .. } => layout(&DatasetParams {
+            DatasetSpec::Synthetic { seed, profile, .. } => footprint(&DatasetParams {
                 seed: *seed,
                 scale: self.scale(scale_override),
+                profile: *profile,
             }),
             // The first commit of a generated history, as small files; a
             // repository's size is not known before it is read.
-            DatasetSpec::GitHistory {
-                generate: Some(g), ..
-            } => Layout {
-                small_files: u64::from(g.files),
-                small_bytes: u64::from(g.files) * u64::from(g.mean_file_bytes),
-                ..Layout::default()
-            },
-            DatasetSpec::GitHistory { .. } => Layout::default(),
+            DatasetSpec::GitHistory { generate, .. } => {
+                let (files, bytes) = generate.as_ref().map_or((0, 0), |g| {
+                    let files = u64::from(g.files);
+                    (files, files * u64::from(g.mean_file_bytes))
+                });
+                Footprint {
+                    rows: vec![FootprintRow {
+                        class: "small files",
+                        files,
+                        bytes,
+                    }],
+                    files,
+                    bytes,
+                    allocated_bytes: bytes,
+                }
+            }
         }
     }
 
@@ -129,28 +139,38 @@ impl Lab {
             return s;
         }
         let scale = self.scale(scale_override);
-        let l = self.dataset_layout(scale_override);
+        let f = self.dataset_footprint(scale_override);
         match &self.dataset {
             DatasetSpec::Synthetic {
-                seed, change_seed, ..
+                seed,
+                change_seed,
+                profile,
+                ..
             } => {
                 let change = change_seed.unwrap_or(seed.wrapping_add(1));
+                let shape = match profile {
+                    DatasetProfile::Published => String::new(),
+                    p => format!(", profile {p}"),
+                };
                 push_line!(
                     s,
-                    "dataset: synthetic, seed {seed}, change seed {change}, scale {scale}"
+                    "dataset: synthetic{shape}, seed {seed}, change seed {change}, scale {scale}"
                 );
             }
             DatasetSpec::GitHistory { .. } => {}
         }
-        let rows = [
-            ("small files", l.small_files, l.small_bytes),
-            ("large random", l.large_random_files, l.large_random_bytes),
-            ("low-entropy", l.low_entropy_files, l.low_entropy_bytes),
-            ("duplicates", l.duplicate_files, l.duplicate_bytes),
-            ("total", l.total_files(), l.total_bytes()),
-        ];
-        for (class, files, bytes) in rows {
-            push_line!(s, "  {class:<13} {files:>7} files {:>9}", gb(bytes));
+        let rows = f.rows.iter().map(|r| (r.class, r.files, r.bytes));
+        for (class, files, bytes) in rows.chain([("total", f.files, f.bytes)]) {
+            push_line!(s, "  {class:<25} {files:>7} files {:>9}", gb(bytes));
+        }
+        if f.allocated_bytes != f.bytes {
+            push_line!(
+                s,
+                "  {:<25} {:>13} {:>9} (the rest of the apparent size is holes)",
+                "allocated on disk",
+                "",
+                gb(f.allocated_bytes)
+            );
         }
 
         let steps = self.timed_step_count(self.cycles, self.tools.len());
@@ -401,6 +421,55 @@ tools:
       restore: ["{bin}", restore, latest, -r, "{repo}", --target, "{target}"]
       snapshots: ["{bin}", snapshots, -r, "{repo}"]
 "#;
+
+    #[test]
+    fn a_profile_is_described_by_its_own_classes_and_a_sparse_file_by_its_allocation() {
+        let lab = |dataset: &str| {
+            let text = HOSTILE.replace("{kind: synthetic, seed: 1, scale: 0.01}", dataset);
+            Lab::from_text(&text, "lab.yaml").expect("a valid lab")
+        };
+        let vm = lab("{kind: synthetic, profile: vm-image, seed: 1, scale: 0.01}").describe(None);
+        assert!(
+            vm.contains("dataset: synthetic, profile vm-image, seed 1"),
+            "{vm}"
+        );
+        // 20 GiB * 0.01 apparent; about 27.5% of it allocated (59 MB).
+        assert!(vm.contains("sparse disk image"), "{vm}");
+        assert!(vm.contains("215 MB"), "{vm}");
+        let allocated = vm
+            .lines()
+            .find(|l| l.contains("allocated on disk"))
+            .unwrap_or_else(|| panic!("no allocation line in {vm}"));
+        let fp = labrun_dataset::footprint(&labrun_dataset::DatasetParams {
+            seed: 1,
+            scale: 0.01,
+            profile: labrun_evidence::DatasetProfile::VmImage,
+        });
+        let share = fp.allocated_bytes as f64 / fp.bytes as f64;
+        assert!((0.25..0.30).contains(&share), "{share}");
+        assert!(
+            allocated.contains(&super::gb(fp.allocated_bytes)),
+            "{allocated}"
+        );
+        let tiny = lab("{kind: synthetic, profile: tiny-files, scale: 0.01}").describe(None);
+        assert!(tiny.contains("  empty"), "{tiny}");
+        assert!(tiny.contains("10000 files"), "{tiny}");
+        assert!(!tiny.contains("allocated on disk"), "{tiny}");
+        let published = lab("{kind: synthetic, seed: 1, scale: 0.01}").describe(None);
+        assert!(
+            published.contains("dataset: synthetic, seed 1,"),
+            "{published}"
+        );
+        assert!(published.contains("duplicates"), "{published}");
+        let err = Lab::from_text(
+            &HOSTILE.replace("scale: 0.01}", "scale: 0.01, profile: tiny}"),
+            "lab.yaml",
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("tiny-files"), "{err}");
+    }
 
     #[test]
     fn lab_text_is_escaped_and_kept_on_its_line() {

@@ -120,10 +120,12 @@ impl Lab {
                 seed,
                 scale,
                 change_seed,
+                profile,
             } => DatasetPlan::Synthetic {
                 seed: *seed,
                 scale: o.scale.unwrap_or(*scale),
                 change_seed: Some(change_seed.unwrap_or(seed.wrapping_add(1))),
+                profile: *profile,
             },
             DatasetSpec::GitHistory {
                 generate,

@@ -260,6 +260,10 @@ pub enum DatasetSpec {
         /// Seed of the 5% change; `seed + 1` when absent.
         #[serde(default)]
         change_seed: Option<u64>,
+        /// The dataset's shape: published (default), tiny-files, media or
+        /// vm-image.
+        #[serde(default)]
+        profile: labrun_evidence::DatasetProfile,
     },
     /// The second study (SPEC 6): one code base at successive commits.
     /// Either `generate:` (a seeded synthetic history the agent writes
@@ -307,6 +311,7 @@ impl Default for DatasetSpec {
             seed: default_seed(),
             scale: default_scale(),
             change_seed: None,
+            profile: Default::default(),
         }
     }
 }

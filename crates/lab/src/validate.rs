@@ -344,12 +344,9 @@ fn validate_dataset(d: &DatasetSpec, out: &mut Vec<Problem>) {
 /// The agent's own rule ([`labrun_dataset::DatasetParams::validate`]): what
 /// `check` accepts, the guest generates.
 pub fn check_scale(scale: f64) -> Result<(), String> {
-    labrun_dataset::DatasetParams {
-        seed: labrun_dataset::DatasetParams::DEFAULT_SEED,
-        scale,
-    }
-    .validate()
-    .map_err(|e| e.to_string())
+    labrun_dataset::DatasetParams::published(labrun_dataset::DatasetParams::DEFAULT_SEED, scale)
+        .validate()
+        .map_err(|e| e.to_string())
 }
 
 fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {

@@ -96,4 +96,32 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn plans_without_a_profile_are_published_and_published_plans_name_none() {
+        use crate::DatasetPlan;
+        let old = r#"{"kind":"synthetic","seed":1,"scale":0.01,"change_seed":2}"#;
+        let plan: DatasetPlan = serde_json::from_str(old).unwrap();
+        let DatasetPlan::Synthetic { profile, .. } = &plan else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(*profile, DatasetProfile::Published);
+        assert_eq!(serde_json::to_string(&plan).unwrap(), old);
+        let media =
+            r#"{"kind":"synthetic","seed":1,"scale":0.01,"change_seed":2,"profile":"media"}"#;
+        let plan: DatasetPlan = serde_json::from_str(media).unwrap();
+        assert!(matches!(
+            plan,
+            DatasetPlan::Synthetic {
+                profile: DatasetProfile::Media,
+                ..
+            }
+        ));
+        assert_eq!(serde_json::to_string(&plan).unwrap(), media);
+        let bad = media.replace("media", "photos");
+        let err = serde_json::from_str::<DatasetPlan>(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("photos") && err.contains("vm-image"), "{err}");
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::generate::{ProgressLine, gb};
 use anyhow::Context;
-use labrun_dataset::DatasetParams;
+use labrun_dataset::{DatasetParams, DatasetProfile};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -19,6 +19,12 @@ pub struct Args {
     /// The scale the tree was generated with.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
+    /// The profile the tree was generated with; each has its own change
+    /// (published: 5% of files and regions rewritten; tiny-files: 5%
+    /// rewritten, a few added and removed; media: 5% of the bytes added as
+    /// new photos; vm-image: 5% of the written blocks overwritten in place).
+    #[arg(long, default_value_t = DatasetProfile::Published)]
+    pub profile: DatasetProfile,
     /// Seed of the change: which files and regions, and their new bytes
     /// [default: seed + 1, as in a plan that names none].
     #[arg(long)]
@@ -39,6 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let params = DatasetParams {
         seed: args.seed,
         scale: args.scale,
+        profile: args.profile,
     };
     params.validate()?;
     let change_seed = args.change_seed.unwrap_or(args.seed.wrapping_add(1));
@@ -55,8 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let plan = labrun_dataset::change_plan(&params, change_seed);
     let region_bytes: u64 = plan.regions.iter().map(|r| r.len).sum();
     println!(
-        "change: seed {}, scale {}, change seed {change_seed}: rewriting {} small files, \
+        "change: {}, seed {}, scale {}, change seed {change_seed}: rewriting {} files, \
          overwriting {} regions ({}) in {}",
+        params.profile,
         params.seed,
         params.scale,
         plan.small_files.len(),

@@ -2,7 +2,7 @@
 //! prints the totals by class.
 
 use anyhow::Context;
-use labrun_dataset::{DatasetParams, Layout};
+use labrun_dataset::{DatasetParams, DatasetProfile, Footprint};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +22,11 @@ pub struct Args {
     /// is about 61 MB. From 0.0001 to 100.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
+    /// The dataset's shape: published (SPEC 3), tiny-files (1,000,000
+    /// files of 0-4 KiB at scale 1), media (photos and videos, 6.10 GB) or
+    /// vm-image (one 20 GiB sparse disk image).
+    #[arg(long, default_value_t = DatasetProfile::Published)]
+    pub profile: DatasetProfile,
     /// Where to write the manifest [default: DIR.manifest.jsonl, beside DIR
     /// so it is never part of the tree].
     #[arg(long, value_name = "PATH")]
@@ -32,6 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let params = DatasetParams {
         seed: args.seed,
         scale: args.scale,
+        profile: args.profile,
     };
     params.validate()?;
     let manifest_path = match args.manifest {
@@ -40,14 +46,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     labrun_dataset::check_outside(&manifest_path, &args.out)?;
 
-    let layout = labrun_dataset::layout(&params);
     println!(
-        "dataset: seed {}, scale {} -> {}",
+        "dataset: {}, seed {}, scale {} -> {}",
+        params.profile,
         params.seed,
         params.scale,
         args.out.display()
     );
-    print_totals(&layout);
+    print_totals(&labrun_dataset::footprint(&params));
 
     let started = Instant::now();
     let mut report = ProgressLine::new("gen");
@@ -71,23 +77,22 @@ pub fn gb(bytes: u64) -> String {
     labrun_evidence::human::bytes(bytes as f64)
 }
 
-/// The totals by class, one per line.
-pub fn print_totals(l: &Layout) {
-    let rows = [
-        ("small (random, 1-128 KiB)", l.small_files, l.small_bytes),
-        ("large random", l.large_random_files, l.large_random_bytes),
-        (
-            "large low-entropy",
-            l.low_entropy_files,
-            l.low_entropy_bytes,
-        ),
-        ("duplicates", l.duplicate_files, l.duplicate_bytes),
-        ("total", l.total_files(), l.total_bytes()),
-    ];
-    for (name, files, bytes) in rows {
+/// The totals by class, one per line, and what a sparse file leaves out.
+pub fn print_totals(f: &Footprint) {
+    let rows = f.rows.iter().map(|r| (r.class, r.files, r.bytes));
+    for (name, files, bytes) in rows.chain([("total", f.files, f.bytes)]) {
         println!(
             "  {name:<27} {files:>9} files {:>12} ({bytes} bytes)",
             gb(bytes)
+        );
+    }
+    if f.allocated_bytes != f.bytes {
+        println!(
+            "  {:<27} {:>15} {:>12} ({} bytes; the rest is holes)",
+            "allocated on disk",
+            "",
+            gb(f.allocated_bytes),
+            f.allocated_bytes
         );
     }
 }

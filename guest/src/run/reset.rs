@@ -323,10 +323,7 @@ mod tests {
     fn trees() -> Trees {
         let dir = tempfile::tempdir().unwrap();
         let (pristine, source) = (dir.path().join("pristine"), dir.path().join("source"));
-        let params = DatasetParams {
-            seed: 5,
-            scale: 0.001,
-        };
+        let params = DatasetParams::published(5, 0.001);
         labrun_dataset::generate(&pristine, &params, &mut |_, _| {}).unwrap();
         // A link too, though the dataset makes none: the walk must keep it.
         std::os::unix::fs::symlink("small", pristine.join("link")).unwrap();

@@ -138,9 +138,23 @@ pub fn execute_with(
     if let Some(previous) = &previous {
         start_warnings.extend(stop_leftover_tool(previous, leftover::GRACE));
     }
-    if let DatasetPlan::Synthetic { seed, scale, .. } = plan.dataset {
-        let dataset = labrun_dataset::layout(&DatasetParams { seed, scale }).total_bytes();
-        space::check_now(&dirs.work, dataset)?;
+    if let DatasetPlan::Synthetic {
+        seed,
+        scale,
+        profile,
+        ..
+    } = plan.dataset
+    {
+        // What the tree takes on disk: a sparse image's holes take nothing.
+        let params = DatasetParams {
+            seed,
+            scale,
+            profile,
+        };
+        space::check_now(
+            &dirs.work,
+            labrun_dataset::footprint(&params).allocated_bytes,
+        )?;
     }
     // From here on the marker names the tool that runs, so that the next
     // agent can stop it should this one be killed.
@@ -157,21 +171,29 @@ pub fn execute_with(
     let root = dirs.root;
     std::fs::create_dir_all(&root)
         .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
-    let (seed, scale, change_seed) = match plan.dataset {
+    let (params, change_seed) = match plan.dataset {
         DatasetPlan::Synthetic {
             seed,
             scale,
             change_seed,
-        } => (seed, scale, change_seed),
+            profile,
+        } => (
+            DatasetParams {
+                seed,
+                scale,
+                profile,
+            },
+            change_seed,
+        ),
         // A git history (history.rs) uses none of the synthetic parameters.
-        DatasetPlan::GitHistory { .. } => (0, 0.0, None),
+        DatasetPlan::GitHistory { .. } => (DatasetParams::published(0, 0.0), None),
     };
     let mut runner = Runner {
         executor,
         pristine: root.join("pristine"),
         root,
-        params: DatasetParams { seed, scale },
-        change_seed: change_seed.unwrap_or(seed.wrapping_add(1)),
+        params,
+        change_seed: change_seed.unwrap_or(params.seed.wrapping_add(1)),
         plan: &plan,
         ev: evidence,
         interrupt,
