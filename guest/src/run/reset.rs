@@ -89,6 +89,11 @@ fn same_shape(want: &Metadata, path: &Path) -> bool {
 fn copy_region(from: &Path, to: &Path, offset: u64, len: u64) -> io::Result<()> {
     let input = File::open(from)?;
     let output = OpenOptions::new().write(true).open(to)?;
+    // A hole of the pristine file (the vm-image change writes into holes)
+    // becomes a hole again: copying its zeros would allocate them.
+    if is_hole(&input, offset, len) && punch_hole(&output, offset, len).is_ok() {
+        return Ok(());
+    }
     let mut buf = vec![0u8; CHUNK.min(len as usize)];
     let mut done = 0u64;
     while done < len {
@@ -96,6 +101,35 @@ fn copy_region(from: &Path, to: &Path, offset: u64, len: u64) -> io::Result<()> 
         input.read_exact_at(&mut buf[..n], offset + done)?;
         output.write_all_at(&buf[..n], offset + done)?;
         done += n as u64;
+    }
+    Ok(())
+}
+
+/// No data in `offset..offset+len` of `file` (false when unknown).
+fn is_hole(file: &File, offset: u64, len: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(start) = libc::off_t::try_from(offset) else {
+        return false;
+    };
+    // SAFETY: a plain lseek on a descriptor this function borrows.
+    let next_data = unsafe { libc::lseek(file.as_raw_fd(), start, libc::SEEK_DATA) };
+    if next_data < 0 {
+        // ENXIO: no data from `offset` to the end of the file.
+        return io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO);
+    }
+    next_data as u64 >= offset.saturating_add(len)
+}
+
+fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(start), Ok(length)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len))
+    else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: fallocate on a descriptor this function borrows.
+    if unsafe { libc::fallocate(file.as_raw_fd(), mode, start, length) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -321,9 +355,12 @@ mod tests {
     }
 
     fn trees() -> Trees {
+        trees_of(DatasetParams::published(5, 0.001))
+    }
+
+    fn trees_of(params: DatasetParams) -> Trees {
         let dir = tempfile::tempdir().unwrap();
         let (pristine, source) = (dir.path().join("pristine"), dir.path().join("source"));
-        let params = DatasetParams::published(5, 0.001);
         labrun_dataset::generate(&pristine, &params, &mut |_, _| {}).unwrap();
         // A link too, though the dataset makes none: the walk must keep it.
         std::os::unix::fs::symlink("small", pristine.join("link")).unwrap();
@@ -418,6 +455,33 @@ mod tests {
         reset_tree(&t.pristine, &t.source, &plan).unwrap();
         reset_tree(&t.pristine, &t.source, &plan).unwrap();
         assert_eq!(snapshot(&t.source), snapshot(&t.pristine));
+    }
+
+    #[test]
+    fn each_profile_is_pristine_again_and_a_sparse_image_keeps_its_holes() {
+        use labrun_dataset::DatasetProfile;
+        for (profile, scale) in [
+            (DatasetProfile::TinyFiles, 0.001),
+            (DatasetProfile::Media, 0.001),
+            (DatasetProfile::VmImage, 0.002),
+        ] {
+            let t = trees_of(DatasetParams {
+                seed: 5,
+                scale,
+                profile,
+            });
+            let plan = labrun_dataset::change_plan(&t.params, 6);
+            labrun_dataset::apply_change(&t.source, &t.params, 6, &mut |_, _| {}).unwrap();
+            assert_ne!(snapshot(&t.source), snapshot(&t.pristine), "{profile}");
+            reset_tree(&t.pristine, &t.source, &plan).unwrap();
+            assert_eq!(snapshot(&t.source), snapshot(&t.pristine), "{profile}");
+            if profile == DatasetProfile::VmImage {
+                let used = |root: &Path| {
+                    fs::metadata(root.join("images/disk.img")).unwrap().blocks() * 512
+                };
+                assert_eq!(used(&t.source), used(&t.pristine), "holes stay holes");
+            }
+        }
     }
 
     #[test]
