@@ -6,7 +6,8 @@
 //! changing one never shifts another.
 //!
 //! - key = SHA-256(`"labrun-dataset/v2/" || purpose || seed (u64 LE)
-//!   [|| change_seed (u64 LE)]`), purpose `content` or `change`;
+//!   [|| change_seed (u64 LE)]`), purpose `content` or `change` (for the
+//!   other profiles `content/<profile>`, `change/<profile>`);
 //! - stream (the 64-bit ChaCha nonce) = `tag << 56 | index`, tags below.
 //!
 //! Random bytes are the ChaCha byte stream as is. Low-entropy bytes are
