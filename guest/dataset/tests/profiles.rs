@@ -178,7 +178,7 @@ fn tiny_files_change_rewrites_5_percent_and_adds_and_removes_a_few() {
 fn media_change_adds_5_percent_of_the_bytes_and_touches_nothing_else() {
     let tmp = tempfile::tempdir().unwrap();
     let p = DatasetParams {
-        scale: 0.01,
+        scale: 0.005,
         ..params(DatasetProfile::Media, 3)
     };
     let (before, after, again) = change_twice(tmp.path(), &p);
