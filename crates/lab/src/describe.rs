@@ -192,14 +192,15 @@ impl Lab {
         for t in &self.tools {
             describe_tool(&mut s, t);
         }
-        describe_variants(self, &mut s);
+        describe_variants(self, scale_override, &mut s);
         describe_comparisons(self, &mut s);
         s
     }
 }
 
-/// Each variant, the boot it runs in, and every setting it changes.
-fn describe_variants(lab: &Lab, s: &mut String) {
+/// Each variant, the boot it runs in, every setting it changes, and the
+/// size of a dataset it changes.
+fn describe_variants(lab: &Lab, scale_override: Option<f64>, s: &mut String) {
     let Ok(variants) = lab.variants() else {
         return;
     };
@@ -228,6 +229,20 @@ fn describe_variants(lab: &Lab, s: &mut String) {
                 .join("; ")
         };
         push_line!(s, "  {} (boot {}): {changes}", r.name, r.boot + 1);
+        if v.lab.dataset != lab.dataset {
+            let f = v.lab.dataset_footprint(scale_override);
+            let allocated = if f.allocated_bytes == f.bytes {
+                String::new()
+            } else {
+                format!(" ({} allocated)", gb(f.allocated_bytes))
+            };
+            push_line!(
+                s,
+                "    dataset: {} files, {}{allocated}",
+                f.files,
+                gb(f.bytes)
+            );
+        }
     }
 }
 

@@ -233,3 +233,32 @@ fn the_slow_disk_lab_is_the_published_tools_on_hdd_and_unthrottled() {
         assert_eq!(Some(vm), published.vm, "{}", v.record.name);
     }
 }
+
+#[test]
+fn the_data_shapes_lab_runs_the_default_labs_tools_on_each_profile() {
+    use labrun_evidence::{DatasetPlan, DatasetProfile};
+    let lab = Lab::load(&repo_root().join("labs/data-shapes.yaml")).unwrap();
+    let default = Lab::load(&repo_root().join("lab.yaml")).unwrap();
+    assert!(lab.validate().is_empty(), "{:?}", lab.validate());
+    // Same tools, pins and commands as the default lab; same VM.
+    assert_eq!(lab.tools, default.tools);
+    assert_eq!(lab.vm, default.vm);
+    let variants = lab.variants().unwrap_or_else(|p| panic!("{p:?}"));
+    let mut seen = Vec::new();
+    for v in &variants {
+        let plan = v.lab.to_plan("r", &PlanOverrides::default()).unwrap();
+        let DatasetPlan::Synthetic { profile, scale, .. } = plan.dataset else {
+            panic!("{}: a synthetic dataset", v.record.name)
+        };
+        assert_eq!(
+            profile.as_str(),
+            v.record.name,
+            "the variant names its profile"
+        );
+        assert_eq!(scale, 0.1);
+        let tools: Vec<_> = plan.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(tools, ["restic", "borg", "kopia"]);
+        seen.push(profile);
+    }
+    assert_eq!(seen, DatasetProfile::ALL);
+}

@@ -133,15 +133,18 @@ pub enum RunError {
         pid: Option<u32>,
     },
     #[error(
-        "not enough free space in {dir}: the run needs about {} ({needed} bytes: the {} ({dataset} bytes) dataset up to {} times over, as the generated tree, a source copy, a repository and a restore), and {} ({free} bytes) is free; run with a smaller --scale (the dataset grows with it), or give the machine a bigger disk (`vm.disk` in the lab)",
+        "not enough free space in {dir}: the run needs about {} ({needed} bytes: the {} ({dataset} bytes) dataset up to {} times over, as the generated tree, a source copy, a repository and a restore{}), and {} ({free} bytes) is free; run with a smaller --scale (the dataset grows with it), or give the machine a bigger disk (`vm.disk` in the lab)",
         gb(*needed),
         gb(*dataset),
         crate::run::space::WORST_CASE_DATASETS,
+        holes_written(*holes),
         gb(*free)
     )]
     NotEnoughSpace {
         dir: PathBuf,
         dataset: u64,
+        /// Holes of a sparse file, which a restore may write as zeros.
+        holes: u64,
         needed: u64,
         free: u64,
     },
@@ -178,6 +181,15 @@ fn another_agent(lock: &std::path::Path, run_id: Option<&str>, pid: Option<u32>)
         "another labrun-agent is running on this machine ({who}; it holds {}): two runs at once would skew each other's figures; wait for it, follow it with {attach}{stop}",
         lock.display()
     )
+}
+
+/// The restore's extra bytes for a sparse file's holes, when there are any.
+fn holes_written(holes: u64) -> String {
+    if holes == 0 {
+        String::new()
+    } else {
+        format!(", plus {} of holes a restore may write as zeros", gb(holes))
+    }
 }
 
 fn gb(bytes: u64) -> String {

@@ -3,8 +3,9 @@
 //! (tens of GB a minute) and fail an hour later, or take the machine down.
 //!
 //! The synthetic dataset's size is known from its parameters alone
-//! ([`labrun_dataset::layout`]). A git history's is not known before it is
-//! read, so it is not checked here.
+//! ([`labrun_dataset::footprint`]): what each profile allocates on disk (a
+//! sparse image's holes take nothing), and its apparent size. A git
+//! history's is not known before it is read, so it is not checked here.
 
 use crate::run::error::RunError;
 use std::path::Path;
@@ -37,25 +38,30 @@ pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
 }
 
 /// Refuses the run when `free` bytes in `dir` cannot hold a run of a
-/// `dataset_bytes` dataset.
-pub fn check(dir: &Path, dataset_bytes: u64, free: u64) -> Result<(), RunError> {
-    let needed = needed_bytes(dataset_bytes);
+/// dataset that allocates `dataset_bytes` and has `holes` bytes of holes:
+/// a restore that does not keep a file sparse (restic without `--sparse`,
+/// most tools) writes them as zeros.
+pub fn check(dir: &Path, dataset_bytes: u64, holes: u64, free: u64) -> Result<(), RunError> {
+    let needed = needed_bytes(dataset_bytes).saturating_add(holes);
     if needed <= free {
         return Ok(());
     }
     Err(RunError::NotEnoughSpace {
         dir: dir.to_path_buf(),
         dataset: dataset_bytes,
+        holes,
         needed,
         free,
     })
 }
 
-/// [`check`] with the free space of `dir` as it is now.
-pub fn check_now(dir: &Path, dataset_bytes: u64) -> Result<(), RunError> {
+/// [`check`] of the dataset `footprint`, with the free space of `dir` as it
+/// is now.
+pub fn check_now(dir: &Path, footprint: &labrun_dataset::Footprint) -> Result<(), RunError> {
     let free =
         free_bytes(dir).map_err(|e| RunError::io("cannot read the free space of", dir, e))?;
-    check(dir, dataset_bytes, free)
+    let holes = footprint.bytes.saturating_sub(footprint.allocated_bytes);
+    check(dir, footprint.allocated_bytes, holes, free)
 }
 
 #[cfg(test)]
@@ -71,8 +77,8 @@ mod tests {
     #[test]
     fn refuses_naming_needed_and_free_bytes_and_what_to_do() {
         let dir = Path::new("/srv/labrun/work");
-        assert!(check(dir, 1_000, 4_100).is_ok());
-        let err = check(dir, 12_200_000_000, 30_000_000_000).unwrap_err();
+        assert!(check(dir, 1_000, 0, 4_100).is_ok());
+        let err = check(dir, 12_200_000_000, 0, 30_000_000_000).unwrap_err();
         let text = err.to_string();
         for needle in [
             "/srv/labrun/work",
@@ -84,6 +90,29 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle:?} missing: {text}");
         }
+    }
+
+    #[test]
+    fn a_sparse_image_needs_its_allocation_four_times_and_its_holes_once() {
+        use labrun_dataset::{DatasetParams, DatasetProfile, footprint};
+        let dir = Path::new("/srv/labrun/work");
+        let vm = footprint(&DatasetParams {
+            seed: 1,
+            scale: 1.0,
+            profile: DatasetProfile::VmImage,
+        });
+        // 20 GiB apparent, about 27.5% of it written.
+        let (apparent, allocated) = (20u64 << 30, vm.allocated_bytes);
+        assert_eq!(vm.bytes, apparent);
+        assert!((allocated as f64 / apparent as f64 - 0.275).abs() < 0.005);
+        let needed = (allocated as f64 * 4.1).ceil() as u64 + (apparent - allocated);
+        assert!(check(dir, allocated, apparent - allocated, needed).is_ok());
+        let text = check(dir, allocated, apparent - allocated, needed - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("holes"), "{text}");
+        // Well under the four apparent sizes a dense file of 20 GiB needs.
+        assert!(needed < 2 * apparent, "{needed}");
     }
 
     #[test]

@@ -100,6 +100,7 @@ fn apply_dataset(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied)
         seed,
         scale,
         change_seed,
+        profile,
     } = &mut lab.dataset
     else {
         out.problems.push(Problem::new(
@@ -126,6 +127,11 @@ fn apply_dataset(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied)
         if out.set(&at_ds, "dataset.change_seed".into(), before, v) {
             *change_seed = Some(v);
         }
+    }
+    if let Some(v) = o.profile
+        && out.set(&at_ds, "dataset.profile".into(), *profile, v)
+    {
+        *profile = v;
     }
 }
 

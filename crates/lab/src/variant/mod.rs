@@ -69,6 +69,8 @@ pub struct DatasetOverride {
     pub seed: Option<u64>,
     pub scale: Option<f64>,
     pub change_seed: Option<u64>,
+    /// Another shape of data (`tiny-files`, `media`, `vm-image`).
+    pub profile: Option<labrun_evidence::DatasetProfile>,
 }
 
 /// What a variant adds to one tool.

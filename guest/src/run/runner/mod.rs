@@ -151,10 +151,7 @@ pub fn execute_with(
             scale,
             profile,
         };
-        space::check_now(
-            &dirs.work,
-            labrun_dataset::footprint(&params).allocated_bytes,
-        )?;
+        space::check_now(&dirs.work, &labrun_dataset::footprint(&params))?;
     }
     // From here on the marker names the tool that runs, so that the next
     // agent can stop it should this one be killed.
