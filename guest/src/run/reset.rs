@@ -479,7 +479,14 @@ mod tests {
                 let used = |root: &Path| {
                     fs::metadata(root.join("images/disk.img")).unwrap().blocks() * 512
                 };
-                assert_eq!(used(&t.source), used(&t.pristine), "holes stay holes");
+                // Within a few file-system blocks (ext4's extent tree may
+                // take one more block after a hole is punched); a filled
+                // hole left allocated is 64 KiB.
+                let (source, pristine) = (used(&t.source), used(&t.pristine));
+                assert!(
+                    source.abs_diff(pristine) <= 16 * 1024,
+                    "{source} vs {pristine}"
+                );
             }
         }
     }
