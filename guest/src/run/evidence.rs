@@ -55,6 +55,10 @@ pub struct Evidence {
     stdout_open: bool,
     /// Echo events on stdout (off in tests that only read the files).
     echo: bool,
+    /// This evidence continues a run: the first plan's listings of every
+    /// tool's binary digest and version stand (a continuation runs some of
+    /// the tools, and checks their pins again all the same).
+    continued: bool,
 }
 
 impl Evidence {
@@ -95,6 +99,7 @@ impl Evidence {
             events: open(files::EVENTS)?,
             stdout_open: true,
             echo,
+            continued: !fresh,
         })
     }
 
@@ -135,10 +140,16 @@ impl Evidence {
 
     /// `binary-sha256.txt`: [`crate::run::plan_check::check_binaries`]'s listing.
     pub fn write_binary_digests(&self, listing: &str) -> Result<(), RunError> {
+        if self.continued {
+            return Ok(());
+        }
         self.write_whole(files::BINARY_DIGESTS, |f| f.write_all(listing.as_bytes()))
     }
 
     pub fn write_tool_versions(&self, versions: &ToolVersions) -> Result<(), RunError> {
+        if self.continued {
+            return Ok(());
+        }
         self.write_json(files::TOOL_VERSIONS, versions)
     }
 
@@ -311,6 +322,9 @@ mod tests {
         assert_eq!(text.lines().count(), 2, "{text}");
         // Not done again until the continuation has run.
         assert!(!ev_dir.join(files::DONE).exists());
+        // The first plan's listings of every tool stand.
+        more.write_tool_versions(&ToolVersions::new()).unwrap();
+        assert!(!ev_dir.join(files::TOOL_VERSIONS).exists());
     }
 
     #[test]
