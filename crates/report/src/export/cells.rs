@@ -38,6 +38,10 @@ pub fn phase_title(step: &Step) -> String {
 
 pub fn tool_label(t: &ToolSummary) -> String {
     match &t.version {
+        // `restic@0.14.0` names its version already.
+        Some(v) if labrun_evidence::variant::tool_variant(&t.tool) == Some(v.as_str()) => {
+            t.tool.clone()
+        }
         Some(v) if !v.is_empty() => format!("{} {v}", t.tool),
         _ => t.tool.clone(),
     }
