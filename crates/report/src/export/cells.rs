@@ -9,6 +9,20 @@ use labrun_evidence::Step;
 /// Shown where there is no figure.
 pub const NONE: &str = "-";
 
+/// The columns of the results table, in every format.
+pub const RESULT_COLUMNS: [&str; 10] = [
+    "Tool",
+    "Full backup",
+    "Incremental",
+    "Restore",
+    "Repo size after full",
+    "Growth after incremental",
+    "Peak memory (MiB), largest process: full / incr / restore",
+    "Peak memory (MiB), whole tree: full / incr / restore",
+    "CPU user/sys (s) full, incr, restore",
+    "Restore check",
+];
+
 /// The columns of a phase's table, in every format.
 pub const PHASE_COLUMNS: [&str; 9] = [
     "Tool",

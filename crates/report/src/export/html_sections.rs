@@ -211,21 +211,7 @@ pub fn results(s: &Summary) -> Section {
         ]);
         row
     });
-    let body = table(
-        &[
-            "Tool",
-            "Full backup",
-            "Incremental",
-            "Restore",
-            "Repo size after full",
-            "Growth after incremental",
-            "Peak memory (MiB), largest process: full / incr / restore",
-            "Peak memory (MiB), whole tree: full / incr / restore",
-            "CPU user/sys (s) full, incr, restore",
-            "Restore check",
-        ],
-        rows,
-    );
+    let body = table(&cells::RESULT_COLUMNS, rows);
     section("results", "Results", body)
 }
 

@@ -50,18 +50,7 @@ fn page(s: &Summary) -> String {
     out.push_str("## Results\n\n");
     table(
         &mut out,
-        &[
-            "Tool",
-            "Full backup",
-            "Incremental",
-            "Restore",
-            "Repo size after full",
-            "Growth after incremental",
-            "Peak memory (MiB), largest process: full / incr / restore",
-            "Peak memory (MiB), whole tree: full / incr / restore",
-            "CPU user/sys (s) full, incr, restore",
-            "Restore check",
-        ],
+        &cells::RESULT_COLUMNS,
         s.tools.iter().map(|t| {
             let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, &p));
             vec![
