@@ -213,3 +213,23 @@ fn two_runs_on_different_acceleration_are_refused_unless_forced() {
         "written into the candidate's run"
     );
 }
+
+/// `bench --until-conclusive` adds pairs to the comparisons a lab asks
+/// for: a lab that asks for none is refused before anything starts.
+#[test]
+fn until_conclusive_needs_a_lab_that_compares() {
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab.yaml");
+    let out = Command::new(LABRUN)
+        .arg("-f")
+        .arg(&lab)
+        .args(["bench", "--plain", "--until-conclusive", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("`--until-conclusive` adds pairs to the comparisons a lab asks for")
+            && err.contains("add a `compare:` block"),
+        "{err}"
+    );
+}

@@ -76,7 +76,7 @@ pub async fn run_all(
             "variant {}/{} `{name}`: {}",
             i + 1,
             variants.len(),
-            describe_changes(v)
+            v.record.changes_text("")
         ));
         let host = HostRun::new(&run_dir.join(VARIANTS_DIR), name);
         std::fs::create_dir_all(host.raw())
@@ -140,18 +140,6 @@ pub async fn run_all(
         }
         Ok(ExitCode::from(1))
     }
-}
-
-fn describe_changes(v: &Variant) -> String {
-    if v.record.changes.is_empty() {
-        return "the lab as written".into();
-    }
-    v.record
-        .changes
-        .iter()
-        .map(|c| format!("{} {} -> {}", c.field, c.from, c.to))
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// For a VM lab: the VM up in this variant's shape. A VM up in another

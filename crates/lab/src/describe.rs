@@ -219,16 +219,13 @@ fn describe_variants(lab: &Lab, scale_override: Option<f64>, s: &mut String) {
     );
     for v in &variants {
         let r = &v.record;
-        let changes = if r.changes.is_empty() {
-            "the lab as written".to_string()
-        } else {
-            r.changes
-                .iter()
-                .map(|c| format!("{} {} -> {}", c.field, c.from, c.to))
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        push_line!(s, "  {} (boot {}): {changes}", r.name, r.boot + 1);
+        push_line!(
+            s,
+            "  {} (boot {}): {}",
+            r.name,
+            r.boot + 1,
+            r.changes_text("")
+        );
         if v.lab.dataset != lab.dataset {
             let f = v.lab.dataset_footprint(scale_override);
             let allocated = if f.allocated_bytes == f.bytes {

@@ -55,6 +55,22 @@ pub struct Change {
     pub to: String,
 }
 
+impl VariantRecord {
+    /// Its changes in one line, each `field from -> to` (`quote` wraps the
+    /// field, e.g. in backticks for Markdown); "the lab as written" for a
+    /// variant that changes nothing.
+    pub fn changes_text(&self, quote: &str) -> String {
+        if self.changes.is_empty() {
+            return "the lab as written".into();
+        }
+        self.changes
+            .iter()
+            .map(|c| format!("{quote}{}{quote} {} -> {}", c.field, c.from, c.to))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
 /// `variants.json`: the run's variants, in the order the lab lists them
 /// (which is also the order a report shows them in).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,7 +34,7 @@ fn page(c: &VariantsComparison) -> String {
             vec![
                 v.record.name.clone(),
                 (v.record.boot + 1).to_string(),
-                changes(v),
+                v.record.changes_text("`"),
                 finished(v),
             ]
         }),
@@ -170,18 +170,6 @@ fn has_tree_memory(v: &VariantColumn, step: &Step) -> bool {
             .filter_map(|t| t.phase(step))
             .any(|p: &PhaseSummary| p.tree_memory_mib.is_some())
     })
-}
-
-fn changes(v: &VariantColumn) -> String {
-    if v.record.changes.is_empty() {
-        return "the lab as written".into();
-    }
-    v.record
-        .changes
-        .iter()
-        .map(|c| format!("`{}` {} -> {}", c.field, c.from, c.to))
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 fn finished(v: &VariantColumn) -> String {
