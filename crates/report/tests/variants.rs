@@ -110,9 +110,15 @@ fn variants_are_set_side_by_side_and_failures_named() {
     );
     // Each variant's own summary is made too, from its raw evidence.
     assert!(run.join("variants/small/summary.md").is_file());
+    // The same tables on one page, linking each variant's own.
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains(">small</th>"), "{html}");
+    assert!(html.contains("variants/small/report.html"), "{html}");
+    assert!(html.contains("bringing the VM up failed"), "{html}");
     for f in [
         "summary.md",
         "summary.json",
+        "report.html",
         "chart-variants-time.svg",
         "chart-variants-memory.svg",
     ] {

@@ -8,7 +8,7 @@ pub mod csv;
 pub mod fidelity;
 pub mod history;
 pub mod html;
-mod html_markup;
+pub(crate) mod html_markup;
 mod html_sections;
 pub mod json;
 pub mod markdown;

@@ -2,11 +2,14 @@
 //! names them, each `variants/<name>/` is a complete run with its own
 //! summary; this module reads those summaries (made from raw evidence, as
 //! always) and writes the comparison beside them: `summary.md` (a table per
-//! phase, variants as columns), `summary.json`, and charts grouped by
-//! variant.
+//! phase, variants as columns), `summary.json`, `report.html` (the same on
+//! one self-contained page, linking each variant's own), and charts grouped
+//! by variant.
 
 mod chart;
+mod html;
 mod markdown;
+mod tables;
 
 use crate::error::{ReportError, Result};
 use crate::summary::{Summary, ToolSummary};
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 /// Written into the run folder (the variants' own summaries are in theirs).
 pub const COMPARISON_JSON: &str = "summary.json";
 pub const COMPARISON_MD: &str = "summary.md";
+pub const COMPARISON_HTML: &str = "report.html";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VariantsComparison {
@@ -121,6 +125,7 @@ pub fn make_report(run_dir: &Path) -> Result<(VariantsComparison, Vec<PathBuf>)>
     let comparison = compare(index.run_id, columns);
     for (name, bytes) in [
         (COMPARISON_MD, markdown::render(&comparison).into_bytes()),
+        (COMPARISON_HTML, html::render(&comparison)?.into_bytes()),
         (
             COMPARISON_JSON,
             serde_json::to_vec_pretty(&comparison).map_err(|e| ReportError::Render {

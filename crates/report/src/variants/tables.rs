@@ -1,0 +1,201 @@
+//! The comparison's content, once: what each variant changed, a table per
+//! phase with the variants as columns, repository sizes, where each tool
+//! failed. The Markdown and HTML pages render the same tables.
+
+use super::{VariantColumn, VariantsComparison};
+use crate::export::cells::{self, NONE};
+use crate::format;
+use crate::summary::PhaseSummary;
+use labrun_evidence::Step;
+
+pub struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// What the page is, in words (its first paragraph).
+pub fn intro(c: &VariantsComparison) -> String {
+    format!(
+        "{} variants of one lab, each a complete run with its own evidence and summary \
+         (`variants/<name>/`). Each cell is that variant's median over cycles with its min-max \
+         range; \"failed\" means the step failed in every cycle that reached it, \"{NONE}\" that the \
+         variant has no such step. Variants that share a machine shape ran in one boot, one after \
+         another; the boots are not timed.",
+        c.variants.len()
+    )
+}
+
+/// Every table, in page order; `quote` wraps a setting's name (a
+/// backtick in Markdown, nothing on the HTML page).
+pub fn tables(c: &VariantsComparison, quote: &str) -> Vec<Table> {
+    let mut out = vec![Table {
+        title: "Variants".into(),
+        header: ["Variant", "Boot", "What it changes", "Cycles finished"]
+            .map(String::from)
+            .to_vec(),
+        rows: c
+            .variants
+            .iter()
+            .map(|v| {
+                vec![
+                    v.record.name.clone(),
+                    (v.record.boot + 1).to_string(),
+                    v.record.changes_text(quote),
+                    finished(v),
+                ]
+            })
+            .collect(),
+    }];
+    let mut header = vec!["Tool".to_string()];
+    header.extend(c.variants.iter().map(|v| v.record.name.clone()));
+    for step in &c.phases {
+        let title = cells::phase_title(step);
+        let mut figures = vec![
+            (format!("{title}: time"), Figure::Time),
+            (
+                format!("{title}: peak memory, largest process (MiB)"),
+                Figure::Memory,
+            ),
+        ];
+        if c.variants.iter().any(|v| has_tree_memory(v, step)) {
+            figures.push((
+                format!("{title}: peak memory, whole process tree (MiB)"),
+                Figure::TreeMemory,
+            ));
+        }
+        for (title, figure) in figures {
+            out.push(Table {
+                title,
+                header: header.clone(),
+                rows: rows(c, |v, tool| phase_cell(v, tool, step, figure)),
+            });
+        }
+    }
+    out.push(Table {
+        title: "Repository size after the full backup".into(),
+        header: header.clone(),
+        rows: rows(c, |v, tool| {
+            v.tool(tool)
+                .and_then(|t| t.repo_size_after_full.as_ref())
+                .map_or(NONE.into(), format::bytes_range)
+        }),
+    });
+    if c.failures.iter().any(|f| !f.failed.is_empty()) {
+        out.push(Table {
+            title: "Failures by variant".into(),
+            header: [
+                "Tool",
+                "First failed in",
+                "Every variant it failed in (first failed step)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: c
+                .failures
+                .iter()
+                .filter(|f| !f.failed.is_empty())
+                .map(|f| {
+                    vec![
+                        f.tool.clone(),
+                        f.first.clone().unwrap_or_else(|| NONE.into()),
+                        f.failed
+                            .iter()
+                            .map(|x| {
+                                format!(
+                                    "{}: {} cycle {}{}{}",
+                                    x.variant,
+                                    x.step.as_str(),
+                                    x.cycle,
+                                    if x.oom { ", oom" } else { "" },
+                                    x.error
+                                        .as_deref()
+                                        .map_or(String::new(), |e| format!(" ({e})"))
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    out
+}
+
+/// What the tables do not say: that nothing failed, and why a variant has
+/// no evidence.
+pub fn notes(c: &VariantsComparison) -> Vec<String> {
+    let mut out = Vec::new();
+    if c.failures.iter().all(|f| f.failed.is_empty()) {
+        out.push("No tool failed a step in any variant.".to_string());
+    }
+    for v in c.variants.iter().filter(|v| v.error.is_some()) {
+        out.push(format!(
+            "Variant `{}`: {}",
+            v.record.name,
+            v.error.as_deref().unwrap_or_default().trim()
+        ));
+    }
+    out
+}
+
+#[derive(Clone, Copy)]
+enum Figure {
+    Time,
+    Memory,
+    TreeMemory,
+}
+
+fn rows(c: &VariantsComparison, cell: impl Fn(&VariantColumn, &str) -> String) -> Vec<Vec<String>> {
+    c.tools
+        .iter()
+        .map(|tool| {
+            let mut row = vec![tool.clone()];
+            row.extend(c.variants.iter().map(|v| cell(v, tool)));
+            row
+        })
+        .collect()
+}
+
+fn phase_cell(v: &VariantColumn, tool: &str, step: &Step, figure: Figure) -> String {
+    let (Some(summary), Some(t)) = (v.summary.as_ref(), v.tool(tool)) else {
+        return NONE.into();
+    };
+    let Some(p) = t.phase(step) else {
+        return NONE.into();
+    };
+    if p.ok == 0 && p.recorded > 0 {
+        return "failed".into();
+    }
+    match figure {
+        Figure::Time => cells::phase_time(summary, t, step),
+        Figure::Memory => cells::phase_memory(summary, p),
+        Figure::TreeMemory => cells::phase_tree_memory(summary, p),
+    }
+}
+
+fn has_tree_memory(v: &VariantColumn, step: &Step) -> bool {
+    v.summary.as_ref().is_some_and(|s| {
+        s.tools
+            .iter()
+            .filter_map(|t| t.phase(step))
+            .any(|p: &PhaseSummary| p.tree_memory_mib.is_some())
+    })
+}
+
+fn finished(v: &VariantColumn) -> String {
+    match &v.summary {
+        None => "no evidence".into(),
+        Some(s) => {
+            let planned = s
+                .cycles_planned
+                .map_or_else(|| "?".to_string(), |c| c.to_string());
+            s.tools
+                .iter()
+                .map(|t| format!("{} {}/{planned}", t.tool, t.cycles_finished))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+}
