@@ -110,7 +110,7 @@ fn a_slower_candidate_exits_1_with_json() {
     assert!((1.25..1.35).contains(&ratio), "{ratio}");
     assert_eq!(json["design"], "paired");
     assert!(json["method"].as_str().unwrap().contains("Holm"));
-    for name in ["compare.md", "compare.json"] {
+    for name in ["compare.md", "compare.json", "compare.html"] {
         assert!(run.join(name).is_file(), "{name}");
     }
     assert!(stderr(&out).contains("wrote"), "{}", stderr(&out));

@@ -415,7 +415,19 @@ fn reports_are_written_into_the_candidates_run() {
     let run = write_run(tmp.path(), "run", &text, None);
     let c = paired(&run, "borg", "borg@zstd22").unwrap();
     let written = compare::write(&c, &run).unwrap();
-    assert_eq!(written, [run.join("compare.md"), run.join("compare.json")]);
+    assert_eq!(
+        written,
+        [
+            run.join("compare.md"),
+            run.join("compare.json"),
+            run.join("compare.html")
+        ]
+    );
+    // The page: the verdict table and its method, nothing from elsewhere.
+    let html = std::fs::read_to_string(run.join("compare.html")).unwrap();
+    assert!(html.contains("Verdict: borg@zstd22 against borg"), "{html}");
+    assert!(html.contains("<td>slower</td>"), "{html}");
+    assert!(html.contains("Content-Security-Policy"), "{html}");
     let md = std::fs::read_to_string(run.join("compare.md")).unwrap();
     assert!(md.contains("| Full backup | wall time |"), "{md}");
     assert!(md.contains("slower") && md.contains("## Method"), "{md}");

@@ -30,5 +30,5 @@ pub use model::{
     COMPARISON_VERSION, Comparison, Design, Row, Side, SideFigure, TestResult, Verdict,
 };
 pub use requested::requested;
-pub use run::{JSON_FILE, MARKDOWN_FILE, Request, compare, to_json, write};
+pub use run::{HTML_FILE, JSON_FILE, MARKDOWN_FILE, Request, compare, to_json, write};
 pub use settings::{Settings, parse_fraction};

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 pub const MARKDOWN_FILE: &str = "compare.md";
 pub const JSON_FILE: &str = "compare.json";
+pub const HTML_FILE: &str = "compare.html";
 
 /// What to compare: two tools of one run, or a tool of each of two runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,12 +78,15 @@ pub fn compare(request: &Request, settings: &Settings) -> Result<Comparison, Com
     }
 }
 
-/// Writes `compare.md` and `compare.json` into `dir`; returns their paths.
+/// Writes `compare.md`, `compare.json` and `compare.html` (the verdict
+/// table and method on one self-contained page) into `dir`; returns their
+/// paths.
 pub fn write(comparison: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
     let json = to_json(comparison)?;
     let files = [
         (MARKDOWN_FILE, render::markdown(comparison)),
         (JSON_FILE, json),
+        (HTML_FILE, crate::export::html::comparison_page(comparison)),
     ];
     let mut written = Vec::new();
     for (name, text) in files {

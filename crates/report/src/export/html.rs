@@ -66,6 +66,17 @@ pub fn run_sections(s: &Summary) -> Result<Vec<Section>> {
     Ok(out)
 }
 
+/// A comparison made by `labrun compare` on a page of its own: the same
+/// verdict section a run's page has for the comparisons its lab asked for.
+pub fn comparison_page(c: &crate::compare::Comparison) -> String {
+    let title = format!(
+        "labrun compare: {} against {}",
+        c.candidate.label(),
+        c.baseline.label()
+    );
+    document(&title, &[sections::verdicts(0, c)])
+}
+
 /// Nothing may be fetched: no style sheet, font, image, frame or connection
 /// but what the page holds inline (images only as `data:`).
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
