@@ -321,7 +321,12 @@ pub fn apply_pin(text: &str, edit: &PinEdit) -> Result<String, String> {
     let at = locate(&lines, &edit.tool)?;
     let a = at
         .artifact
-        .ok_or_else(|| format!("tool `{}` has no `artifact:` block to pin", edit.tool))?;
+        .ok_or_else(|| {
+            format!(
+                "tool `{}` has no `artifact:` block to pin (one that takes it from another tool through a merge key, `<<: *name`, is pinned there)",
+                edit.tool
+            )
+        })?;
     let (s, e) = children(&lines, a);
     let col = block_col(&lines, s, e).ok_or("`artifact:` is empty")?;
     let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
