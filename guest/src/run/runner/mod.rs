@@ -138,36 +138,6 @@ pub fn execute_with(
     if let Some(previous) = &previous {
         start_warnings.extend(stop_leftover_tool(previous, leftover::GRACE));
     }
-    if let DatasetPlan::Synthetic {
-        seed,
-        scale,
-        profile,
-        ..
-    } = plan.dataset
-    {
-        // What the tree takes on disk: a sparse image's holes take nothing.
-        let params = DatasetParams {
-            seed,
-            scale,
-            profile,
-        };
-        space::check_now(&dirs.work, &labrun_dataset::footprint(&params))?;
-    }
-    // From here on the marker names the tool that runs, so that the next
-    // agent can stop it should this one be killed.
-    let lock = Arc::new(lock);
-    let recorder = Arc::clone(&lock);
-    interrupt.record_groups_with(Box::new(move |group| recorder.record_tool(group)));
-    // A plan that continues a run adds its cycles to that run's evidence.
-    let evidence = if plan.continues() {
-        Evidence::resume(&dirs.evidence, opts.echo_events)?
-    } else {
-        Evidence::create(&dirs.evidence, opts.echo_events)?
-    };
-    evidence.write_binary_digests(&binary_digests)?;
-    let root = dirs.root;
-    std::fs::create_dir_all(&root)
-        .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
     let (params, change_seed) = match plan.dataset {
         DatasetPlan::Synthetic {
             seed,
@@ -185,6 +155,25 @@ pub fn execute_with(
         // A git history (history.rs) uses none of the synthetic parameters.
         DatasetPlan::GitHistory { .. } => (DatasetParams::published(0, 0.0), None),
     };
+    if let DatasetPlan::Synthetic { .. } = plan.dataset {
+        // What the tree takes on disk: a sparse image's holes take nothing.
+        space::check_now(&dirs.work, &labrun_dataset::footprint(&params))?;
+    }
+    // From here on the marker names the tool that runs, so that the next
+    // agent can stop it should this one be killed.
+    let lock = Arc::new(lock);
+    let recorder = Arc::clone(&lock);
+    interrupt.record_groups_with(Box::new(move |group| recorder.record_tool(group)));
+    // A plan that continues a run adds its cycles to that run's evidence.
+    let evidence = if plan.continues() {
+        Evidence::resume(&dirs.evidence, opts.echo_events)?
+    } else {
+        Evidence::create(&dirs.evidence, opts.echo_events)?
+    };
+    evidence.write_binary_digests(&binary_digests)?;
+    let root = dirs.root;
+    std::fs::create_dir_all(&root)
+        .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
     let mut runner = Runner {
         executor,
         pristine: root.join("pristine"),
