@@ -7,7 +7,7 @@
 
 use crate::bench::layout::HostRun;
 use crate::bench::progress::Display;
-use crate::commands::bench::{Args, overrides, run_lab};
+use crate::commands::bench::{Args, EXIT_CONNECTION_LOST, overrides, run_lab};
 use crate::context::Context;
 use anyhow::Context as _;
 use labrun_evidence::variant::{VARIANT_FILE, VARIANTS_DIR, VARIANTS_INDEX, VariantsIndex};
@@ -19,10 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Set when the user pressed Ctrl-C during a variant: the variants after it
 /// are not started.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// The exit code `bench` uses when the connection was lost while the run
-/// goes on in the guest.
-const CONNECTION_LOST: u8 = 3;
 
 pub async fn run_all(
     ctx: &Context,
@@ -95,7 +91,7 @@ pub async fn run_all(
         .await;
         match outcome {
             Ok(code) if code == ExitCode::SUCCESS => {}
-            Ok(code) if code == ExitCode::from(CONNECTION_LOST) => {
+            Ok(code) if code == ExitCode::from(EXIT_CONNECTION_LOST) => {
                 safe_eprintln!(
                     "labrun: variant `{name}` goes on in the guest without this connection; the variants after it were not started"
                 );

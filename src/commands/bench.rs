@@ -62,7 +62,7 @@ pub struct Args {
 
 /// Exit codes: 0 all passed; 1 a step failed or the run was stopped; 3 the
 /// connection was lost while the run goes on in the guest.
-const EXIT_CONNECTION_LOST: u8 = 3;
+pub(crate) const EXIT_CONNECTION_LOST: u8 = 3;
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let mut display = Mode::choose(args.quiet, args.plain).display();

@@ -14,17 +14,17 @@ pub struct Args {
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     // A run with variants: each variant's summary, then their comparison.
-    if labrun_report::variants::is_variants_run(&args.run_dir) {
+    let (table, written) = if labrun_report::variants::is_variants_run(&args.run_dir) {
         let (comparison, written) = labrun_report::variants::make_report(&args.run_dir)?;
-        safe_print!("{}", labrun_report::variants::render_terminal(&comparison));
-        safe_println!();
-        for path in &written {
-            safe_println!("wrote {}", path.display());
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let (summary, written) = labrun_report::make_report(&args.run_dir)?;
-    safe_print!("{}", labrun_report::render_terminal(&summary));
+        (
+            labrun_report::variants::render_terminal(&comparison),
+            written,
+        )
+    } else {
+        let (summary, written) = labrun_report::make_report(&args.run_dir)?;
+        (labrun_report::render_terminal(&summary), written)
+    };
+    safe_print!("{table}");
     safe_println!();
     for path in &written {
         safe_println!("wrote {}", path.display());
