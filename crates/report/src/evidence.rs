@@ -166,24 +166,16 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
-    let request = raw.join(labrun_evidence::compare::COMPARE_PLAN);
-    if request.is_file() {
-        run.compare_plan = read_optional_json(
-            &request,
-            WarningKind::ComparisonNotMade,
-            &mut run.warnings,
-            "the verdicts the lab asked for are not made",
-        );
-    }
-    let added = raw.join(labrun_evidence::compare::ADDED_PAIRS);
-    if added.is_file() {
-        run.added_pairs = read_optional_json(
-            &added,
-            WarningKind::ComparisonNotMade,
-            &mut run.warnings,
-            "how many pairs `--until-conclusive` added is unknown",
-        );
-    }
+    run.compare_plan = read_json_if_present(
+        &raw.join(labrun_evidence::compare::COMPARE_PLAN),
+        &mut run.warnings,
+        "the verdicts the lab asked for are not made",
+    );
+    run.added_pairs = read_json_if_present(
+        &raw.join(labrun_evidence::compare::ADDED_PAIRS),
+        &mut run.warnings,
+        "how many pairs `--until-conclusive` added is unknown",
+    );
     run.binaries = match std::fs::read_to_string(raw.join(files::BINARY_DIGESTS)) {
         Ok(text) => parse_binary_digests(&text),
         Err(_) => Vec::new(),
@@ -268,6 +260,19 @@ fn schema_version_of(json: &str) -> Option<u32> {
     serde_json::from_str::<Versioned>(json)
         .ok()
         .map(|v| v.schema_version)
+}
+
+/// A comparison's file, which most runs do not have: absent is no warning,
+/// unreadable is.
+fn read_json_if_present<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    warnings: &mut Vec<Warning>,
+    consequence: &str,
+) -> Option<T> {
+    if !path.is_file() {
+        return None;
+    }
+    read_optional_json(path, WarningKind::ComparisonNotMade, warnings, consequence)
 }
 
 fn read_optional_json<T: serde::de::DeserializeOwned>(

@@ -203,6 +203,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         })
         .collect();
 
+    let (comparisons, unmade) = crate::compare::requested(&raw);
     let mut summary = Summary {
         summary_version: SUMMARY_VERSION,
         run_id,
@@ -218,10 +219,8 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         fidelity: Vec::new(),
         meter_cost: crate::meter_cost::of(&raw.records),
         timelines: raw.timelines.clone(),
-        comparisons: Vec::new(),
+        comparisons,
     };
-    let (comparisons, unmade) = crate::compare::requested(&raw);
-    summary.comparisons = comparisons;
     summary.warnings.extend(unmade);
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
     summary.history = crate::history::rows(&names, &raw.records);
