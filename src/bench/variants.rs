@@ -47,11 +47,7 @@ pub async fn run_all(
         variants: variants.iter().map(|v| v.record.clone()).collect(),
     };
     write_json(&run_dir.join(VARIANTS_INDEX), &index)?;
-    let boots = variants
-        .iter()
-        .map(|v| v.record.boot)
-        .max()
-        .map_or(1, |b| b + 1);
+    let boots = labrun_lab::variant::boots(&variants);
     display.note(&format!(
         "run {run_id}: {} variants in {boots} boot(s); results in {}",
         variants.len(),

@@ -207,11 +207,7 @@ fn describe_variants(lab: &Lab, scale_override: Option<f64>, s: &mut String) {
     if variants.is_empty() {
         return;
     }
-    let boots = variants
-        .iter()
-        .map(|v| v.record.boot)
-        .max()
-        .map_or(0, |b| b + 1);
+    let boots = crate::variant::boots(&variants);
     push_line!(
         s,
         "variants ({}, in run order; {boots} VM boot(s), one per machine shape, never timed):",

@@ -166,6 +166,15 @@ impl Lab {
     }
 }
 
+/// How many VM boots the variants take: one per machine shape.
+pub fn boots(variants: &[Variant]) -> u32 {
+    variants
+        .iter()
+        .map(|v| v.record.boot)
+        .max()
+        .map_or(0, |b| b + 1)
+}
+
 /// Variant names become folder names: plain, short, lowercase.
 fn check_variant_name(name: &str, at: &str, problems: &mut Vec<Problem>) {
     let ok = (1..=40).contains(&name.len())

@@ -22,7 +22,7 @@ mod apply;
 mod expand;
 mod matrix;
 
-pub use expand::Variant;
+pub use expand::{Variant, boots};
 pub use matrix::{Axis, Matrix};
 
 use crate::schema::DiskCache;
