@@ -98,7 +98,10 @@ pub async fn run_all(
                 // The variant's folder keeps why it has no (or partial)
                 // evidence; the other variants still run.
                 let why = format!("{e:#}");
-                let _ = std::fs::write(host.raw().join("bench-error.txt"), &why);
+                let _ = std::fs::write(
+                    host.raw().join(labrun_evidence::variant::BENCH_ERROR_FILE),
+                    &why,
+                );
                 safe_eprintln!("labrun: variant `{name}` could not run: {why}");
                 failed.push(name.clone());
             }

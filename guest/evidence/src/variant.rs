@@ -16,6 +16,9 @@ pub const VARIANTS_DIR: &str = "variants";
 /// `<run>/variants.json`: every variant of the run, in the lab's order
 /// ([`VariantsIndex`]).
 pub const VARIANTS_INDEX: &str = "variants.json";
+/// `<run>/variants/<name>/raw/bench-error.txt`: why `bench` could not run a
+/// variant (or not to its end), for a variant without its evidence.
+pub const BENCH_ERROR_FILE: &str = "bench-error.txt";
 /// `<run>/variants/<name>/raw/variant.json`: what this variant changed
 /// ([`VariantRecord`]), beside the evidence it explains.
 pub const VARIANT_FILE: &str = "variant.json";

@@ -104,8 +104,11 @@ pub fn make_report(run_dir: &Path) -> Result<(VariantsComparison, Vec<PathBuf>)>
     let mut columns = Vec::new();
     for record in index.variants {
         let dir = run_dir.join(VARIANTS_DIR).join(&record.name);
-        let bench_error =
-            std::fs::read_to_string(dir.join(crate::RAW_DIR).join("bench-error.txt")).ok();
+        let bench_error = std::fs::read_to_string(
+            dir.join(crate::RAW_DIR)
+                .join(labrun_evidence::variant::BENCH_ERROR_FILE),
+        )
+        .ok();
         match crate::make_report(&dir) {
             Ok((summary, mut files)) => {
                 written.append(&mut files);
