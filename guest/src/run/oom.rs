@@ -15,10 +15,7 @@ use std::path::Path;
 
 /// `oom_kill` of a `memory.events` file.
 pub fn oom_kills(memory_events: &str) -> Option<u64> {
-    memory_events.lines().find_map(|l| {
-        let (key, value) = l.split_once(' ')?;
-        (key == "oom_kill").then(|| value.trim().parse().ok())?
-    })
+    crate::run::sampler::keyed(memory_events.as_bytes(), b"oom_kill")
 }
 
 /// `oom_kill` of the cgroup at `dir`; None without the memory controller.

@@ -203,8 +203,9 @@ fn write_row(w: &mut impl Write, started: Instant, s: &Sample) {
     }
 }
 
-/// The value of the `key value` line named `key` (`memory.stat`, `cpu.stat`).
-fn keyed(text: &[u8], key: &[u8]) -> Option<u64> {
+/// The value of the `key value` line named `key` (`memory.stat`,
+/// `cpu.stat`, `memory.events`).
+pub(crate) fn keyed(text: &[u8], key: &[u8]) -> Option<u64> {
     text.split(|&b| b == b'\n').find_map(|line| {
         let rest = line.strip_prefix(key)?.strip_prefix(b" ")?;
         number(rest)
