@@ -54,6 +54,7 @@ impl ToolSpec {
             secret_env: self.secret_env.clone(),
             commands: self.effective_commands(),
             snapshot_id_pattern: self.snapshot_id_pattern.clone(),
+            repo: None,
         }
     }
 }
@@ -158,6 +159,7 @@ impl Lab {
             drop_caches: true,
             rotate_tools: true,
             step_timeout_secs: Some(self.timeouts.step.as_secs()),
+            storage: None,
         })
     }
 

@@ -15,8 +15,25 @@ pub struct CommandTemplate {
     pub cwd: Option<String>,
 }
 
-/// Placeholders a command template may use.
-pub const PLACEHOLDERS: &[&str] = &["bin", "repo", "source", "target", "snapshot", "work"];
+/// Placeholders a command template may use: the tool cycle's own, then
+/// where its repository is on a storage server
+/// ([`crate::storage::placeholders`]).
+pub const PLACEHOLDERS: &[&str] = &[
+    "bin",
+    "repo",
+    "source",
+    "target",
+    "snapshot",
+    "work",
+    "repo_path",
+    "repo_host",
+    "repo_port",
+    "repo_user",
+    "repo_url",
+    "ssh_config",
+    "ssh_key",
+    "known_hosts",
+];
 
 impl<'de> Deserialize<'de> for CommandTemplate {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CommandTemplate, D::Error> {
@@ -81,6 +98,13 @@ pub mod roles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_storage_placeholder_is_a_placeholder() {
+        for p in crate::storage::placeholders::ALL {
+            assert!(PLACEHOLDERS.contains(p), "{p}");
+        }
+    }
 
     #[test]
     fn both_forms() {

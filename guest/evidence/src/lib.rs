@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod record;
 pub mod snapshot_id;
 pub mod step;
+pub mod storage;
 pub mod variant;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};
@@ -41,6 +42,7 @@ pub use record::{
     TimelineRow, TreeMeters, VerifyOutcome,
 };
 pub use step::Step;
+pub use storage::{Network, Server, StoragePlan, StorageRecord};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -38,6 +38,11 @@ pub struct Plan {
     /// A timed step running longer than this is stopped and recorded as failed.
     #[serde(default)]
     pub step_timeout_secs: Option<u64>,
+    /// Where the repositories live: absent, on the machine's own disk; else
+    /// on a storage server behind a network of the agent's
+    /// ([`crate::storage`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<crate::storage::StoragePlan>,
 }
 
 fn yes() -> bool {
@@ -169,6 +174,11 @@ pub struct ToolPlan {
     /// output ([`crate::snapshot_id`]) instead of a `snapshot_id` command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_id_pattern: Option<String>,
+    /// What `{repo}` stands for when the repository is on a storage server:
+    /// the tool's own way of naming it, from the storage placeholders
+    /// (`sftp:{repo_user}@{repo_host}:{repo_path}`). Absent: the folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
 }
 
 impl ToolPlan {
@@ -222,6 +232,7 @@ mod tests {
                 },
             )]),
             snapshot_id_pattern: None,
+            repo: None,
         };
         let r = t.redacted();
         assert_eq!(r.env["RESTIC_PASSWORD"], "<redacted>");
