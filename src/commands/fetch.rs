@@ -27,13 +27,15 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let wanted = (!args.tools.is_empty()).then_some(args.tools.as_slice());
-    let tools = match lab.selected_tools(wanted) {
+    // The servers a lab pins come with its tools.
+    let everything = match lab.installs(wanted) {
         Ok(t) => t,
         Err(e) => {
             safe_eprintln!("labrun fetch: {e}");
             return Ok(ExitCode::from(2));
         }
     };
+    let tools: Vec<&ToolSpec> = everything.iter().collect();
     let ready = match fetch_and_extract(ctx, &tools).await {
         Ok(r) => r,
         Err(e) => {

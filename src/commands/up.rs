@@ -54,6 +54,9 @@ pub async fn bring_up_lab(
             left.join(", ")
         );
     }
+    // The storage servers a lab pins are installed with its tools.
+    let everything = lab.installs(wanted)?;
+    let tools: Vec<&labrun_lab::ToolSpec> = everything.iter().collect();
     let ready = fetch_and_extract(ctx, &tools)
         .await
         .context("fetching the lab's tools (nothing was started)")?;

@@ -126,6 +126,8 @@ impl Lab {
             }
         }
 
+        describe_storage(self, &mut s);
+
         if let Some(source) = self.history_source() {
             crate::history::describe(&source, &mut s);
             if self.protocol != labrun_evidence::protocol::history() {
@@ -258,6 +260,35 @@ fn describe_history_steps(lab: &Lab, source: &labrun_evidence::HistorySource, s:
     );
 }
 
+/// Where the repositories live, and the server binaries labrun installs.
+fn describe_storage(lab: &Lab, s: &mut String) {
+    let st = &lab.storage;
+    let network = st
+        .network
+        .map_or_else(|| "the link unshaped".to_string(), |n| n.describe());
+    match st.server {
+        labrun_evidence::Server::Local => {
+            push_line!(s, "repositories: on the machine's own disk")
+        }
+        server => push_line!(
+            s,
+            "repositories: on a {server} server inside the machine, in a network namespace of the agent's ({network})"
+        ),
+    }
+    for (kind, server) in &lab.servers {
+        let tool = server.as_install(*kind);
+        push_line!(
+            s,
+            "  server {} {} -> {}",
+            tool.name,
+            tool.version,
+            tool.install_path()
+        );
+        push_line!(s, "    from    {}", source_of(&tool.artifact));
+        push_line!(s, "    sha256  {}", tool.artifact.sha256);
+    }
+}
+
 fn describe_tool(s: &mut String, t: &ToolSpec) {
     let a = &t.artifact;
     push_line!(s, "  {} {} -> {}", t.name, t.version, t.install_path());
@@ -295,6 +326,9 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
     }
     for (key, extra) in &t.args {
         push_line!(s, "    args    {key}: ... {}", extra.join(" "));
+    }
+    for (server, form) in &t.repository {
+        push_line!(s, "    on {server:<5} {{repo}} = {}", form.repo);
     }
 }
 

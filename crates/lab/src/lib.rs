@@ -21,9 +21,11 @@ pub mod names;
 mod plan;
 mod redact;
 mod schema;
+pub mod storage;
 mod suggest;
 mod units;
 mod validate;
+mod validate_storage;
 pub mod variant;
 pub mod vm_limits;
 

@@ -4,7 +4,7 @@ use crate::error::LabError;
 use crate::schema::{DatasetSpec, Lab, ToolSpec};
 use crate::validate::check_scale;
 use labrun_artifact::Extract;
-use labrun_evidence::{DatasetPlan, Plan, ToolPlan};
+use labrun_evidence::{DatasetPlan, Plan, Server, StoragePlan, ToolPlan};
 
 /// What the command line may change for one run without editing the lab.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,31 +30,43 @@ impl ToolSpec {
         }
     }
 
-    /// The commands as they run: each with its `args` appended.
-    pub fn effective_commands(&self) -> labrun_evidence::ToolCommands {
+    /// The commands as they run on `server`: the server's commands in
+    /// place of the tool's own, then the tool's `args` and the server's
+    /// appended.
+    pub fn effective_commands(&self, server: Server) -> labrun_evidence::ToolCommands {
+        let form = self.repository.get(&server);
         let mut commands = self.commands.clone();
-        for (key, extra) in &self.args {
+        if let Some(form) = form {
+            commands.extend(form.commands.clone());
+        }
+        let extra = form.into_iter().flat_map(|f| &f.args);
+        for (key, args) in self.args.iter().chain(extra) {
             if let Some(c) = commands.get_mut(key) {
-                c.argv.extend(extra.iter().cloned());
+                c.argv.extend(args.iter().cloned());
             }
         }
         commands
     }
 
-    /// The tool as the agent sees it. Secrets stay in `env` (the only way
-    /// they reach the tool) and are named in `secret_env` so that every
-    /// writer of evidence redacts them.
-    pub fn to_tool_plan(&self) -> ToolPlan {
+    /// The tool as the agent sees it, its repository on `server`. Secrets
+    /// stay in `env` (the only way they reach the tool) and are named in
+    /// `secret_env` so that every writer of evidence redacts them.
+    pub fn to_tool_plan(&self, server: Server) -> ToolPlan {
+        let form = self.repository.get(&server);
+        let mut env = self.env.clone();
+        if let Some(form) = form {
+            env.extend(form.env.clone());
+        }
         ToolPlan {
             name: self.name.clone(),
             version: self.version.clone(),
             binary: self.install_path(),
-            binary_sha256: self.artifact.binary_sha256.clone(),
-            env: self.env.clone(),
+            binary_sha256: self.artifact.pinned_binary_sha256(),
+            env,
             secret_env: self.secret_env.clone(),
-            commands: self.effective_commands(),
+            commands: self.effective_commands(server),
             snapshot_id_pattern: self.snapshot_id_pattern.clone(),
-            repo: None,
+            repo: form.map(|f| f.repo.clone()),
         }
     }
 }
@@ -114,7 +126,7 @@ impl Lab {
         let tools = self
             .selected_tools(o.tools.as_deref())?
             .into_iter()
-            .map(ToolSpec::to_tool_plan)
+            .map(|t| t.to_tool_plan(self.storage.server))
             .collect();
         let dataset = match &self.dataset {
             DatasetSpec::Synthetic {
@@ -159,8 +171,32 @@ impl Lab {
             drop_caches: true,
             rotate_tools: true,
             step_timeout_secs: Some(self.timeouts.step.as_secs()),
-            storage: None,
+            storage: self.storage_plan(),
         })
+    }
+
+    /// The plan's `storage`: none for repositories on the machine's own disk.
+    pub fn storage_plan(&self) -> Option<StoragePlan> {
+        let server = self.storage.server;
+        if server == Server::Local {
+            return None;
+        }
+        let installed = self.servers.get(&server);
+        Some(StoragePlan {
+            server,
+            network: self.storage.network.map(|n| n.to_network()),
+            binary: installed.map(|s| s.as_install(server).install_path()),
+            binary_sha256: installed.and_then(|s| s.artifact.pinned_binary_sha256()),
+            version: installed.map(|s| s.version.clone()),
+        })
+    }
+
+    /// Every binary `up` installs: the selected tools, then every server the
+    /// lab pins (a variant sharing the machine may use any of them).
+    pub fn installs(&self, tools: Option<&[String]>) -> Result<Vec<ToolSpec>, LabError> {
+        let mut all: Vec<ToolSpec> = self.selected_tools(tools)?.into_iter().cloned().collect();
+        all.extend(self.servers.iter().map(|(kind, s)| s.as_install(*kind)));
+        Ok(all)
     }
 
     /// The dataset scale a run uses, after an optional `--scale`.

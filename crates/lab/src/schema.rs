@@ -35,6 +35,16 @@ pub struct Lab {
     #[serde(default)]
     pub protocol: Vec<ProtocolStep>,
     pub tools: Vec<ToolSpec>,
+    /// Where the repositories live: the machine's own disk (the default),
+    /// or a storage server behind a network of a set latency and bandwidth
+    /// ([`crate::storage`]).
+    #[serde(default)]
+    pub storage: crate::storage::StorageSpec,
+    /// The binaries of the servers labrun installs (`rest`), pinned like a
+    /// tool's; installed with the tools whatever server a run uses, so that
+    /// variants sharing a machine find them.
+    #[serde(default)]
+    pub servers: BTreeMap<labrun_evidence::Server, crate::storage::ServerSpec>,
     /// The lab under several settings, each a complete run
     /// ([`crate::variant`]).
     #[serde(default)]
@@ -366,4 +376,9 @@ pub struct ToolSpec {
     /// read from its output instead of a `snapshot_id` command.
     #[serde(default)]
     pub snapshot_id_pattern: Option<String>,
+    /// How the tool names its repository on each kind of storage server
+    /// (`sftp`, `rest`): a lab whose `storage.server` is one of them uses
+    /// that form ([`crate::storage::RepoForm`]).
+    #[serde(default)]
+    pub repository: BTreeMap<labrun_evidence::Server, crate::storage::RepoForm>,
 }

@@ -80,6 +80,7 @@ impl Lab {
             validate_tool(tool, &format!("tools[{i}]"), &mut out);
         }
         self.validate_protocol(&mut out);
+        self.validate_storage(&mut out);
         if let Some(c) = &self.compare {
             self.validate_compare(c, &mut out);
         }
@@ -457,7 +458,15 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
             }
             Some(value) => {
                 // A password on a command line shows in `ps` and in logs.
-                for (key, cmd) in &tool.effective_commands() {
+                // On the machine's own disk and on every server it names.
+                let servers = std::iter::once(labrun_evidence::Server::Local)
+                    .chain(tool.repository.keys().copied());
+                let mut flagged = BTreeSet::new();
+                let every_form = servers.flat_map(|server| tool.effective_commands(server));
+                for (key, cmd) in every_form {
+                    if flagged.contains(&key) {
+                        continue;
+                    }
                     if cmd
                         .argv
                         .iter()
@@ -468,6 +477,7 @@ fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
                             format!("{at}.commands.{key}"),
                             format!("contains the value of the secret `{name}`: a secret reaches the tool only through its environment variable, never a command line"),
                         ));
+                        flagged.insert(key);
                     }
                 }
             }
@@ -570,6 +580,11 @@ fn is_placeholder_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// An argument's placeholders are all known ones.
+pub(crate) fn check_argument(arg: &str, path: &str, out: &mut Vec<Problem>) {
+    check_placeholders(arg, path, &mut BTreeSet::new(), out);
 }
 
 fn check_placeholders<'a>(

@@ -35,6 +35,11 @@ pub struct Environment {
     /// report reads into here); runs before it had them in this file.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tool_versions: labrun_evidence::ToolVersions,
+    /// Where the repositories lived when not on the machine's own disk: the
+    /// server, the network asked for and the round trip the agent measured
+    /// (`storage.json`, which the report reads into here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<labrun_evidence::StorageRecord>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -62,6 +67,33 @@ impl Environment {
         })
     }
 
+    /// `sftp server, 25 ms round trip, 100 Mbit/s asked, 25.4 ms measured
+    /// (median of 5 TCP connects)`; None for repositories on the machine's
+    /// own disk.
+    pub fn repositories(&self) -> Option<String> {
+        let st = self.storage.as_ref()?;
+        let asked = st.network.map_or_else(
+            || "network unshaped".to_string(),
+            |n| format!("{} asked", n.describe()),
+        );
+        let measured = match st.median_rtt_ms() {
+            Some(ms) => format!(
+                ", {ms:.1} ms measured (median of {} TCP connects)",
+                st.connect_rtt_ms.len()
+            ),
+            None => ", round trip not measured".into(),
+        };
+        let version = st
+            .server_version
+            .as_deref()
+            .map(|v| format!(" ({v})"))
+            .unwrap_or_default();
+        Some(format!(
+            "on a {} server{version} across a network namespace of the agent's: {asked}{measured}",
+            st.server
+        ))
+    }
+
     /// True when the guest ran under QEMU's software emulation (TCG): every
     /// time is then several times longer than on hardware virtualization.
     pub fn is_software_emulation(&self) -> bool {
@@ -87,6 +119,22 @@ mod tests {
         let kvm: Environment = serde_json::from_str(r#"{"acceleration":"kvm"}"#).unwrap();
         assert!(!kvm.is_software_emulation());
         assert!(!Environment::default().is_software_emulation());
+    }
+
+    #[test]
+    fn the_repositories_are_said_with_the_round_trip_measured() {
+        let env: Environment = serde_json::from_str(
+            r#"{"storage":{"server":"sftp","network":{"rtt_ms":25.0,"rate_bits_per_sec":100000000},
+                "address":"10.250.0.2:22","connect_rtt_ms":[25.9,25.2,26.4],"server_version":"OpenSSH_10.2p1"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            env.repositories().as_deref(),
+            Some(
+                "on a sftp server (OpenSSH_10.2p1) across a network namespace of the agent's: 25 ms round trip, 100 Mbit/s asked, 25.9 ms measured (median of 3 TCP connects)"
+            )
+        );
+        assert_eq!(Environment::default().repositories(), None);
     }
 
     #[test]

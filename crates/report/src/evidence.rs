@@ -162,6 +162,15 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
             .get_or_insert_with(Default::default)
             .tool_versions = versions;
     }
+    let storage = raw.join(labrun_evidence::storage::STORAGE_FILE);
+    if storage.is_file() {
+        run.environment.get_or_insert_with(Default::default).storage = read_optional_json(
+            &storage,
+            WarningKind::StorageUnknown,
+            &mut run.warnings,
+            "where the repositories lived and the network's measured round trip are not shown",
+        );
+    }
     run.tool_sources = std::fs::read_to_string(raw.join(TOOL_SOURCES_FILE))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())

@@ -40,6 +40,9 @@ pub enum WarningKind {
     /// A comparison the lab asked for could not be made (a tool not run,
     /// no cycle where both sides succeeded, an unreadable request).
     ComparisonNotMade,
+    /// `storage.json` (the storage server and the network measured) is
+    /// unreadable.
+    StorageUnknown,
 }
 
 impl Warning {

@@ -42,6 +42,65 @@ pub(super) fn apply(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Appli
     apply_vm(lab, spec, at, out);
     apply_dataset(lab, spec, at, out);
     apply_tools(lab, spec, at, out);
+    apply_storage(lab, spec, at, out);
+}
+
+fn apply_storage(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied) {
+    let o = &spec.storage;
+    let at = format!("{at}.storage");
+    if let Some(v) = o.server
+        && out.set(&at, "storage.server".into(), lab.storage.server, v)
+    {
+        lab.storage.server = v;
+    }
+    if let Some(v) = o.network {
+        let before = lab
+            .storage
+            .network
+            .map_or_else(|| "-".into(), |n| n.describe());
+        if out.set(&at, "storage.network".into(), before, v.describe()) {
+            lab.storage.network = Some(v);
+        }
+    }
+}
+
+/// Leaves out of `lab` the tools that cannot name a repository on its
+/// server (kopia has no rest-server backend), noting which; a plain lab
+/// naming such a tool is refused instead, by `validate()`.
+pub(super) fn leave_out_tools_without_a_form(lab: &mut Lab, out: &mut Applied) {
+    let server = lab.storage.server;
+    if server == labrun_evidence::Server::Local {
+        return;
+    }
+    let (kept, left): (Vec<_>, Vec<_>) = std::mem::take(&mut lab.tools)
+        .into_iter()
+        .partition(|t| t.repository.contains_key(&server));
+    lab.tools = kept;
+    if left.is_empty() {
+        return;
+    }
+    let names = |tools: &[crate::schema::ToolSpec]| {
+        tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut all = lab.tools.clone();
+    all.extend(left.iter().cloned());
+    out.changes.push(Change {
+        field: "tools".into(),
+        from: names(&all),
+        to: format!(
+            "{} ({} cannot name a repository on {server}: no `repository.{server}`)",
+            if lab.tools.is_empty() {
+                "none".to_string()
+            } else {
+                names(&lab.tools)
+            },
+            names(&left)
+        ),
+    });
 }
 
 fn apply_vm(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied) {

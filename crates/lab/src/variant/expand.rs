@@ -3,7 +3,7 @@
 //! together, the shapes in the order the lab first names them.
 
 use super::VariantSpec;
-use super::apply::{Applied, apply};
+use super::apply::{Applied, apply, leave_out_tools_without_a_form};
 use crate::error::Problem;
 use crate::schema::Lab;
 use labrun_evidence::variant::{AxisValue, VariantRecord};
@@ -50,6 +50,7 @@ impl Lab {
             for (at, spec) in &parts {
                 apply(&mut lab, spec, at, &mut applied);
             }
+            leave_out_tools_without_a_form(&mut lab, &mut applied);
             let at = parts.first().map_or(String::new(), |(at, _)| at.clone());
             problems.append(&mut applied.problems);
             // The lab's own problems are said once, at their own lines.

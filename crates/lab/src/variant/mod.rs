@@ -49,6 +49,19 @@ pub struct VariantSpec {
     /// By tool name: flags and environment this variant adds.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolOverride>,
+    /// Where the repositories live: another server, another network. A
+    /// tool with no `repository:` form for the variant's server is left out
+    /// of the variant (and the variant says so).
+    #[serde(default)]
+    pub storage: StorageOverride,
+}
+
+/// The storage settings a variant may change.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageOverride {
+    pub server: Option<labrun_evidence::Server>,
+    pub network: Option<crate::storage::NetworkSpec>,
 }
 
 /// The VM settings a variant may change: its shape. A variant whose VM
@@ -89,5 +102,6 @@ impl VariantSpec {
         self.vm == VmOverride::default()
             && self.dataset == DatasetOverride::default()
             && self.tools.is_empty()
+            && self.storage == StorageOverride::default()
     }
 }

@@ -101,6 +101,7 @@ fn warning_label(kind: WarningKind) -> &'static str {
         WarningKind::AgentOverhead => "Measuring cost",
         WarningKind::UnreadableTimeline => "Timeline unreadable",
         WarningKind::ComparisonNotMade => "Comparison not made",
+        WarningKind::StorageUnknown => "Storage unknown",
     }
 }
 
@@ -447,12 +448,15 @@ pub fn environment(s: &Summary) -> Section {
                 Some(a) => a.to_string(),
                 None => "unknown".into(),
             };
-            body.push_str(&facts(&[
+            let mut rows = vec![
                 ("Acceleration", accel),
                 ("Guest disk cache mode", or_unknown(&env.disk_cache)),
-                ("libvirt", or_unknown(&env.libvirt_version)),
-                ("QEMU", or_unknown(&env.qemu_version)),
-            ]));
+            ];
+            rows.extend(env.disk_speed().map(|d| ("Guest disk profile", d)));
+            rows.extend(env.repositories().map(|r| ("Repositories", r)));
+            rows.push(("libvirt", or_unknown(&env.libvirt_version)));
+            rows.push(("QEMU", or_unknown(&env.qemu_version)));
+            body.push_str(&facts(&rows));
             body.push_str(&table(
                 &["", "Host", "Guest"],
                 machine_rows(env).into_iter(),

@@ -206,6 +206,9 @@ fn environment(out: &mut String, env: &Environment) {
     if let Some(speed) = env.disk_speed() {
         let _ = writeln!(out, "- Guest disk profile: {speed}");
     }
+    if let Some(repositories) = env.repositories() {
+        let _ = writeln!(out, "- Repositories: {}", one_line(&repositories));
+    }
     let _ = writeln!(out, "- Host: {}", machine(&env.host));
     let _ = writeln!(out, "- Guest: {}", machine(&env.guest));
     let _ = writeln!(
