@@ -165,7 +165,8 @@ mod tests {
         // (dataset bytes, tools, cycles run, tool steps per cycle, the
         // probe's rates, seconds from the first step to the last), from
         // each run's raw/estimate.json and records.jsonl under docs/.
-        let runs: &[(u64, usize, u32, usize, (f64, f64, f64), f64, &str)] = &[
+        type Run = (u64, usize, u32, usize, (f64, f64, f64), f64, &'static str);
+        let runs: &[Run] = &[
             (
                 60913320,
                 3,
