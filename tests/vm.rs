@@ -234,7 +234,11 @@ fn up_ssh_status_down_leaves_nothing() {
     let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // The default lab plus a tool whose artifact cannot be had here: the
     // published tools still run, chosen with --tools.
-    let lab = Lab::with_yaml("vmtest-main", &(lab_yaml("vmtest-main") + UNREACHABLE_TOOL));
+    let lab = Lab::with_yaml(
+        "vmtest-main",
+        &(with_network_storage(&lab_yaml("vmtest-main")) + UNREACHABLE_TOOL),
+    );
+    let base_yaml = std::fs::read_to_string(&lab.lab_file).unwrap();
     let check = lab.run_ok(&["check"]);
     let last = check
         .lines()
@@ -405,10 +409,12 @@ fn up_ssh_status_down_leaves_nothing() {
     assert!(me["ssh_port"].as_u64().unwrap() > 0);
     assert!(["tcg", "kvm"].contains(&me["acceleration"].as_str().unwrap()));
 
+    network_storage_applies_its_latency(&lab, &base_yaml);
+
     // Variants of the same lab (its file, so its VM): the first matches the
     // machine that is up and runs in it; the second needs 1 GiB, so the VM
     // is taken down and booted again in that shape.
-    let mut yaml = std::fs::read_to_string(&lab.lab_file).unwrap();
+    let mut yaml = base_yaml.clone();
     yaml.push_str("variants:\n  - {name: 3g}\n  - {name: 1g, vm: {memory: 1GiB}}\n");
     std::fs::write(&lab.lab_file, yaml).unwrap();
     let results = lab.root.join("variants-results");
@@ -467,6 +473,145 @@ fn up_ssh_status_down_leaves_nothing() {
     lab.assert_nothing_left();
     assert!(lab.run_ok(&["down"]).contains("nothing to remove"));
     assert!(lab.run_ok(&["status", "--json"]).trim() == "[]");
+}
+
+/// The default lab given the shipped network lab's storage servers and
+/// restic's repository forms (read from `labs/network.yaml`, so the shipped
+/// forms are the ones tested): `up` installs the rest-server with the tools.
+fn with_network_storage(default_lab: &str) -> String {
+    let network =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/labs/network.yaml"))
+            .expect("labs/network.yaml");
+    let servers = &network[network
+        .find("\nservers:\n")
+        .expect("servers: in labs/network.yaml")..];
+    let servers = &servers[..servers.find("\n\n").expect("a blank line after servers:")];
+    let restic = &network[network
+        .find("  - name: restic\n")
+        .expect("restic in labs/network.yaml")..];
+    let forms = &restic[restic
+        .find("    repository:\n")
+        .expect("restic's repository forms")..];
+    let forms = &forms[..forms.find("    commands:\n").expect("restic's commands")];
+    let at = default_lab
+        .find("  - name: restic\n")
+        .expect("restic in lab.yaml");
+    let commands = at
+        + default_lab[at..]
+            .find("    commands:\n")
+            .expect("restic's commands");
+    format!(
+        "{}{forms}{}{servers}\n",
+        &default_lab[..commands],
+        &default_lab[commands..]
+    )
+}
+
+/// restic with its repository on the guest's own OpenSSH (SFTP) unshaped
+/// and at 150 ms round trip, and on rest-server at 150 ms, in the VM that
+/// is up: the round trip the agent measured is the one asked for, and
+/// restic's own steps take longer across the longer network.
+fn network_storage_applies_its_latency(lab: &Lab, base_yaml: &str) {
+    let yaml = format!(
+        "{base_yaml}variants:
+  - {{name: sftp-unshaped, storage: {{server: sftp}}}}
+  - {{name: sftp-150ms, storage: {{server: sftp, network: {{latency: 150ms, bandwidth: 100Mbit}}}}}}
+  - {{name: rest-150ms, storage: {{server: rest, network: {{latency: 150ms, bandwidth: 100Mbit}}}}}}
+"
+    );
+    std::fs::write(&lab.lab_file, yaml).unwrap();
+    let results = lab.root.join("network-results");
+    let bench = lab.run(&[
+        "bench",
+        "--tools",
+        "restic",
+        "--scale",
+        "0.001",
+        "--cycles",
+        "1",
+        "--plain",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(
+        bench.status.success(),
+        "labrun bench of the network variants failed"
+    );
+    let run = only_run_dir(&results);
+    let wall = |variant: &str, step: &str| -> f64 {
+        let recs = run_output::records(&run.join("variants").join(variant));
+        let verify = recs
+            .iter()
+            .find(|r| r["tool"] == "restic" && r["step"] == "verify")
+            .unwrap_or_else(|| panic!("{variant}: no verify record"));
+        assert_eq!(verify["verify"]["passed"], true, "{variant}: {verify}");
+        let r = recs
+            .iter()
+            .find(|r| r["tool"] == "restic" && r["step"] == step)
+            .unwrap_or_else(|| panic!("{variant}: no {step} record"));
+        assert_eq!(r["ok"], true, "{variant} {step}: {r}");
+        r["wall_secs"].as_f64().unwrap_or(0.0)
+    };
+    for variant in ["sftp-unshaped", "sftp-150ms", "rest-150ms"] {
+        let storage: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(run.join("variants").join(variant).join("raw/storage.json"))
+                .unwrap_or_else(|e| panic!("{variant}: no raw/storage.json: {e}")),
+        )
+        .unwrap();
+        let mut rtts: Vec<f64> = storage["connect_rtt_ms"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{variant}: {storage}"))
+            .iter()
+            .filter_map(|v| v.as_f64())
+            .collect();
+        rtts.sort_by(f64::total_cmp);
+        let median = rtts[rtts.len() / 2];
+        if variant == "sftp-unshaped" {
+            assert!(median < 50.0, "{variant}: unshaped round trip {median} ms");
+        } else {
+            // netem's delay is a floor; emulation adds to it, never takes away.
+            assert!(
+                (145.0..=400.0).contains(&median),
+                "{variant}: asked 150 ms, measured {median} ms: {storage}"
+            );
+            let qdiscs = storage["qdiscs"].to_string();
+            assert!(
+                qdiscs.contains("netem") && qdiscs.contains("delay 75ms"),
+                "{variant}: {qdiscs}"
+            );
+        }
+        let summary =
+            std::fs::read_to_string(run.join("variants").join(variant).join("summary.md")).unwrap();
+        assert!(
+            summary.contains("- Repositories: on a "),
+            "{variant}:\n{summary}"
+        );
+    }
+    // restic's own steps: init makes hundreds of folders over SFTP, one
+    // round trip each; the backup writes its packs and index across it.
+    for step in ["init", "backup_full"] {
+        let near = wall("sftp-unshaped", step);
+        let far = wall("sftp-150ms", step);
+        assert!(
+            far > near + 1.0,
+            "{step}: {far} s at 150 ms vs {near} s unshaped"
+        );
+    }
+    // Nothing of the network outlives the run.
+    let left = lab.run_ok(&[
+        "ssh",
+        "--",
+        "ip netns list; pgrep -a -f 'rest-server|sshd -D -e -f' || true",
+    ]);
+    assert!(
+        !left.contains("labrun-store") && !left.contains("rest-server"),
+        "{left}"
+    );
+    let comparison = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        comparison.contains("| Tool | sftp-unshaped | sftp-150ms | rest-150ms |"),
+        "{comparison}"
+    );
 }
 
 /// `kill -9` of `labrun up` while it makes files, right after the domain
