@@ -220,8 +220,8 @@ mod tests {
 
     #[test]
     fn plan_refuses_unknown_fields() {
-        let e = serde_json::from_str::<StoragePlan>(r#"{"server":"sftp","netwrok":{}}"#)
-            .unwrap_err();
+        let e =
+            serde_json::from_str::<StoragePlan>(r#"{"server":"sftp","netwrok":{}}"#).unwrap_err();
         assert!(e.to_string().contains("netwrok"), "{e}");
         let p: StoragePlan = serde_json::from_str(r#"{"server":"rest"}"#).unwrap();
         assert_eq!(p.server, Server::Rest);
