@@ -451,3 +451,56 @@ fn a_killed_agents_network_is_removed_by_the_next() {
     );
     assert_nothing_left(&lab);
 }
+
+#[test]
+fn without_root_or_ip_a_clear_error_before_anything() {
+    require_host();
+    let _turn = take_turn();
+    let plan = || {
+        let mut plan = with_storage(
+            base_plan("noroot", 1, vec![sh_tool("fine", json!({}))]),
+            json!({"server": "sftp"}),
+        );
+        plan["drop_caches"] = json!(false);
+        plan
+    };
+
+    // Not root: nobody, in a lab folder nobody may write.
+    let lab = Lab::new();
+    lab.write_plan(&plan());
+    let open_up = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    open_up(lab.dir.path());
+    open_up(&lab.plan_path());
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(lab.command().get_program().to_str())
+        .args(lab.command().get_args())
+        .output()
+        .expect("setpriv (util-linux) runs the agent as nobody");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("run labrun-agent as root"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!lab.evidence().join("records.jsonl").exists());
+    assert_nothing_left(&lab);
+
+    // No `ip` on the PATH.
+    let lab = Lab::new();
+    lab.write_plan(&plan());
+    let out = lab
+        .command()
+        .env_clear()
+        .env("PATH", lab.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("`ip`") && err.contains("iproute2"), "{err}");
+    assert!(!lab.evidence().join("records.jsonl").exists());
+    assert_nothing_left(&lab);
+}

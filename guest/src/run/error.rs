@@ -162,8 +162,15 @@ pub enum RunError {
         phase: &'static str,
         message: String,
     },
+    // Not a `source` (see `Plan`): the message says it already.
     #[error("storage network: {0}")]
-    Storage(#[from] crate::run::storage::StorageError),
+    Storage(crate::run::storage::StorageError),
+}
+
+impl From<crate::run::storage::StorageError> for RunError {
+    fn from(e: crate::run::storage::StorageError) -> RunError {
+        RunError::Storage(e)
+    }
 }
 
 impl RunError {
