@@ -437,6 +437,23 @@ fn a_killed_agents_network_is_removed_by_the_next() {
         .output()
         .unwrap();
     assert!(made.status.success(), "{}", stderr(&made));
+    // What its server left running in there.
+    let mut orphan = Command::new("ip")
+        .args(["netns", "exec", &name, "sleep", "300"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", &name])
+            .output()
+            .unwrap();
+        if !pids.stdout.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "sleep never ran in {name}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let lab = Lab::new();
     let mut plan = base_plan("leftover", 1, vec![sh_tool("fine", json!({}))]);
     plan["drop_caches"] = json!(false);
@@ -449,6 +466,8 @@ fn a_killed_agents_network_is_removed_by_the_next() {
         "{:?}",
         lab.warnings()
     );
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(orphan.wait().unwrap().signal(), Some(libc::SIGKILL));
     assert_nothing_left(&lab);
 }
 
