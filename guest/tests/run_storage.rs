@@ -523,3 +523,34 @@ fn without_root_or_ip_a_clear_error_before_anything() {
     assert!(!lab.evidence().join("records.jsonl").exists());
     assert_nothing_left(&lab);
 }
+
+#[test]
+fn a_server_that_ends_at_once_is_an_error_with_its_log() {
+    require_host();
+    let _turn = take_turn();
+    let lab = Lab::new();
+    let script = lab.path("broken-server");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'cannot bind: no such luck' >&2\nexit 7\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut plan = with_storage(
+        base_plan("broken", 1, vec![sh_tool("fine", json!({}))]),
+        json!({"server": "rest", "binary": script.to_string_lossy()}),
+    );
+    plan["drop_caches"] = json!(false);
+    let out = lab.run(&plan);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("ended before it accepted a connection") && err.contains("no such luck"),
+        "{err}"
+    );
+    assert!(lab.records().is_empty(), "{:?}", lab.records());
+    assert_nothing_left(&lab);
+}
