@@ -39,7 +39,7 @@ pub enum PlanError {
         why: String,
     },
     #[error(
-        "tool {tool:?}: command `{command}` uses unknown placeholder {{{name}}}; known: {{bin}} {{repo}} {{source}} {{target}} {{snapshot}} {{work}}"
+        "tool {tool:?}: command `{command}` uses unknown placeholder {{{name}}}; known: {{bin}} {{repo}} {{source}} {{target}} {{snapshot}} {{work}} {{repo_path}} {{repo_host}} {{repo_port}} {{repo_user}} {{repo_url}} {{ssh_config}} {{ssh_key}} {{known_hosts}}"
     )]
     UnknownPlaceholder {
         tool: String,
@@ -76,6 +76,12 @@ pub enum PlanError {
     ZeroTimeout,
     #[error("git-history dataset: {0}")]
     BadHistory(String),
+    #[error("storage: {0}")]
+    Storage(String),
+    #[error(
+        "tool {tool:?}: `repo` {form:?} uses {{repo}}, which is what it defines: name the repository with {{repo_path}} {{repo_host}} {{repo_user}} {{repo_url}} ..."
+    )]
+    RepoFormUsesRepo { tool: String, form: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,8 +93,9 @@ pub enum RunError {
     // Not a `source`: the message says it already (`{:#}` would say it twice).
     #[error("the plan {path} cannot be run: {problem}")]
     Plan { path: PathBuf, problem: PlanError },
+    /// `tool` says whose binary: `tool "restic"`, `the storage server`.
     #[error(
-        "tool {tool:?}: binary {path} {problem}: install it there (or fix `binary` in the plan) before running"
+        "{tool}: binary {path} {problem}: install it there (or fix `binary` in the plan) before running"
     )]
     Binary {
         tool: String,
@@ -96,7 +103,7 @@ pub enum RunError {
         problem: String,
     },
     #[error(
-        "tool {tool:?}: binary {path} has SHA-256 {actual}, the plan expects {expected}: the installed binary is not the pinned one; reinstall it"
+        "{tool}: binary {path} has SHA-256 {actual}, the plan expects {expected}: the installed binary is not the pinned one; reinstall it"
     )]
     BinaryDigest {
         tool: String,
@@ -155,6 +162,15 @@ pub enum RunError {
         phase: &'static str,
         message: String,
     },
+    // Not a `source` (see `Plan`): the message says it already.
+    #[error("storage network: {0}")]
+    Storage(crate::run::storage::StorageError),
+}
+
+impl From<crate::run::storage::StorageError> for RunError {
+    fn from(e: crate::run::storage::StorageError) -> RunError {
+        RunError::Storage(e)
+    }
 }
 
 impl RunError {

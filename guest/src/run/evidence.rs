@@ -146,6 +146,11 @@ impl Evidence {
         self.write_whole(files::BINARY_DIGESTS, |f| f.write_all(listing.as_bytes()))
     }
 
+    /// `storage.json`: the storage network and server as measured.
+    pub fn write_storage(&self, record: &labrun_evidence::StorageRecord) -> Result<(), RunError> {
+        self.write_json(labrun_evidence::storage::STORAGE_FILE, record)
+    }
+
     pub fn write_tool_versions(&self, versions: &ToolVersions) -> Result<(), RunError> {
         if self.continued {
             return Ok(());

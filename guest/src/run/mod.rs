@@ -24,6 +24,7 @@ pub mod runner;
 pub mod sampler;
 pub mod scrub;
 pub mod space;
+pub mod storage;
 pub mod tool_versions;
 
 pub use error::RunError;

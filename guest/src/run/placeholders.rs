@@ -1,11 +1,13 @@
-//! `{bin}` `{repo}` `{source}` `{target}` `{snapshot}` `{work}` in command
-//! templates, environment values and working directories.
+//! `{bin}` `{repo}` `{source}` `{target}` `{snapshot}` `{work}`, and where
+//! the repository is ([`RepoLocation`]: `{repo_path}` `{repo_url}` ...), in
+//! command templates, environment values and working directories.
 //!
 //! A brace pair around a lowercase identifier (`{[a-z_][a-z0-9_]*}`) is a
 //! placeholder, and an unknown one is refused when the plan is checked, so a
 //! typo like `{rep}` never runs. Anything else in braces is left alone, so a
 //! `sh -c` script can still say `${HOME}` or `find -exec ... {} +`.
 
+use labrun_evidence::storage::placeholders as repo_at;
 use labrun_evidence::{CommandTemplate, PLACEHOLDERS};
 use std::path::PathBuf;
 
@@ -18,10 +20,27 @@ pub struct Vars {
     pub target: String,
     pub snapshot: String,
     pub work: String,
+    pub location: RepoLocation,
+}
+
+/// Where a tool cycle's repository is and how the tool reaches it (see
+/// [`labrun_evidence::storage::placeholders`]): on the machine's own disk,
+/// `path` and `url` are the folder and the rest is empty.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RepoLocation {
+    pub path: String,
+    pub host: String,
+    pub port: String,
+    pub user: String,
+    pub url: String,
+    pub ssh_config: String,
+    pub ssh_key: String,
+    pub known_hosts: String,
 }
 
 impl Vars {
     fn get(&self, name: &str) -> Option<&str> {
+        let l = &self.location;
         match name {
             "bin" => Some(&self.bin),
             "repo" => Some(&self.repo),
@@ -29,8 +48,41 @@ impl Vars {
             "target" => Some(&self.target),
             "snapshot" => Some(&self.snapshot),
             "work" => Some(&self.work),
+            repo_at::REPO_PATH => Some(&l.path),
+            repo_at::REPO_HOST => Some(&l.host),
+            repo_at::REPO_PORT => Some(&l.port),
+            repo_at::REPO_USER => Some(&l.user),
+            repo_at::REPO_URL => Some(&l.url),
+            repo_at::SSH_CONFIG => Some(&l.ssh_config),
+            repo_at::SSH_KEY => Some(&l.ssh_key),
+            repo_at::KNOWN_HOSTS => Some(&l.known_hosts),
             _ => None,
         }
+    }
+
+    /// The placeholders of a tool cycle: `{repo}` is the tool's `form` with
+    /// the location filled in, or the repository folder when it has none.
+    pub fn for_cycle(
+        bin: String,
+        source: String,
+        target: String,
+        work: String,
+        location: RepoLocation,
+        form: Option<&str>,
+    ) -> Vars {
+        let mut vars = Vars {
+            bin,
+            repo: location.path.clone(),
+            source,
+            target,
+            snapshot: String::new(),
+            work,
+            location,
+        };
+        if let Some(form) = form {
+            vars.repo = substitute(form, &vars);
+        }
+        vars
     }
 }
 
@@ -117,6 +169,68 @@ mod tests {
             target: "/w/restore".into(),
             snapshot: "s2".into(),
             work: "/w/work".into(),
+            location: RepoLocation::default(),
+        }
+    }
+
+    fn sftp_location() -> RepoLocation {
+        RepoLocation {
+            path: "/w/c1-restic/repo".into(),
+            host: "10.250.0.2".into(),
+            port: "22".into(),
+            user: "root".into(),
+            url: "sftp://root@10.250.0.2:22//w/c1-restic/repo".into(),
+            ssh_config: "/w/storage/ssh_config".into(),
+            ssh_key: "/w/storage/key".into(),
+            known_hosts: "/w/storage/known_hosts".into(),
+        }
+    }
+
+    #[test]
+    fn repo_is_the_tools_form_with_the_location_filled_in() {
+        let cycle = |form: Option<&str>| {
+            Vars::for_cycle(
+                "/usr/bin/restic".into(),
+                "/w/src".into(),
+                "/w/restore".into(),
+                "/w/work".into(),
+                sftp_location(),
+                form,
+            )
+        };
+        let v = cycle(Some("sftp:{repo_user}@{repo_host}:{repo_path}"));
+        assert_eq!(v.repo, "sftp:root@10.250.0.2:/w/c1-restic/repo");
+        assert_eq!(
+            substitute(
+                "sftp.command=ssh -F {ssh_config} {repo_user}@{repo_host} -s sftp",
+                &v
+            ),
+            "sftp.command=ssh -F /w/storage/ssh_config root@10.250.0.2 -s sftp"
+        );
+        assert_eq!(
+            substitute("{repo}::{snapshot}", &v),
+            "sftp:root@10.250.0.2:/w/c1-restic/repo::"
+        );
+        assert_eq!(
+            substitute("{repo_url} {repo_port} {ssh_key} {known_hosts}", &v),
+            "sftp://root@10.250.0.2:22//w/c1-restic/repo 22 /w/storage/key /w/storage/known_hosts"
+        );
+        // No form: the folder, as on the machine's own disk.
+        assert_eq!(cycle(None).repo, "/w/c1-restic/repo");
+    }
+
+    #[test]
+    fn every_placeholder_has_a_value() {
+        let v = Vars::for_cycle(
+            "b".into(),
+            "s".into(),
+            "t".into(),
+            "w".into(),
+            sftp_location(),
+            None,
+        );
+        for name in PLACEHOLDERS {
+            assert!(v.get(name).is_some(), "{{{name}}} has no value");
         }
     }
 

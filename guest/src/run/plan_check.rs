@@ -7,7 +7,8 @@ use crate::run::error::{PlanError, RunError};
 use crate::run::placeholders::unknown_placeholders;
 use labrun_evidence::digest::sha256_file;
 use labrun_evidence::{
-    CommitSelection, DatasetPlan, HistorySource, Plan, SCHEMA_VERSION, ToolPlan,
+    CommitSelection, DatasetPlan, HistorySource, Plan, SCHEMA_VERSION, Server, StoragePlan,
+    ToolPlan,
 };
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
@@ -111,6 +112,39 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
         }
         check_tool(tool)?;
     }
+    if let Some(storage) = &plan.storage {
+        check_storage(storage)?;
+    }
+    Ok(())
+}
+
+fn check_storage(storage: &StoragePlan) -> Result<(), PlanError> {
+    let problem = |m: String| Err(PlanError::Storage(m));
+    let server = storage.server;
+    match &storage.binary {
+        None if server.needs_binary() => {
+            return problem(format!(
+                "a {server} server needs its binary (`storage.binary`, installed by labrun from the lab's pin)"
+            ));
+        }
+        Some(b) if !Path::new(b).is_absolute() => {
+            return problem(format!("`binary` {b:?} must be an absolute path"));
+        }
+        _ => {}
+    }
+    if let Some(n) = &storage.network {
+        if server == Server::Local {
+            return problem(
+                "`network` shapes the way to a server; a local repository has none: give `server: sftp` or `rest`, or drop `network`".into(),
+            );
+        }
+        if !(n.rtt_ms.is_finite() && n.rtt_ms >= 0.0) {
+            return problem(format!("`network.rtt_ms` {} must be 0 or more", n.rtt_ms));
+        }
+        if n.rate_bits_per_sec == Some(0) {
+            return problem("`network.rate_bits_per_sec` is 0: leave it out for no limit".into());
+        }
+    }
     Ok(())
 }
 
@@ -183,6 +217,28 @@ fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {
             Some(_) => {}
         }
     }
+    if let Some(form) = &tool.repo {
+        if form.contains('\0') {
+            return Err(PlanError::NulByte {
+                tool: name(),
+                what: "`repo`".into(),
+            });
+        }
+        let unknown = unknown_placeholders(form);
+        if let Some(p) = unknown.into_iter().next() {
+            return Err(PlanError::UnknownPlaceholder {
+                tool: name(),
+                command: "repo".into(),
+                name: p,
+            });
+        }
+        if form.contains("{repo}") {
+            return Err(PlanError::RepoFormUsesRepo {
+                tool: name(),
+                form: form.clone(),
+            });
+        }
+    }
     if let Some(pattern) = &tool.snapshot_id_pattern
         && let Err(why) = labrun_evidence::snapshot_id::compile(pattern)
     {
@@ -235,19 +291,40 @@ fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {
 /// the evidence's `binary-sha256.txt`, from this one pass over the binaries.
 /// They are hashed side by side (tens of MB each, seconds under emulation).
 pub fn check_binaries(plan: &Plan) -> Result<String, RunError> {
+    // The tools', then the storage server's where labrun installs one.
+    let mut binaries: Vec<(String, &str, Option<&str>)> = plan
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                format!("tool {:?}", t.name),
+                t.binary.as_str(),
+                t.binary_sha256.as_deref(),
+            )
+        })
+        .collect();
+    if let Some(s) = &plan.storage
+        && s.server.needs_binary()
+        && let Some(binary) = &s.binary
+    {
+        binaries.push((
+            format!("the {} storage server", s.server),
+            binary.as_str(),
+            s.binary_sha256.as_deref(),
+        ));
+    }
     let results: Vec<Result<String, RunError>> = std::thread::scope(|scope| {
-        let jobs: Vec<_> = plan
-            .tools
+        let jobs: Vec<_> = binaries
             .iter()
-            .map(|tool| scope.spawn(move || check_binary(tool)))
+            .map(|(who, path, sha)| scope.spawn(move || check_binary(who, path, *sha)))
             .collect();
         jobs.into_iter()
-            .zip(&plan.tools)
-            .map(|(job, tool)| {
+            .zip(&binaries)
+            .map(|(job, (who, path, _))| {
                 job.join().unwrap_or_else(|_| {
                     Err(RunError::Binary {
-                        tool: tool.name.clone(),
-                        path: tool.binary.clone().into(),
+                        tool: who.clone(),
+                        path: path.into(),
                         problem: "could not be hashed (the hashing thread panicked)".into(),
                     })
                 })
@@ -255,16 +332,17 @@ pub fn check_binaries(plan: &Plan) -> Result<String, RunError> {
             .collect()
     });
     let mut listing = String::new();
-    for (digest, tool) in results.into_iter().zip(&plan.tools) {
-        listing.push_str(&format!("{}  {}\n", digest?, tool.binary));
+    for (digest, (_, path, _)) in results.into_iter().zip(&binaries) {
+        listing.push_str(&format!("{}  {}\n", digest?, path));
     }
     Ok(listing)
 }
 
-fn check_binary(tool: &ToolPlan) -> Result<String, RunError> {
-    let path = Path::new(&tool.binary);
+/// `who` names the binary's owner in messages (`tool "restic"`).
+fn check_binary(who: &str, path: &str, expected: Option<&str>) -> Result<String, RunError> {
+    let path = Path::new(path);
     let problem = |p: &str| RunError::Binary {
-        tool: tool.name.clone(),
+        tool: who.to_string(),
         path: path.to_path_buf(),
         problem: p.to_string(),
     };
@@ -282,13 +360,13 @@ fn check_binary(tool: &ToolPlan) -> Result<String, RunError> {
         return Err(problem("is not executable (chmod +x it)"));
     }
     let actual = sha256_file(path).map_err(|e| problem(&format!("cannot be read ({e})")))?;
-    if let Some(expected) = &tool.binary_sha256
+    if let Some(expected) = expected
         && !actual.eq_ignore_ascii_case(expected.trim())
     {
         return Err(RunError::BinaryDigest {
-            tool: tool.name.clone(),
+            tool: who.to_string(),
             path: path.to_path_buf(),
-            expected: expected.clone(),
+            expected: expected.to_string(),
             actual,
         });
     }
@@ -395,6 +473,41 @@ pub mod tests {
                 r#"[]"#,
                 "empty argv",
             ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"storage":{"server":"rest"}"#,
+                "needs its binary",
+            ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"storage":{"server":"rest","binary":"rest-server"}"#,
+                "absolute",
+            ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"storage":{"server":"local","network":{"rtt_ms":5}}"#,
+                "a local repository has none",
+            ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"storage":{"server":"sftp","network":{"rtt_ms":-1}}"#,
+                "rtt_ms",
+            ),
+            (
+                r#""cycles":2"#,
+                r#""cycles":2,"storage":{"server":"sftp","network":{"rtt_ms":5,"rate_bits_per_sec":0}}"#,
+                "rate_bits_per_sec",
+            ),
+            (
+                r#""version":"1","#,
+                r#""version":"1","repo":"sftp:{repo_host}:{repo}","#,
+                "what it defines",
+            ),
+            (
+                r#""version":"1","#,
+                r#""version":"1","repo":"sftp:{repo_hots}:{repo_path}","#,
+                "{repo_hots}",
+            ),
         ];
         for (from, to, expect) in cases {
             let text = plan_json("").replacen(from, to, 1);
@@ -441,5 +554,25 @@ pub mod tests {
                 .unwrap_err()
                 .contains("not a regular file")
         );
+
+        // The storage server's binary likewise, listed after the tools'.
+        let with_server = |path: &str, sha: Option<&str>| {
+            let mut plan = parse(&plan_json("")).unwrap();
+            plan.storage = Some(labrun_evidence::StoragePlan {
+                server: Server::Rest,
+                network: None,
+                binary: Some(path.to_string()),
+                binary_sha256: sha.map(str::to_string),
+                version: Some("0.14.0".into()),
+            });
+            check_binaries(&plan).map_err(|e| e.to_string())
+        };
+        let listing = with_server(p, Some(&digest)).unwrap();
+        assert_eq!(listing.lines().last().unwrap(), format!("{digest}  {p}"));
+        assert_eq!(listing.lines().count(), 2, "{listing}");
+        let err = with_server(p, Some(&"0".repeat(64))).unwrap_err();
+        assert!(err.contains("rest storage server"), "{err}");
+        let err = with_server("/nonexistent/rest-server", None).unwrap_err();
+        assert!(err.contains("does not exist"), "{err}");
     }
 }

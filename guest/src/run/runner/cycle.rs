@@ -253,7 +253,10 @@ impl<'p> Runner<'p> {
     /// repository and home, and after the run's last tool cycle the source
     /// and pristine trees too.
     fn done_with(&self, tc: &ToolCycle) -> Vec<PathBuf> {
-        let mut done_with = vec![PathBuf::from(&tc.vars.repo), PathBuf::from(&tc.vars.work)];
+        let mut done_with = vec![
+            PathBuf::from(&tc.vars.location.path),
+            PathBuf::from(&tc.vars.work),
+        ];
         let last = tc.cycle == self.plan.cycles && tc.order as usize + 1 == self.plan.tools.len();
         if last {
             done_with.push(PathBuf::from(&tc.vars.source));

@@ -35,6 +35,7 @@ use crate::run::rotation::cycle_order;
 use crate::run::run_dirs::resolve as resolve_dirs;
 use crate::run::scrub::scrub_file;
 use crate::run::space;
+use crate::run::storage::{self, Storage, StorageError};
 use crate::run::tool_versions::{self, VersionProbe};
 use labrun_dataset::DatasetParams;
 use labrun_evidence::{
@@ -129,6 +130,7 @@ pub fn execute_with(
     }
     let plan = plan?;
     let binary_digests = check_binaries(&plan)?;
+    storage::preflight(&plan)?;
     let dirs = resolve_dirs(&opts.work, &opts.evidence, &plan.run_id)?;
     let lock_path = opts
         .lock
@@ -138,6 +140,7 @@ pub fn execute_with(
     if let Some(previous) = &previous {
         start_warnings.extend(stop_leftover_tool(previous, leftover::GRACE));
     }
+    start_warnings.extend(storage::remove_leftovers());
     let (params, change_seed) = match plan.dataset {
         DatasetPlan::Synthetic {
             seed,
@@ -192,8 +195,13 @@ pub fn execute_with(
         failed_cycles: Vec::new(),
         cgroups: Cgroups::open(),
         cycle_walls: Default::default(),
+        storage: None,
     };
-    match runner.run_all() {
+    let outcome = runner.run_all();
+    if outcome.is_err() {
+        runner.stop_storage();
+    }
+    match outcome {
         Ok(outcome) => Ok(outcome),
         Err(Halt::Signal(signal)) => {
             runner.finish_stopped(format!("interrupted by {}", signal_name(signal)));
@@ -248,6 +256,8 @@ struct Runner<'p> {
     /// The wall time of each step that succeeded in this tool cycle (a
     /// kill point may be a fraction of one).
     cycle_walls: std::collections::BTreeMap<Step, f64>,
+    /// The storage network and server, while up (the plan's `storage`).
+    storage: Option<Storage>,
 }
 
 /// One tool in one cycle: its directories and placeholders.
@@ -274,6 +284,7 @@ impl<'p> Runner<'p> {
         for warning in std::mem::take(&mut self.start_warnings) {
             self.warn_once(warning)?;
         }
+        self.start_storage()?;
         // The tools' versions are asked for while the dataset is written,
         // and in before the first timed step.
         let versions = VersionProbe::start(self.plan, &self.ev);
@@ -301,6 +312,7 @@ impl<'p> Runner<'p> {
                 })?;
             }
         }
+        self.stop_storage();
         self.remove_tree(&self.root.clone());
         let ok = self.failed_cycles.is_empty() && self.failed_steps == 0;
         self.ev.write_done(&Done {
@@ -322,6 +334,40 @@ impl<'p> Runner<'p> {
         } else {
             RunOutcome::SomeFailed
         })
+    }
+
+    /// Before any step: the plan's storage network and server up, what was
+    /// measured of them in `storage.json`.
+    fn start_storage(&mut self) -> Result<(), Halt> {
+        let Some(spec) = storage::wanted(self.plan) else {
+            return Ok(());
+        };
+        let logs = self
+            .ev
+            .path_of(&format!("{}/storage", labrun_evidence::files::LOGS_DIR));
+        match Storage::start(spec, &self.root, &logs, &self.interrupt) {
+            Ok((up, record)) => {
+                self.storage = Some(up);
+                self.ev.write_storage(&record)?;
+                if let Some(w) = storage::probe::rtt_warning(spec.network.as_ref(), &record) {
+                    self.warn_once(w)?;
+                }
+                Ok(())
+            }
+            Err(StorageError::Interrupted(signal)) => Err(Halt::Signal(signal)),
+            Err(e) => Err(Halt::Fatal(e.into())),
+        }
+    }
+
+    /// The storage server stopped and its network removed (if they are up);
+    /// what could not be undone is a warning.
+    fn stop_storage(&mut self) {
+        let Some(mut up) = self.storage.take() else {
+            return;
+        };
+        for warning in up.stop() {
+            let _ = self.warn_once(warning);
+        }
     }
 
     /// Best effort: the run is over either way, and the reason is already
@@ -395,15 +441,22 @@ impl<'p> Runner<'p> {
     fn tool_cycle(&mut self, tool: &'p ToolPlan, cycle: u32, order: u32) -> Result<bool, Halt> {
         self.check_stop()?;
         let base = self.root.join(format!("c{cycle}-{}", tool.name));
-        let vars = Vars {
-            bin: tool.binary.clone(),
-            repo: path_str(&base.join("repo")),
-            source: path_str(&base.join("source")),
-            target: path_str(&base.join("restore")),
-            snapshot: String::new(),
-            work: path_str(&base.join("work")),
+        let folder = base.join("repo");
+        let location = match &self.storage {
+            Some(storage) => storage.location(&folder),
+            None => storage::local_location(&folder),
         };
-        for dir in [&vars.repo, &vars.target, &vars.work] {
+        let vars = Vars::for_cycle(
+            tool.binary.clone(),
+            path_str(&base.join("source")),
+            path_str(&base.join("restore")),
+            path_str(&base.join("work")),
+            location,
+            tool.repo.as_deref(),
+        );
+        // The repository folder is made empty here wherever the tool reaches
+        // it from (a storage server's disk is this machine's).
+        for dir in [&vars.location.path, &vars.target, &vars.work] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| RunError::io("cannot create work directory", dir, e))?;
         }

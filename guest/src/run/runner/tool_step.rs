@@ -72,8 +72,13 @@ impl<'p> Runner<'p> {
                     Some(t) => runner
                         .aux_command(tc, &step, roles::REPO_SIZE, t, &vars, &env)?
                         .and_then(|out| parse_size(&out)),
-                    None => allocated_bytes(Path::new(&vars.repo)).map_err(|e| {
-                        format!("cannot measure the repository size of {}: {e}", vars.repo)
+                    // The folder, wherever the tool reaches it from: a
+                    // server's disk is this machine's.
+                    None => allocated_bytes(Path::new(&vars.location.path)).map_err(|e| {
+                        format!(
+                            "cannot measure the repository size of {}: {e}",
+                            vars.location.path
+                        )
                     }),
                 };
                 match size {
