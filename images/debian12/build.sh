@@ -22,8 +22,10 @@ work=$(mktemp -d "${out}/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root=$work/root
 
-# What the guest needs to boot to SSH, and nothing that talks to the network.
-packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,iproute2,procps,kmod,e2fsprogs,initramfs-tools,netbase,tar,coreutils
+# What the guest needs to boot to SSH, and nothing that talks to the network;
+# the SSH client too, for the tools whose repository is on an SFTP server
+# inside the guest (`storage: {server: sftp}`: restic and borg run `ssh`).
+packages=linux-image-amd64,systemd-sysv,udev,dbus,openssh-server,openssh-client,iproute2,procps,kmod,e2fsprogs,initramfs-tools,netbase,tar,coreutils
 if [ -n "${LABRUN_EXTRA_PACKAGES:-}" ]; then packages+=",${LABRUN_EXTRA_PACKAGES}"; fi
 
 mirror_args=()

@@ -57,6 +57,8 @@ pub fn preflight(plan: &Plan) -> Result<(), StorageError> {
             "the run's SSH keys",
             "openssh-client",
         ));
+        // restic's sftp and borg's ssh repositories run `ssh` themselves.
+        needed.push(("ssh", "-V", "the tools' SSH client", "openssh-client"));
     }
     for (program, arg, why, package) in needed {
         if !cmd::exists(program, arg) {
