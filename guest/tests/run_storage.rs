@@ -1,6 +1,7 @@
 //! Repositories on a storage server behind the agent's own network: the
 //! real restic (and borg) from Debian's packages backing up and restoring
-//! through OpenSSH's sshd (sftp) and restic's rest-server, in a network
+//! through OpenSSH's sshd (sftp), restic's rest-server and an S3 gateway
+//! (versitygw), in a network
 //! namespace the agent makes and removes. Run as root (the namespace needs
 //! it), as CI and labrun's VM do.
 //!
@@ -45,50 +46,68 @@ fn require_host() {
 }
 
 const REST_SERVER_VERSION: &str = "0.14.0";
+const VERSITYGW_VERSION: &str = "1.8.0";
 
 /// restic's rest-server 0.14.0, built once with the host's Go and kept in
 /// the test cache.
 fn rest_server() -> PathBuf {
-    let dir = PathBuf::from(format!(
-        "/var/tmp/labrun-test-cache/rest-server-{REST_SERVER_VERSION}"
-    ));
-    let bin = dir.join("rest-server");
+    go_built(
+        "github.com/restic/rest-server",
+        REST_SERVER_VERSION,
+        "cmd/rest-server",
+    )
+}
+
+/// Versity's S3 gateway (versitygw) 1.8.0, likewise.
+fn s3_server() -> PathBuf {
+    go_built(
+        "github.com/versity/versitygw",
+        VERSITYGW_VERSION,
+        "cmd/versitygw",
+    )
+}
+
+/// `module`'s `package` at `version`, built once with the host's Go and
+/// kept in the test cache.
+fn go_built(module: &str, version: &str, package: &str) -> PathBuf {
+    let name = package.rsplit('/').next().unwrap_or(package);
+    let dir = PathBuf::from(format!("/var/tmp/labrun-test-cache/{name}-{version}"));
+    let bin = dir.join(name);
     if bin.exists() {
         return bin;
     }
     let go = "/usr/local/go/bin/go";
     assert!(
         Path::new(go).exists(),
-        "{go} is missing: the rest-server test builds restic's rest-server with Go"
+        "{go} is missing: the storage tests build {module} with Go"
     );
     // A throwaway module requiring the pinned version: `go install
     // pkg@version` also asks the proxy for deprecations, which this
     // machine's proxy refuses.
-    let module = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
     std::fs::write(
-        module.path().join("go.mod"),
-        format!(
-            "module rsbuild\n\ngo 1.21\n\nrequire github.com/restic/rest-server v{REST_SERVER_VERSION}\n"
-        ),
+        work.path().join("go.mod"),
+        format!("module storagebuild\n\ngo 1.21\n\nrequire {module} v{version}\n"),
     )
     .unwrap();
     std::fs::write(
-        module.path().join("main.go"),
-        "package main\n\nimport _ \"github.com/restic/rest-server\"\n\nfunc main() {}\n",
+        work.path().join("main.go"),
+        format!("package main\n\nimport _ \"{module}/{package}\"\n\nfunc main() {{}}\n"),
     )
     .unwrap();
     std::fs::create_dir_all(&dir).unwrap();
     let out = Command::new(go)
         .args(["build", "-o"])
         .arg(&bin)
-        .arg("github.com/restic/rest-server/cmd/rest-server")
-        .current_dir(module.path())
+        .arg(format!("{module}/{package}"))
+        .current_dir(work.path())
         .env("GOFLAGS", "-mod=mod")
+        .env("CGO_ENABLED", "0")
         .output()
         .unwrap();
     assert!(
         out.status.success() && bin.exists(),
-        "building rest-server {REST_SERVER_VERSION} failed: {}",
+        "building {module} {version} failed: {}",
         stderr(&out)
     );
     bin
@@ -312,6 +331,60 @@ fn restic_through_rest_server() {
     let out = lab.run(&bad);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("storage server"), "{}", stderr(&out));
+    assert_nothing_left(&lab);
+}
+
+#[test]
+fn restic_through_an_s3_server() {
+    require_host();
+    let s3 = s3_server();
+    let _turn = take_turn();
+    let lab = Lab::new();
+    let mut tool = restic("restic", "s3:{repo_url}", &[]);
+    // restic reads S3 credentials from the environment; they are the run's.
+    tool["env"]["AWS_ACCESS_KEY_ID"] = json!("{s3_access_key}");
+    tool["env"]["AWS_SECRET_ACCESS_KEY"] = json!("{s3_secret_key}");
+    let plan = with_storage(
+        base_plan("s3", 1, vec![tool]),
+        json!({
+            "server": "s3",
+            "binary": s3.to_string_lossy(),
+            "binary_sha256": sha256(&s3),
+            "version": VERSITYGW_VERSION,
+        }),
+    );
+    let out = lab.run(&plan);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}\n{}",
+        stderr(&out),
+        lab.failures()
+    );
+    assert_tool_passed(&lab, "restic");
+    let record = storage_record(&lab);
+    assert_eq!(record.address, "10.250.0.2:7070");
+    assert_rtts(&record);
+    // The objects went through the gateway (its log names each request)
+    // into the tool cycle's folder, where the size was measured.
+    let log = std::fs::read_to_string(lab.evidence().join("logs/storage/server.out"))
+        .unwrap_or_default()
+        + &std::fs::read_to_string(lab.evidence().join("logs/storage/server.err"))
+            .unwrap_or_default();
+    assert!(
+        log.contains("PUT") && log.contains("/c1-restic/repo/data/"),
+        "{log}"
+    );
+    let records = lab.records();
+    let full = records
+        .iter()
+        .find(|r| r.tool == "restic" && r.step == Step::BACKUP_FULL)
+        .expect("a full backup record");
+    assert!(
+        full.repo_size_bytes.unwrap_or(0) > 100_000,
+        "the repository folder holds the objects: {:?}",
+        full.repo_size_bytes
+    );
     assert_nothing_left(&lab);
 }
 

@@ -10,7 +10,7 @@
 //!
 //! ```yaml
 //! storage:
-//!   server: sftp                          # local (default), sftp, rest
+//!   server: sftp                          # local (default), sftp, rest, s3
 //!   network: {latency: 25ms, bandwidth: 100Mbit}
 //! tools:
 //!   - name: restic
@@ -233,7 +233,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("rate"), "{e}");
-        let e = serde_saphyr::from_str::<StorageSpec>("server: s3").unwrap_err();
-        assert!(e.to_string().contains("s3"), "{e}");
+        let e = serde_saphyr::from_str::<StorageSpec>("server: ftp").unwrap_err();
+        assert!(e.to_string().contains("ftp"), "{e}");
     }
 }

@@ -70,6 +70,18 @@ impl Lab {
                     }
                 }
             }
+            // On S3 a tool cycle's folder (`c1-restic`) is a bucket.
+            if server == Server::S3
+                && let Some(bad) = tool.name.chars().find(|c| *c == '@' || *c == '_')
+            {
+                out.push(Problem::new(
+                    format!("tools[{i}].name"),
+                    format!(
+                        "`{}` cannot use an S3 server: its cycle folders are buckets, whose names cannot have `{bad}`; give the tool a name of lowercase letters, digits, `.` and `-`",
+                        tool.name
+                    ),
+                ));
+            }
             if server != Server::Local && !tool.repository.contains_key(&server) {
                 out.push(Problem::new(
                     format!("tools[{i}].repository"),

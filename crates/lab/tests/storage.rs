@@ -174,7 +174,7 @@ fn mistakes_are_said_where_they_are() {
             "storage: {server: sftp, network: {latency: 25ms, bandwidth: 100MB}}\n",
             "is not a bandwidth",
         ),
-        ("storage: {server: s3}\n", "s3"),
+        ("storage: {server: ftp}\n", "ftp"),
     ];
     for (extra, expected) in cases {
         let e = lab(extra).unwrap_err();
@@ -201,6 +201,15 @@ fn mistakes_are_said_where_they_are() {
     let e = Lab::from_text(&typo, "lab.yaml").unwrap_err().to_string();
     assert!(
         e.contains("unknown placeholder `{repo_ulr}`") && e.contains("did you mean `{repo_url}`"),
+        "{e}"
+    );
+    let on_s3 = BASE.replace("  - name: restic\n", "  - name: restic@new\n");
+    let e = Lab::from_text(&format!("{on_s3}storage: {{server: s3}}\n"), "lab.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`restic@new` cannot use an S3 server")
+            && e.contains("pin it under `servers: {s3:"),
         "{e}"
     );
     let local = BASE.replace(

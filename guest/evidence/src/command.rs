@@ -33,6 +33,9 @@ pub const PLACEHOLDERS: &[&str] = &[
     "ssh_config",
     "ssh_key",
     "known_hosts",
+    "s3_bucket",
+    "s3_access_key",
+    "s3_secret_key",
 ];
 
 impl<'de> Deserialize<'de> for CommandTemplate {

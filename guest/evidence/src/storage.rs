@@ -25,16 +25,22 @@ pub enum Server {
     Sftp,
     /// restic's rest-server (its own pinned binary), for `rest:` repositories.
     Rest,
+    /// An S3-compatible server (its own pinned binary: Versity's versitygw
+    /// serving the work root from a POSIX folder), for `s3:` repositories
+    /// (restic, kopia, rustic, duplicity). A tool cycle's folder is its
+    /// bucket and the repository the `repo/` prefix in it.
+    S3,
 }
 
 impl Server {
-    pub const ALL: [Server; 3] = [Server::Local, Server::Sftp, Server::Rest];
+    pub const ALL: [Server; 4] = [Server::Local, Server::Sftp, Server::Rest, Server::S3];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Server::Local => "local",
             Server::Sftp => "sftp",
             Server::Rest => "rest",
+            Server::S3 => "s3",
         }
     }
 
@@ -44,13 +50,14 @@ impl Server {
             Server::Local => None,
             Server::Sftp => Some(22),
             Server::Rest => Some(8000),
+            Server::S3 => Some(7070),
         }
     }
 
     /// Whether labrun installs a binary of the lab's for it (OpenSSH is the
     /// machine's own).
     pub fn needs_binary(self) -> bool {
-        matches!(self, Server::Rest)
+        matches!(self, Server::Rest | Server::S3)
     }
 }
 
@@ -126,7 +133,7 @@ pub mod placeholders {
     /// The user the server lets in (the agent's own, with a key of the run's).
     pub const REPO_USER: &str = "repo_user";
     /// `sftp://user@host:port/path`, `http://host:port/<path under the
-    /// server's root>/`.
+    /// server's root>/` (rest), `http://host:port/<bucket>/repo` (s3).
     pub const REPO_URL: &str = "repo_url";
     /// An ssh_config file naming the run's key and the server's pinned host
     /// key: `ssh -F {ssh_config}`.
@@ -135,6 +142,12 @@ pub mod placeholders {
     /// (for tools that speak SSH themselves, as kopia does).
     pub const SSH_KEY: &str = "ssh_key";
     pub const KNOWN_HOSTS: &str = "known_hosts";
+    /// On an S3 server: the bucket (the tool cycle's folder, `c1-restic`),
+    /// the repository being its `repo/` prefix, and the run's credentials,
+    /// made for the run (`AWS_ACCESS_KEY_ID: "{s3_access_key}"`).
+    pub const S3_BUCKET: &str = "s3_bucket";
+    pub const S3_ACCESS_KEY: &str = "s3_access_key";
+    pub const S3_SECRET_KEY: &str = "s3_secret_key";
 
     pub const ALL: &[&str] = &[
         REPO_PATH,
@@ -145,6 +158,9 @@ pub mod placeholders {
         SSH_CONFIG,
         SSH_KEY,
         KNOWN_HOSTS,
+        S3_BUCKET,
+        S3_ACCESS_KEY,
+        S3_SECRET_KEY,
     ];
 }
 

@@ -36,6 +36,9 @@ pub struct RepoLocation {
     pub ssh_config: String,
     pub ssh_key: String,
     pub known_hosts: String,
+    pub s3_bucket: String,
+    pub s3_access_key: String,
+    pub s3_secret_key: String,
 }
 
 impl Vars {
@@ -56,6 +59,9 @@ impl Vars {
             repo_at::SSH_CONFIG => Some(&l.ssh_config),
             repo_at::SSH_KEY => Some(&l.ssh_key),
             repo_at::KNOWN_HOSTS => Some(&l.known_hosts),
+            repo_at::S3_BUCKET => Some(&l.s3_bucket),
+            repo_at::S3_ACCESS_KEY => Some(&l.s3_access_key),
+            repo_at::S3_SECRET_KEY => Some(&l.s3_secret_key),
             _ => None,
         }
     }
@@ -183,6 +189,7 @@ mod tests {
             ssh_config: "/w/storage/ssh_config".into(),
             ssh_key: "/w/storage/key".into(),
             known_hosts: "/w/storage/known_hosts".into(),
+            ..RepoLocation::default()
         }
     }
 

@@ -114,6 +114,25 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
     }
     if let Some(storage) = &plan.storage {
         check_storage(storage)?;
+        if storage.server == Server::S3 {
+            check_bucket_names(plan)?;
+        }
+    }
+    Ok(())
+}
+
+/// On an S3 server each tool cycle's folder (`c1-restic`) is a bucket, so
+/// it must be a bucket's name.
+fn check_bucket_names(plan: &Plan) -> Result<(), PlanError> {
+    let last = *plan.cycle_numbers().end();
+    for tool in &plan.tools {
+        let folder = format!("c{last}-{}", tool.name);
+        if let Some(why) = crate::run::storage::s3::bucket_name_problem(&folder) {
+            return Err(PlanError::Storage(format!(
+                "tool {:?}: on an S3 server its cycle folders are buckets, and {why}: name the tool with lowercase letters, digits, `.` and `-` only (a tool variant `restic@x` cannot run against S3)",
+                tool.name
+            )));
+        }
     }
     Ok(())
 }
@@ -135,7 +154,7 @@ fn check_storage(storage: &StoragePlan) -> Result<(), PlanError> {
     if let Some(n) = &storage.network {
         if server == Server::Local {
             return problem(
-                "`network` shapes the way to a server; a local repository has none: give `server: sftp` or `rest`, or drop `network`".into(),
+                "`network` shapes the way to a server; a local repository has none: give `server: sftp`, `rest` or `s3`, or drop `network`".into(),
             );
         }
         if !(n.rtt_ms.is_finite() && n.rtt_ms >= 0.0) {
@@ -517,6 +536,16 @@ pub mod tests {
         }
         let two = plan_json("").replace(r#""tools":[{"#, r#""tools":[{"name":"fake","version":"1","binary":"/bin/sh","commands":{"init":{"argv":["x"]},"backup":{"argv":["x"]},"restore":{"argv":["x"]}}},{"#);
         assert!(parse(&two).unwrap_err().contains("twice"));
+    }
+
+    #[test]
+    fn on_s3_every_tool_cycle_folder_must_be_a_bucket_name() {
+        let s3 = r#""cycles":2,"storage":{"server":"s3","binary":"/usr/local/bin/s3-server"}"#;
+        let plan = plan_json("").replacen(r#""cycles":2"#, s3, 1);
+        assert!(parse(&plan).is_ok());
+        let variant = plan.replacen(r#""name":"fake""#, r#""name":"fake@v2""#, 1);
+        let err = parse(&variant).unwrap_err();
+        assert!(err.contains("`c2-fake@v2` has `@`"), "{err}");
     }
 
     #[test]

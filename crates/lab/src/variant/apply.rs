@@ -72,13 +72,6 @@ pub(super) fn leave_out_tools_without_a_form(lab: &mut Lab, out: &mut Applied) {
     if server == labrun_evidence::Server::Local {
         return;
     }
-    let (kept, left): (Vec<_>, Vec<_>) = std::mem::take(&mut lab.tools)
-        .into_iter()
-        .partition(|t| t.repository.contains_key(&server));
-    lab.tools = kept;
-    if left.is_empty() {
-        return;
-    }
     let names = |tools: &[crate::schema::ToolSpec]| {
         tools
             .iter()
@@ -86,11 +79,18 @@ pub(super) fn leave_out_tools_without_a_form(lab: &mut Lab, out: &mut Applied) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let mut all = lab.tools.clone();
-    all.extend(left.iter().cloned());
+    // The lab's order, before any is left out.
+    let all = names(&lab.tools);
+    let (kept, left): (Vec<_>, Vec<_>) = std::mem::take(&mut lab.tools)
+        .into_iter()
+        .partition(|t| t.repository.contains_key(&server));
+    lab.tools = kept;
+    if left.is_empty() {
+        return;
+    }
     out.changes.push(Change {
         field: "tools".into(),
-        from: names(&all),
+        from: all,
         to: format!(
             "{} ({} cannot name a repository on {server}: no `repository.{server}`)",
             if lab.tools.is_empty() {

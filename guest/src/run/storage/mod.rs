@@ -11,6 +11,7 @@ pub mod netem;
 pub mod netns;
 pub mod probe;
 pub mod rest;
+pub mod s3;
 pub mod server;
 pub mod sftp;
 
@@ -86,6 +87,7 @@ pub struct Storage {
     /// The server's root folder: the run's work root.
     root: PathBuf,
     ssh: Option<SshFiles>,
+    s3: Option<s3::S3Keys>,
     // Stopped before the namespace goes (fields drop in this order).
     process: Option<ServerProcess>,
     ns: Option<Namespace>,
@@ -112,6 +114,7 @@ impl Storage {
             user: user_name(),
             root: root.to_path_buf(),
             ssh: None,
+            s3: None,
             process: None,
             ns: Some(ns),
         };
@@ -126,6 +129,13 @@ impl Storage {
                 let argv = sftp::sshd_argv(&files);
                 storage.ssh = Some(files);
                 (argv, server::version_line(sftp::SSHD, "-V"))
+            }
+            Server::S3 => {
+                let binary = spec.binary.clone().unwrap_or_default();
+                let keys = s3::S3Keys::generate()?;
+                let argv = s3::argv(&binary, &keys, root, &address.to_string());
+                storage.s3 = Some(keys);
+                (argv, server::version_line(&binary, "--version"))
             }
             Server::Rest | Server::Local => {
                 let binary = spec.binary.clone().unwrap_or_default();
@@ -166,6 +176,7 @@ impl Storage {
             &self.user,
             &self.root,
             self.ssh.as_ref(),
+            self.s3.as_ref(),
             folder,
         )
     }
@@ -191,7 +202,7 @@ impl Storage {
 
 /// A repository folder on the machine's own disk.
 pub fn local_location(folder: &Path) -> RepoLocation {
-    location(Server::Local, "", Path::new("/"), None, folder)
+    location(Server::Local, "", Path::new("/"), None, None, folder)
 }
 
 fn location(
@@ -199,6 +210,7 @@ fn location(
     user: &str,
     root: &Path,
     ssh: Option<&SshFiles>,
+    s3: Option<&s3::S3Keys>,
     folder: &Path,
 ) -> RepoLocation {
     let path = folder.to_string_lossy().into_owned();
@@ -207,17 +219,24 @@ fn location(
     let (host, user) = match server {
         Server::Local => (String::new(), String::new()),
         Server::Sftp | Server::Rest => (SERVER_ADDRESS.to_string(), user.to_string()),
+        // S3 has keys, not users.
+        Server::S3 => (SERVER_ADDRESS.to_string(), String::new()),
     };
+    let under = folder.strip_prefix(root).unwrap_or(folder);
+    let under = under.to_string_lossy();
+    let under = under.trim_matches('/');
     let url = match server {
         Server::Local => path.clone(),
         // The path absolute after the host's slash, as restic and
         // duplicity read `sftp://host//abs/path`.
         Server::Sftp => format!("sftp://{user}@{host}:{port}/{path}"),
-        Server::Rest => {
-            let under = folder.strip_prefix(root).unwrap_or(folder);
-            let under = under.to_string_lossy();
-            format!("http://{host}:{port}/{}/", under.trim_matches('/'))
-        }
+        Server::Rest => format!("http://{host}:{port}/{under}/"),
+        // The bucket, then the key prefix: `<root>/c1-restic/repo`.
+        Server::S3 => format!("http://{host}:{port}/{under}"),
+    };
+    let bucket = match server {
+        Server::S3 => under.split('/').next().unwrap_or_default().to_string(),
+        _ => String::new(),
     };
     RepoLocation {
         path,
@@ -228,6 +247,9 @@ fn location(
         ssh_config: file(ssh.map(|s| &s.ssh_config)).unwrap_or_default(),
         ssh_key: file(ssh.map(|s| &s.key)).unwrap_or_default(),
         known_hosts: file(ssh.map(|s| &s.known_hosts)).unwrap_or_default(),
+        s3_bucket: bucket,
+        s3_access_key: s3.map(|k| k.access.clone()).unwrap_or_default(),
+        s3_secret_key: s3.map(|k| k.secret.clone()).unwrap_or_default(),
     }
 }
 
@@ -286,6 +308,7 @@ mod tests {
             "root",
             Path::new("/w/r"),
             Some(&files),
+            None,
             Path::new("/w/r/c2-borg/repo"),
         );
         assert_eq!(l.url, "sftp://root@10.250.0.2:22//w/r/c2-borg/repo");
@@ -304,10 +327,39 @@ mod tests {
             "root",
             Path::new("/w/r"),
             None,
+            None,
             Path::new("/w/r/c1-restic/repo"),
         );
         assert_eq!(l.url, "http://10.250.0.2:8000/c1-restic/repo/");
         assert_eq!(l.port, "8000");
         assert_eq!(l.ssh_config, "");
+        assert_eq!(l.s3_bucket, "");
+    }
+
+    #[test]
+    fn s3_url_is_the_bucket_then_the_prefix() {
+        let keys = s3::S3Keys {
+            access: "labrunab12".into(),
+            secret: "5ec".into(),
+        };
+        let l = location(
+            Server::S3,
+            "root",
+            Path::new("/w/r"),
+            None,
+            Some(&keys),
+            Path::new("/w/r/c1-restic/repo"),
+        );
+        assert_eq!(l.url, "http://10.250.0.2:7070/c1-restic/repo");
+        assert_eq!(l.s3_bucket, "c1-restic");
+        assert_eq!(
+            (l.host.as_str(), l.port.as_str(), l.user.as_str()),
+            ("10.250.0.2", "7070", "")
+        );
+        assert_eq!(
+            (l.s3_access_key.as_str(), l.s3_secret_key.as_str()),
+            ("labrunab12", "5ec")
+        );
+        assert_eq!(l.path, "/w/r/c1-restic/repo");
     }
 }
