@@ -287,19 +287,23 @@ fn restic_and_borg_through_sftp() {
     assert_nothing_left(&lab);
 }
 
-#[test]
-fn restic_through_rest_server() {
-    require_host();
-    let rest = rest_server();
-    let _turn = take_turn();
+/// Runs one cycle of `tool` with its repository on `server` (its pinned
+/// `binary`), which must pass; returns the lab, the plan and what the agent
+/// measured of the network (its round trips already checked).
+fn passes_through(
+    server: &str,
+    binary: &Path,
+    version: &str,
+    tool: Value,
+) -> (Lab, Value, StorageRecord) {
     let lab = Lab::new();
     let plan = with_storage(
-        base_plan("rest", 1, vec![restic("restic", "rest:{repo_url}", &[])]),
+        base_plan(server, 1, vec![tool]),
         json!({
-            "server": "rest",
-            "binary": rest.to_string_lossy(),
-            "binary_sha256": sha256(&rest),
-            "version": REST_SERVER_VERSION,
+            "server": server,
+            "binary": binary.to_string_lossy(),
+            "binary_sha256": sha256(binary),
+            "version": version,
         }),
     );
     let out = lab.run(&plan);
@@ -312,8 +316,18 @@ fn restic_through_rest_server() {
     );
     assert_tool_passed(&lab, "restic");
     let record = storage_record(&lab);
-    assert_eq!(record.address, "10.250.0.2:8000");
     assert_rtts(&record);
+    (lab, plan, record)
+}
+
+#[test]
+fn restic_through_rest_server() {
+    require_host();
+    let rest = rest_server();
+    let _turn = take_turn();
+    let tool = restic("restic", "rest:{repo_url}", &[]);
+    let (lab, plan, record) = passes_through("rest", &rest, REST_SERVER_VERSION, tool);
+    assert_eq!(record.address, "10.250.0.2:8000");
     let version = record.server_version.clone().unwrap_or_default();
     assert!(version.contains("rest-server 0.14.0"), "{record:?}");
     // The server's binary is pinned and listed like the tools'.
@@ -339,32 +353,12 @@ fn restic_through_an_s3_server() {
     require_host();
     let s3 = s3_server();
     let _turn = take_turn();
-    let lab = Lab::new();
     let mut tool = restic("restic", "s3:{repo_url}", &[]);
     // restic reads S3 credentials from the environment; they are the run's.
     tool["env"]["AWS_ACCESS_KEY_ID"] = json!("{s3_access_key}");
     tool["env"]["AWS_SECRET_ACCESS_KEY"] = json!("{s3_secret_key}");
-    let plan = with_storage(
-        base_plan("s3", 1, vec![tool]),
-        json!({
-            "server": "s3",
-            "binary": s3.to_string_lossy(),
-            "binary_sha256": sha256(&s3),
-            "version": VERSITYGW_VERSION,
-        }),
-    );
-    let out = lab.run(&plan);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}\n{}",
-        stderr(&out),
-        lab.failures()
-    );
-    assert_tool_passed(&lab, "restic");
-    let record = storage_record(&lab);
+    let (lab, _, record) = passes_through("s3", &s3, VERSITYGW_VERSION, tool);
     assert_eq!(record.address, "10.250.0.2:7070");
-    assert_rtts(&record);
     // The objects went through the gateway (its log names each request)
     // into the tool cycle's folder, where the size was measured.
     let log = std::fs::read_to_string(lab.evidence().join("logs/storage/server.out"))
