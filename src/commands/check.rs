@@ -52,6 +52,12 @@ fn resolutions(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
             one_line(&r.to_string())
         ));
     }
+    // The storage servers' binaries are fetched and built like the tools'.
+    for (kind, server) in &lab.servers {
+        let r = labrun_artifact::resolve_offline(&server.artifact, cache, mirror);
+        let name = labrun_lab::storage::ServerSpec::install_name(*kind);
+        out.push_str(&format!("  {name:<12} {}\n", one_line(&r.to_string())));
+    }
     let (mut ready, mut download, mut cannot) = (Vec::new(), Vec::new(), Vec::new());
     for tool in &lab.tools {
         let r = labrun_artifact::resolve_offline(&tool.artifact, cache, mirror);
