@@ -100,18 +100,6 @@ impl SourceRef<'_> {
 }
 
 impl ArtifactSpec {
-    /// The SHA-256 the installed binary must have, when the lab fixes it:
-    /// `binary_sha256`, or for a build (whose `sha256` is the built
-    /// binary's) and an unpacked-as-is download, `sha256` itself.
-    pub fn pinned_binary_sha256(&self) -> Option<String> {
-        if let Some(b) = &self.binary_sha256 {
-            return Some(b.clone());
-        }
-        let as_is = self.extract == Extract::Raw
-            && !self.source().is_ok_and(|s| matches!(s, SourceRef::Apt(_)));
-        as_is.then(|| self.sha256.clone())
-    }
-
     /// Checks the block on its own (no I/O): one source, well-formed digests,
     /// an extraction that fits the source. The first problem found is returned,
     /// with the field it is about, so the lab loader can point at the line.

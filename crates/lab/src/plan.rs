@@ -61,7 +61,7 @@ impl ToolSpec {
             name: self.name.clone(),
             version: self.version.clone(),
             binary: self.install_path(),
-            binary_sha256: self.artifact.pinned_binary_sha256(),
+            binary_sha256: self.artifact.binary_sha256.clone(),
             env,
             secret_env: self.secret_env.clone(),
             commands: self.effective_commands(server),
@@ -186,7 +186,7 @@ impl Lab {
             server,
             network: self.storage.network.map(|n| n.to_network()),
             binary: installed.map(|s| s.as_install(server).install_path()),
-            binary_sha256: installed.and_then(|s| s.artifact.pinned_binary_sha256()),
+            binary_sha256: installed.and_then(|s| s.artifact.binary_sha256.clone()),
             version: installed.map(|s| s.version.clone()),
         })
     }
