@@ -593,7 +593,10 @@ fn network_storage_applies_its_latency(lab: &Lab, base_yaml: &str) {
         let summary =
             std::fs::read_to_string(run.join("variants").join(variant).join("summary.md")).unwrap();
         assert!(
-            summary.contains("- Repositories: on a "),
+            summary.contains(&format!(
+                "- Repositories: {} server",
+                variant.split('-').next().unwrap_or(variant)
+            )),
             "{variant}:\n{summary}"
         );
     }

@@ -89,7 +89,7 @@ impl Environment {
             .map(|v| format!(" ({v})"))
             .unwrap_or_default();
         Some(format!(
-            "on a {} server{version} across a network namespace of the agent's: {asked}{measured}",
+            "{} server{version} in a network namespace of the agent's: {asked}{measured}",
             st.server
         ))
     }
@@ -131,7 +131,7 @@ mod tests {
         assert_eq!(
             env.repositories().as_deref(),
             Some(
-                "on a sftp server (OpenSSH_10.2p1) across a network namespace of the agent's: 25 ms round trip, 100 Mbit/s asked, 25.9 ms measured (median of 3 TCP connects)"
+                "sftp server (OpenSSH_10.2p1) in a network namespace of the agent's: 25 ms round trip, 100 Mbit/s asked, 25.9 ms measured (median of 3 TCP connects)"
             )
         );
         assert_eq!(Environment::default().repositories(), None);
