@@ -414,22 +414,12 @@ fn up_ssh_status_down_leaves_nothing() {
     // Variants of the same lab (its file, so its VM): the first matches the
     // machine that is up and runs in it; the second needs 1 GiB, so the VM
     // is taken down and booted again in that shape.
-    let mut yaml = base_yaml.clone();
-    yaml.push_str("variants:\n  - {name: 3g}\n  - {name: 1g, vm: {memory: 1GiB}}\n");
-    std::fs::write(&lab.lab_file, yaml).unwrap();
-    let results = lab.root.join("variants-results");
-    let bench = lab.run(&[
-        "bench",
-        "--tools",
-        "restic",
-        "--scale",
-        "0.001",
-        "--cycles",
-        "1",
-        "--plain",
-        "--results",
-        results.to_str().unwrap(),
-    ]);
+    let (bench, results) = bench_restic_variants(
+        &lab,
+        &base_yaml,
+        "  - {name: 3g}\n  - {name: 1g, vm: {memory: 1GiB}}\n",
+        "variants-results",
+    );
     assert!(
         bench.status.success(),
         "labrun bench of the variants failed"
@@ -522,27 +512,15 @@ fn with_network_storage(default_lab: &str) -> String {
 /// is up: the round trip the agent measured is the one asked for, and
 /// restic's own steps take longer across the longer network.
 fn network_storage_applies_its_latency(lab: &Lab, base_yaml: &str) {
-    let yaml = format!(
-        "{base_yaml}variants:
-  - {{name: sftp-unshaped, storage: {{server: sftp}}}}
-  - {{name: sftp-150ms, storage: {{server: sftp, network: {{latency: 150ms, bandwidth: 100Mbit}}}}}}
-  - {{name: rest-150ms, storage: {{server: rest, network: {{latency: 150ms, bandwidth: 100Mbit}}}}}}
-"
+    let (bench, results) = bench_restic_variants(
+        lab,
+        base_yaml,
+        "  - {name: sftp-unshaped, storage: {server: sftp}}
+  - {name: sftp-150ms, storage: {server: sftp, network: {latency: 150ms, bandwidth: 100Mbit}}}
+  - {name: rest-150ms, storage: {server: rest, network: {latency: 150ms, bandwidth: 100Mbit}}}
+",
+        "network-results",
     );
-    std::fs::write(&lab.lab_file, yaml).unwrap();
-    let results = lab.root.join("network-results");
-    let bench = lab.run(&[
-        "bench",
-        "--tools",
-        "restic",
-        "--scale",
-        "0.001",
-        "--cycles",
-        "1",
-        "--plain",
-        "--results",
-        results.to_str().unwrap(),
-    ]);
     assert!(
         bench.status.success(),
         "labrun bench of the network variants failed"
@@ -626,6 +604,31 @@ fn network_storage_applies_its_latency(lab: &Lab, base_yaml: &str) {
         comparison.contains("| Tool | sftp-unshaped | sftp-150ms | rest-150ms |"),
         "{comparison}"
     );
+}
+
+/// The lab file made `base_yaml` with these `variants:` lines; then `bench`
+/// of restic alone at scale 0.001, one cycle, into `lab.root/<results>`.
+fn bench_restic_variants(
+    lab: &Lab,
+    base_yaml: &str,
+    variants: &str,
+    results: &str,
+) -> (Output, PathBuf) {
+    std::fs::write(&lab.lab_file, format!("{base_yaml}variants:\n{variants}")).unwrap();
+    let results = lab.root.join(results);
+    let bench = lab.run(&[
+        "bench",
+        "--tools",
+        "restic",
+        "--scale",
+        "0.001",
+        "--cycles",
+        "1",
+        "--plain",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    (bench, results)
 }
 
 /// `kill -9` of `labrun up` while it makes files, right after the domain
