@@ -377,7 +377,7 @@ pub struct ToolSpec {
     #[serde(default)]
     pub snapshot_id_pattern: Option<String>,
     /// How the tool names its repository on each kind of storage server
-    /// (`sftp`, `rest`): a lab whose `storage.server` is one of them uses
+    /// (`sftp`, `rest`, `s3`): a lab whose `storage.server` is one of them uses
     /// that form ([`crate::storage::RepoForm`]).
     #[serde(default)]
     pub repository: BTreeMap<labrun_evidence::Server, crate::storage::RepoForm>,

@@ -11,7 +11,7 @@ impl Lab {
         if server == Server::Local && self.storage.network.is_some() {
             out.push(Problem::new(
                 "storage.network",
-                "a network needs a server at its other end: set `storage.server` (sftp, rest), or remove `network`",
+                "a network needs a server at its other end: set `storage.server` (sftp, rest, s3), or remove `network`",
             ));
         }
         if server.needs_binary() && !self.servers.contains_key(&server) {
