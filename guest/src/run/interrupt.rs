@@ -186,11 +186,7 @@ impl Interrupt {
 }
 
 fn kill_group(group: i32) {
-    // SAFETY: kill(2) with a negative pid signals a process group; it has no
-    // memory-safety preconditions. ESRCH (group already gone) is fine.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-    }
+    crate::run::process::signal_group(group, libc::SIGKILL);
 }
 
 /// `SIGTERM`, `SIGINT`, or the number.

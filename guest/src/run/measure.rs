@@ -184,10 +184,7 @@ pub fn run_measured(
     // The leader is a zombie until reaped, so its pid (= the group id) cannot
     // be reused yet: killing the group now only reaches what the tool left
     // running, which must not run into the next timed step.
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-    }
+    crate::run::process::signal_group(pid, libc::SIGKILL);
     let (status, usage) = reap(pid).map_err(MeasureError::Wait)?;
     exited.map_err(MeasureError::Wait)?;
     let sampled = sampler.map(|(stop, thread)| {
@@ -327,11 +324,9 @@ impl Watchdog {
         let thread = std::thread::spawn(move || {
             match cancelled.recv_timeout(limit) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    // SAFETY: kill(2) has no memory-safety preconditions; the
-                    // group's leader is not reaped before this thread is joined.
-                    unsafe {
-                        libc::kill(-group, libc::SIGKILL);
-                    }
+                    // The group's leader is not reaped before this thread is
+                    // joined, so its id still names this group.
+                    crate::run::process::signal_group(group, libc::SIGKILL);
                     true
                 }
                 _ => false,

@@ -3,6 +3,17 @@
 
 use labrun_evidence::ProcessId;
 
+/// Sends `signal` to the process group `group` (a group's id is its
+/// leader's pid). ESRCH, the group already gone, is what the callers expect
+/// at times, so no error is returned.
+pub fn signal_group(group: libc::pid_t, signal: i32) {
+    // SAFETY: kill(2) with a negative pid signals that process group; it has
+    // no memory-safety preconditions.
+    unsafe {
+        libc::kill(-group, signal);
+    }
+}
+
 /// `/proc/sys/kernel/random/boot_id`, or empty where it cannot be read.
 pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")

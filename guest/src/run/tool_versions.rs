@@ -139,25 +139,27 @@ fn kill_group(child: &mut Child) {
     if let Ok(None) = child.try_wait() {
         // The group's id is the child's pid (`process_group(0)`).
         let pid = child.id() as libc::pid_t;
-        // SAFETY: kill(2) with a negative pid signals that process group.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+        crate::run::process::signal_group(pid, libc::SIGKILL);
         let _ = child.wait();
     }
 }
 
 fn first_line(logs: &LogFiles) -> String {
-    [&logs.stdout, &logs.stderr]
+    let texts = [&logs.stdout, &logs.stderr]
         .into_iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .find_map(|text| {
-            text.lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .map(str::to_string)
-        })
-        .unwrap_or_default()
+        .filter_map(|p| std::fs::read_to_string(p).ok());
+    first_nonempty_line(texts).unwrap_or_default()
+}
+
+/// The first non-empty line (trimmed) of the first text that has one: a
+/// program's version, from its stdout, else its stderr.
+pub fn first_nonempty_line(texts: impl IntoIterator<Item = String>) -> Option<String> {
+    texts.into_iter().find_map(|text| {
+        text.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    })
 }
 
 #[cfg(test)]

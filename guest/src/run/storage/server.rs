@@ -4,6 +4,7 @@
 
 use super::error::StorageError;
 use crate::run::interrupt::Interrupt;
+use crate::run::process::signal_group;
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -135,14 +136,6 @@ impl Drop for ServerProcess {
     }
 }
 
-fn signal_group(group: libc::pid_t, signal: i32) {
-    // SAFETY: kill(2) has no memory-safety preconditions; ESRCH (the group
-    // is gone) is fine.
-    unsafe {
-        libc::kill(-group, signal);
-    }
-}
-
 /// The first non-empty line `program flag` prints on stdout or stderr
 /// (`sshd -V` prints its version to stderr).
 pub fn version_line(program: &str, flag: &str) -> Option<String> {
@@ -151,11 +144,7 @@ pub fn version_line(program: &str, flag: &str) -> Option<String> {
         .stdin(Stdio::null())
         .output()
         .ok()?;
-    [out.stdout, out.stderr].iter().find_map(|bytes| {
-        String::from_utf8_lossy(bytes)
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(str::to_string)
-    })
+    crate::run::tool_versions::first_nonempty_line(
+        [out.stdout, out.stderr].map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+    )
 }
