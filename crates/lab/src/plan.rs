@@ -172,6 +172,7 @@ impl Lab {
             rotate_tools: true,
             step_timeout_secs: Some(self.timeouts.step.as_secs()),
             storage: self.storage_plan(),
+            round: None,
         })
     }
 

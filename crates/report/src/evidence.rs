@@ -86,9 +86,27 @@ pub struct PlanView {
     /// The timed steps alone (plans before that).
     #[serde(default)]
     pub timed_steps: Option<Vec<Step>>,
+    /// Set when the run went in rounds interleaved with other runs: `cycles`
+    /// is then the first round's, this the run's.
+    #[serde(default)]
+    pub round: Option<RoundView>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct RoundView {
+    #[serde(default)]
+    pub run_cycles: Option<u32>,
 }
 
 impl PlanView {
+    /// The cycles the whole run planned.
+    pub fn run_cycles(&self) -> Option<u32> {
+        self.round
+            .as_ref()
+            .and_then(|r| r.run_cycles)
+            .or(self.cycles)
+    }
+
     /// The timed steps, in the protocol's order.
     pub fn timed_steps(&self) -> Vec<Step> {
         match (&self.protocol, &self.timed_steps) {

@@ -2,7 +2,7 @@
 
 use crate::environment::Environment;
 use crate::error::Result;
-use crate::evidence::{self, BinaryDigest, RawRun};
+use crate::evidence::{self, BinaryDigest, PlanView, RawRun};
 use crate::sample::{self, Sample};
 use crate::stats::Stat;
 use crate::warning::Warning;
@@ -207,7 +207,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
     let mut summary = Summary {
         summary_version: SUMMARY_VERSION,
         run_id,
-        cycles_planned: raw.plan.as_ref().and_then(|p| p.cycles),
+        cycles_planned: raw.plan.as_ref().and_then(PlanView::run_cycles),
         tools,
         environment: raw.environment.clone(),
         binaries: raw.binaries.clone(),

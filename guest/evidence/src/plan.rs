@@ -43,6 +43,28 @@ pub struct Plan {
     /// ([`crate::storage`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<crate::storage::StoragePlan>,
+    /// Set when this plan is one round of a run interleaved, cycle by cycle,
+    /// with other runs on the same machine (a lab's variants): absent, the
+    /// plan is the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<Round>,
+}
+
+/// One round of an interleaved run: the plan's `first_cycle` and `cycles`
+/// are this round's; the run has more, run by later plans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Round {
+    /// The cycles of the whole run.
+    pub run_cycles: u32,
+    /// Names the interleaved runs as one (the host's run id): a dataset one
+    /// round generated waits under this name in the agent's work folder for
+    /// a later round of the group that asks for the same dataset, so each is
+    /// generated once per group, not once per round.
+    pub group: String,
+    /// Keep this round's dataset for a later round (the last round to use
+    /// it says no, and it is removed with the round's work tree).
+    pub keep_dataset: bool,
 }
 
 fn yes() -> bool {
@@ -70,6 +92,33 @@ impl Plan {
     /// Whether it continues a run already in its evidence folder.
     pub fn continues(&self) -> bool {
         self.first_cycle > 1
+    }
+
+    /// The plan of one round of this run: its cycle `cycle` alone, the run
+    /// being interleaved with others of `group`; `keep_dataset` when a later
+    /// round of the group uses the same dataset.
+    pub fn round_of(&self, cycle: u32, group: &str, keep_dataset: bool) -> Plan {
+        Plan {
+            first_cycle: cycle,
+            cycles: 1,
+            round: Some(Round {
+                run_cycles: self.run_cycles(),
+                group: group.to_string(),
+                keep_dataset,
+            }),
+            ..self.clone()
+        }
+    }
+
+    /// The cycles of the whole run this plan is part of: its own, or the
+    /// run's when it is one round of several.
+    pub fn run_cycles(&self) -> u32 {
+        self.round.as_ref().map_or(
+            self.first_cycle
+                .saturating_sub(1)
+                .saturating_add(self.cycles),
+            |r| r.run_cycles,
+        )
     }
 }
 

@@ -24,6 +24,12 @@ pub struct Args {
     /// work folder).
     #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
+    /// Where datasets wait between the rounds of interleaved runs (plans
+    /// with a `round`): give every run on a machine the same DIR, so that a
+    /// dataset one run's round generated serves the next run's (default:
+    /// datasets/ in the work folder).
+    #[arg(long, value_name = "DIR")]
+    pub datasets: Option<PathBuf>,
     /// Delete the plan file once read (it holds the tools' passwords; the
     /// evidence keeps a copy without them).
     #[arg(long)]
@@ -39,6 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         work: args.work,
         evidence: args.evidence,
         lock: args.lock,
+        datasets: args.datasets,
         remove_plan: args.remove_plan,
         echo_events: true,
     };

@@ -240,7 +240,6 @@ impl Evidence {
         w.finish().1
     }
 
-    #[cfg(test)]
     pub fn read_manifest(&self, name: &str) -> Result<Manifest, RunError> {
         let path = self.manifest_path(name);
         File::open(&path)

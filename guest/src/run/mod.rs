@@ -5,6 +5,7 @@
 pub mod agent_lock;
 pub mod cache;
 pub mod cgroup;
+pub mod dataset_store;
 pub mod env;
 pub mod error;
 pub mod evidence;

@@ -250,17 +250,21 @@ impl<'p> Runner<'p> {
     }
 
     /// What the last verify of a tool cycle may remove while it hashes: the
-    /// repository and home, and after the run's last tool cycle the source
-    /// and pristine trees too.
+    /// repository and home, and after the plan's last tool cycle the source
+    /// and pristine trees too (the pristine one unless a later round keeps
+    /// it).
     fn done_with(&self, tc: &ToolCycle) -> Vec<PathBuf> {
         let mut done_with = vec![
             PathBuf::from(&tc.vars.location.path),
             PathBuf::from(&tc.vars.work),
         ];
-        let last = tc.cycle == self.plan.cycles && tc.order as usize + 1 == self.plan.tools.len();
+        let last = tc.cycle == *self.plan.cycle_numbers().end()
+            && tc.order as usize + 1 == self.plan.tools.len();
         if last {
             done_with.push(PathBuf::from(&tc.vars.source));
-            done_with.push(self.pristine.clone());
+            if !self.keeps_dataset() {
+                done_with.push(self.pristine.clone());
+            }
         }
         done_with
     }

@@ -109,6 +109,7 @@ fn run_tools(protocol: serde_json::Value, tools: serde_json::Value) -> Ran {
         plan: plan_path,
         work: dir.path().join("work"),
         evidence: dir.path().join("evidence"),
+        datasets: None,
         lock: None,
         remove_plan: false,
         echo_events: false,

@@ -23,6 +23,7 @@
 use crate::run::agent_lock::{AgentLock, DEFAULT_LOCK_NAME};
 use crate::run::cache::{CacheDrop, drop_page_cache};
 use crate::run::cgroup::Cgroups;
+use crate::run::dataset_store::{DATASETS_DIR, DatasetStore};
 use crate::run::error::RunError;
 use crate::run::evidence::{Done, Evidence, FailedCycle, blank_record, unix_ms_now};
 use crate::run::interrupt::{InProcess, Interrupt, signal_name};
@@ -66,6 +67,9 @@ pub struct RunOptions {
     /// The marker held while the run goes on (see [`crate::run::agent_lock`]);
     /// `None`: [`DEFAULT_LOCK_NAME`] in the work folder.
     pub lock: Option<PathBuf>,
+    /// The store of datasets kept between rounds (see
+    /// [`crate::run::dataset_store`]); `None`: datasets/ in the work folder.
+    pub datasets: Option<PathBuf>,
     /// Delete the plan file once read: it carries the tools' passwords, and
     /// the machine may live on after the run (the evidence keeps a redacted
     /// copy).
@@ -141,6 +145,13 @@ pub fn execute_with(
         start_warnings.extend(stop_leftover_tool(previous, leftover::GRACE));
     }
     start_warnings.extend(storage::remove_leftovers());
+    let store_dir = opts
+        .datasets
+        .clone()
+        .unwrap_or_else(|| dirs.work.join(DATASETS_DIR));
+    let (datasets, warnings) =
+        DatasetStore::open(&store_dir, plan.round.as_ref().map(|r| r.group.as_str()));
+    start_warnings.extend(warnings);
     let (params, change_seed) = match plan.dataset {
         DatasetPlan::Synthetic {
             seed,
@@ -196,6 +207,7 @@ pub fn execute_with(
         cgroups: Cgroups::open(),
         cycle_walls: Default::default(),
         storage: None,
+        datasets,
     };
     let outcome = runner.run_all();
     if outcome.is_err() {
@@ -258,6 +270,9 @@ struct Runner<'p> {
     cycle_walls: std::collections::BTreeMap<Step, f64>,
     /// The storage network and server, while up (the plan's `storage`).
     storage: Option<Storage>,
+    /// Datasets kept between the rounds of an interleaved run (the plan's
+    /// `round`).
+    datasets: Option<DatasetStore>,
 }
 
 /// One tool in one cycle: its directories and placeholders.
@@ -313,6 +328,7 @@ impl<'p> Runner<'p> {
             }
         }
         self.stop_storage();
+        self.keep_dataset()?;
         self.remove_tree(&self.root.clone());
         let ok = self.failed_cycles.is_empty() && self.failed_steps == 0;
         self.ev.write_done(&Done {

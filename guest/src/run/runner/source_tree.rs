@@ -10,7 +10,7 @@ use crate::run::error::{RunError, describe_io};
 use crate::run::evidence::Evidence;
 use crate::run::interrupt::InProcess;
 use crate::run::reset::reset_tree;
-use labrun_evidence::{DatasetPlan, RunStep, Step};
+use labrun_evidence::{DatasetPlan, RunStep, Step, StepRecord};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -22,6 +22,9 @@ impl<'p> Runner<'p> {
         }
         let mut rec = self.start_dataset_step()?;
         let started = Instant::now();
+        if self.take_kept_dataset(&mut rec, started)? {
+            return Ok(());
+        }
         let (out, params) = (self.pristine.clone(), self.params);
         let result = self.in_process(Step::GENERATE, move |progress| {
             labrun_dataset::generate(&out, &params, progress)
@@ -55,6 +58,58 @@ impl<'p> Runner<'p> {
                 }))
             }
         }
+    }
+
+    /// An earlier round's dataset of the same parameters, moved in from the
+    /// store (an interleaved run: [`crate::run::dataset_store`]) and
+    /// recorded as this run's `generate` step, its argv saying where it came
+    /// from. False when there is none: it is generated then.
+    fn take_kept_dataset(&mut self, rec: &mut StepRecord, started: Instant) -> Result<bool, Halt> {
+        let Some(store) = &self.datasets else {
+            return Ok(false);
+        };
+        let manifest_file = self.ev.manifest_path(GENERATED);
+        let Some(taken) = store.take(&self.params, &self.pristine, &manifest_file) else {
+            return Ok(false);
+        };
+        let manifest = self.ev.read_manifest(GENERATED)?;
+        rec.argv = vec![
+            "mv".to_string(),
+            path_str(&taken.from),
+            path_str(&self.pristine),
+        ];
+        rec.wall_secs = started.elapsed().as_secs_f64();
+        rec.files = Some(file_count(&manifest));
+        rec.bytes = Some(manifest.total_file_bytes());
+        rec.ok = true;
+        self.append(rec)?;
+        Ok(true)
+    }
+
+    /// After the run: its dataset moved into the store when its round says
+    /// a later round wants it. A failure only costs that round a new
+    /// generation: a warning.
+    pub(super) fn keep_dataset(&mut self) -> Result<(), Halt> {
+        let Some(store) = self.datasets.as_ref().filter(|_| self.keeps_dataset()) else {
+            return Ok(());
+        };
+        if !self.pristine.is_dir() {
+            return Ok(());
+        }
+        let manifest_file = self.ev.manifest_path(GENERATED);
+        if let Err(e) = store.keep(&self.params, &self.pristine, &manifest_file) {
+            self.warn_once(format!(
+                "the dataset could not be kept for the next round ({e}): that round generates it again"
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Whether this run's dataset goes into the store at its end.
+    pub(super) fn keeps_dataset(&self) -> bool {
+        self.datasets.is_some()
+            && self.plan.round.as_ref().is_some_and(|r| r.keep_dataset)
+            && matches!(self.plan.dataset, DatasetPlan::Synthetic { .. })
     }
 
     /// A pristine source tree for this tool cycle, recorded as an untimed
