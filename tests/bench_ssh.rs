@@ -155,6 +155,7 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
             "installed_check",
             "estimate",
             "push_and_environment",
+            "write_plan",
             "start_agent",
             "follow",
             "pull",

@@ -115,3 +115,140 @@ fn every_variant_runs_as_a_run_of_its_own_and_is_compared() {
     assert!(report.status.success(), "{report:?}");
     assert_eq!(std::fs::read_to_string(run.join("summary.md")).unwrap(), md);
 }
+
+/// (variant, cycle) of each tool record's start, in the order they ran.
+fn starts(run: &Path, names: &[&str]) -> Vec<(u64, String, u64)> {
+    let mut out: Vec<(u64, String, u64)> = names
+        .iter()
+        .flat_map(|name| {
+            records(&run.join("variants").join(name))
+                .into_iter()
+                .filter(|r| r["step"] == "init")
+                .map(|r| {
+                    (
+                        r["started_unix_ms"].as_u64().unwrap(),
+                        name.to_string(),
+                        r["cycle"].as_u64().unwrap(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn variants_sharing_the_machine_run_cycle_by_cycle_and_generate_each_dataset_once() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = common::target_lab(
+        dir.path(),
+        &sshd,
+        "lab.yaml",
+        "rounds",
+        "dataset: {kind: synthetic, seed: 7, scale: 0.001}",
+        2,
+    );
+    let mut text = std::fs::read_to_string(&lab).unwrap();
+    text.push_str(
+        r#"variants:
+  - name: baseline
+  - name: tuned
+    tools: {restic: {args: {backup: [--compression, max]}}}
+  - name: other-data
+    dataset: {seed: 9}
+"#,
+    );
+    std::fs::write(&lab, text).unwrap();
+    let results = dir.path().join("results");
+
+    let out = common::bench_ok(&lab, &results, "restic", &[], &sshd);
+    assert!(
+        out.contains("3 variants share this machine: 6 rounds, cycle by cycle"),
+        "{out}"
+    );
+    let run = only_run_dir(&results);
+    let names = ["baseline", "tuned", "other-data"];
+    // Cycle by cycle, the order rotated: no variant's cycle 2 began before
+    // every variant's cycle 1, and cycle 2 began with the second variant.
+    let order: Vec<(String, u64)> = starts(&run, &names)
+        .into_iter()
+        .map(|(_, name, cycle)| (name, cycle))
+        .collect();
+    let want: Vec<(String, u64)> = [
+        ("baseline", 1),
+        ("tuned", 1),
+        ("other-data", 1),
+        ("tuned", 2),
+        ("other-data", 2),
+        ("baseline", 2),
+    ]
+    .iter()
+    .map(|(n, c)| (n.to_string(), *c))
+    .collect();
+    assert_eq!(order, want);
+
+    // Each variant: one run of two cycles, all passed, summarized as such.
+    for name in names {
+        let v = run.join("variants").join(name);
+        let recs = records(&v);
+        assert!(
+            recs.iter().all(|r| r["ok"] == true),
+            "{name}: a step failed"
+        );
+        assert!(v.join("raw/done.json").is_file(), "{name}: not finished");
+        let md = std::fs::read_to_string(v.join("summary.md")).unwrap();
+        assert!(!md.contains("Cycles missing"), "{name}: {md}");
+        let plan: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(v.join("raw/plan.json")).unwrap())
+                .unwrap();
+        assert_eq!(plan["round"]["run_cycles"], 2, "{name}: {plan}");
+    }
+
+    // Two datasets, each generated once: every other round moved the
+    // kept one in (its argv says from where), and none is left behind.
+    let dataset_steps: Vec<(String, String)> = names
+        .iter()
+        .flat_map(|name| {
+            records(&run.join("variants").join(name))
+                .into_iter()
+                .filter(|r| r["step"] == "generate" && r["tool"] == "")
+                .map(|r| {
+                    (
+                        name.to_string(),
+                        r["argv"][0].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let generated = dataset_steps.iter().filter(|(_, a)| a != "mv").count();
+    assert_eq!(generated, 2, "{dataset_steps:?}");
+    assert_eq!(dataset_steps.len(), 6, "{dataset_steps:?}");
+    let store = dir.path().join("remote/datasets");
+    assert!(store.is_dir(), "the machine's dataset store was used");
+    let left: Vec<_> = walk(&store);
+    assert!(left.is_empty(), "left in the dataset store: {left:?}");
+
+    // The comparison as for variants run one after another.
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| Tool | baseline | tuned | other-data |"),
+        "{md}"
+    );
+}
+
+/// Every file under `dir` (none when it is missing).
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        match std::fs::read_dir(&p) {
+            Ok(entries) => stack.extend(entries.flatten().map(|e| e.path())),
+            Err(_) if p != dir => out.push(p),
+            Err(_) => {}
+        }
+    }
+    out
+}

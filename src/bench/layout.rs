@@ -45,6 +45,11 @@ impl RemoteRun {
     pub fn dir(&self) -> String {
         format!("{}/runs/{}", self.base, self.run_id)
     }
+    /// Datasets kept between the rounds of interleaved runs (a lab's
+    /// variants): the machine's, since each variant is a run of its own.
+    pub fn datasets(&self) -> String {
+        format!("{}/datasets", self.base)
+    }
     pub fn plan(&self) -> String {
         format!("{}/plan.json", self.dir())
     }

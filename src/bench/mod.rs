@@ -8,6 +8,7 @@ pub mod dataset_push;
 pub mod environment;
 pub mod estimate;
 pub mod host_phases;
+pub mod interleave;
 pub mod layout;
 pub mod machine;
 pub mod more_pairs;

@@ -5,24 +5,19 @@
 //! added is kept beside the evidence (`raw/added-pairs.json`), and every
 //! verdict says how many of its pairs came after the lab's own cycles.
 
-use crate::bench::host_phases::HostPhases;
-use crate::bench::layout::{HostRun, RemoteRun};
+use crate::bench::layout::HostRun;
 use crate::bench::progress::Display;
-use crate::bench::remote;
+use crate::commands::bench::OnTarget;
 use anyhow::Context as _;
-use labrun_evidence::Plan;
 use labrun_evidence::compare::{ADDED_PAIRS, AddedPairs, AddedRound};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 pub async fn add_until_conclusive(
-    session: &labrun_ssh::Session,
-    remote: &RemoteRun,
-    plan: &Plan,
+    on: &mut OnTarget,
     host: &HostRun,
     max: u32,
     display: &mut dyn Display,
-    phases: &mut HostPhases,
 ) -> anyhow::Result<Option<ExitCode>> {
     let mut added = AddedPairs {
         max,
@@ -53,7 +48,7 @@ pub async fn add_until_conclusive(
             .flat_map(|c| [c.baseline.tool.as_str(), c.candidate.tool.as_str()])
             .collect();
         let cycle = raw.records.iter().map(|r| r.cycle).max().unwrap_or(0) + 1;
-        let mut next = plan.clone();
+        let mut next = on.plan.clone();
         next.first_cycle = cycle;
         next.cycles = 1;
         next.tools.retain(|t| wanted.contains(&t.name.as_str()));
@@ -63,11 +58,7 @@ pub async fn add_until_conclusive(
             tools.join(", "),
             added.added + 1
         ));
-        remote::write_plan(session, remote, &next).await?;
-        let pid = remote::start_agent(session, remote).await?;
-        let code =
-            crate::commands::bench::follow_to_end(session, remote, pid, host, display, phases)
-                .await?;
+        let code = on.run(&next, host, display, true).await?;
         added.added += 1;
         added.rounds.push(AddedRound {
             cycle,

@@ -152,10 +152,11 @@ pub async fn start_agent(session: &Session, remote: &RemoteRun) -> anyhow::Resul
     // redacted copy. The lock is the machine's, not the run's: a second
     // agent refuses to start beside this one.
     let inner = format!(
-        "{agent} run --plan {plan} --remove-plan --lock {lock} --work {work} --evidence {ev}; echo $? > {exit}",
+        "{agent} run --plan {plan} --remove-plan --lock {lock} --datasets {datasets} --work {work} --evidence {ev}; echo $? > {exit}",
         agent = q(remote.agent()),
         plan = q(remote.plan()),
         lock = q(remote.agent_lock()),
+        datasets = q(remote.datasets()),
         work = q(remote.work()),
         ev = q(remote.evidence()),
         exit = q(remote.exit_file()),

@@ -11,7 +11,7 @@ use crate::commands::bench::{Args, EXIT_CONNECTION_LOST, overrides, run_lab};
 use crate::context::Context;
 use anyhow::Context as _;
 use labrun_evidence::variant::{VARIANT_FILE, VARIANTS_DIR, VARIANTS_INDEX, VariantsIndex};
-use labrun_lab::{Lab, Machine, Variant};
+use labrun_lab::{Lab, Machine, PlanOverrides, Variant};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,56 +62,67 @@ pub async fn run_all(
         }
     });
     let mut failed: Vec<String> = Vec::new();
-    for (i, v) in variants.iter().enumerate() {
-        let name = &v.record.name;
-        display.note(&format!(
-            "variant {}/{} `{name}`: {}",
-            i + 1,
-            variants.len(),
-            v.record.changes_text("")
-        ));
-        let host = HostRun::new(&run_dir.join(VARIANTS_DIR), name);
-        std::fs::create_dir_all(host.raw())
-            .with_context(|| format!("cannot create {}", host.raw().display()))?;
-        write_json(&host.raw().join(VARIANT_FILE), &v.record)?;
-        let outcome = async {
-            ensure_machine(ctx, args, v, display).await?;
-            let mut o = overrides(args);
-            // A variant that sets its own scale (a scale ladder) keeps it.
-            if v.record.changes.iter().any(|c| c.field == "dataset.scale") {
-                o.scale = None;
+    let mut at = 0;
+    while at < variants.len() && !INTERRUPTED.load(Ordering::SeqCst) {
+        // The variants of one boot, run on one machine.
+        let boot = variants[at].record.boot;
+        let group: Vec<(usize, &Variant)> = variants
+            .iter()
+            .enumerate()
+            .skip(at)
+            .take_while(|(_, v)| v.record.boot == boot)
+            .collect();
+        at += group.len();
+        let outcome = if group.len() > 1 {
+            let (_, first) = group[0];
+            match ensure_machine(ctx, args, first, display).await {
+                Ok(()) => {
+                    crate::bench::interleave::run_group(
+                        ctx,
+                        args,
+                        run_id,
+                        started,
+                        &group,
+                        variants.len(),
+                        &run_dir,
+                        display,
+                        &mut failed,
+                    )
+                    .await?
+                }
+                Err(e) => {
+                    // No variant of this boot can run: each says why.
+                    for (i, v) in &group {
+                        let host = start_variant(&run_dir, v, *i, variants.len(), display)?;
+                        record_failure(&host, &v.record.name, &e, &mut failed);
+                    }
+                    RunOutcome::Done
+                }
             }
-            let sub_id = format!("{run_id}.{name}");
-            run_lab(ctx, args, &v.lab, &o, &sub_id, started, &host, display).await
+        } else {
+            let (i, v) = group[0];
+            run_one(
+                ctx,
+                args,
+                run_id,
+                started,
+                v,
+                i,
+                variants.len(),
+                &run_dir,
+                display,
+                &mut failed,
+            )
+            .await?
+        };
+        if let RunOutcome::ConnectionLost(code) = outcome {
+            return Ok(code);
         }
-        .await;
-        match outcome {
-            Ok(code) if code == ExitCode::SUCCESS => {}
-            Ok(code) if code == ExitCode::from(EXIT_CONNECTION_LOST) => {
-                safe_eprintln!(
-                    "labrun: variant `{name}` goes on in the guest without this connection; the variants after it were not started"
-                );
-                return Ok(code);
-            }
-            Ok(_) => failed.push(name.clone()),
-            Err(e) => {
-                // The variant's folder keeps why it has no (or partial)
-                // evidence; the other variants still run.
-                let why = format!("{e:#}");
-                let _ = std::fs::write(
-                    host.raw().join(labrun_evidence::variant::BENCH_ERROR_FILE),
-                    &why,
-                );
-                safe_eprintln!("labrun: variant `{name}` could not run: {why}");
-                failed.push(name.clone());
-            }
-        }
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            safe_eprintln!(
-                "labrun: interrupted: the variants after `{name}` were not started; what ran is kept and compared"
-            );
-            break;
-        }
+    }
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        safe_eprintln!(
+            "labrun: interrupted: the variants not yet started were not run; what ran is kept and compared"
+        );
     }
 
     listener.abort();
@@ -135,6 +146,95 @@ pub async fn run_all(
         }
         Ok(ExitCode::from(1))
     }
+}
+
+/// How a variant (or a group of them) ended, for the run to go on or not.
+pub enum RunOutcome {
+    /// Finished, passed or not (the failed ones are named in `failed`).
+    Done,
+    /// The connection was lost while a variant goes on in the guest: the
+    /// run stops here, with this exit code.
+    ConnectionLost(ExitCode),
+}
+
+/// A variant's folder made, with the record of what it changes, and said.
+pub fn start_variant(
+    run_dir: &Path,
+    v: &Variant,
+    i: usize,
+    total: usize,
+    display: &mut dyn Display,
+) -> anyhow::Result<HostRun> {
+    display.note(&format!(
+        "variant {}/{total} `{}`: {}",
+        i + 1,
+        v.record.name,
+        v.record.changes_text("")
+    ));
+    let host = HostRun::new(&run_dir.join(VARIANTS_DIR), &v.record.name);
+    std::fs::create_dir_all(host.raw())
+        .with_context(|| format!("cannot create {}", host.raw().display()))?;
+    write_json(&host.raw().join(VARIANT_FILE), &v.record)?;
+    Ok(host)
+}
+
+/// A variant that could not run (or go on): why goes into its folder, which
+/// keeps whatever evidence it has; the other variants still run.
+pub fn record_failure(host: &HostRun, name: &str, e: &anyhow::Error, failed: &mut Vec<String>) {
+    let why = format!("{e:#}");
+    let _ = std::fs::write(
+        host.raw().join(labrun_evidence::variant::BENCH_ERROR_FILE),
+        &why,
+    );
+    safe_eprintln!("labrun: variant `{name}` could not run: {why}");
+    failed.push(name.to_string());
+}
+
+/// A variant alone on its machine: its whole run, then the next.
+#[allow(clippy::too_many_arguments)]
+async fn run_one(
+    ctx: &Context,
+    args: &Args,
+    run_id: &str,
+    started: u64,
+    v: &Variant,
+    i: usize,
+    total: usize,
+    run_dir: &Path,
+    display: &mut dyn Display,
+    failed: &mut Vec<String>,
+) -> anyhow::Result<RunOutcome> {
+    let name = &v.record.name;
+    let host = start_variant(run_dir, v, i, total, display)?;
+    let outcome = async {
+        ensure_machine(ctx, args, v, display).await?;
+        let o = variant_overrides(args, v);
+        let sub_id = format!("{run_id}.{name}");
+        run_lab(ctx, args, &v.lab, &o, &sub_id, started, &host, display).await
+    }
+    .await;
+    match outcome {
+        Ok(code) if code == ExitCode::SUCCESS => {}
+        Ok(code) if code == ExitCode::from(EXIT_CONNECTION_LOST) => {
+            safe_eprintln!(
+                "labrun: variant `{name}` goes on in the guest without this connection; the variants after it were not started"
+            );
+            return Ok(RunOutcome::ConnectionLost(code));
+        }
+        Ok(_) => failed.push(name.clone()),
+        Err(e) => record_failure(&host, name, &e, failed),
+    }
+    Ok(RunOutcome::Done)
+}
+
+/// What the command line changes for a variant: all it says, but the scale
+/// of a variant that sets its own (a scale ladder).
+pub fn variant_overrides(args: &Args, v: &Variant) -> PlanOverrides {
+    let mut o = overrides(args);
+    if v.record.changes.iter().any(|c| c.field == "dataset.scale") {
+        o.scale = None;
+    }
+    o
 }
 
 /// For a VM lab: the VM up in this variant's shape. A VM up in another

@@ -128,6 +128,110 @@ pub(crate) async fn run_lab(
     host: &HostRun,
     display: &mut dyn Display,
 ) -> anyhow::Result<ExitCode> {
+    let mut on = prepare(ctx, args, lab, overrides, run_id, started, host, display).await?;
+    let plan = on.plan.clone();
+    let code = on.run(&plan, host, display, true).await?;
+    let Some(max) = args.until_conclusive else {
+        return Ok(code);
+    };
+    if code == ExitCode::from(EXIT_CONNECTION_LOST)
+        || crate::bench::variants::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    {
+        return Ok(code);
+    }
+    until_conclusive(&mut on, host, max, code, display).await
+}
+
+/// `--until-conclusive`: pairs added to an inconclusive comparison after the
+/// run's own cycles (`code`: how those ended), the verdicts made again.
+pub(crate) async fn until_conclusive(
+    on: &mut OnTarget,
+    host: &HostRun,
+    max: u32,
+    code: ExitCode,
+    display: &mut dyn Display,
+) -> anyhow::Result<ExitCode> {
+    let more = crate::bench::more_pairs::add_until_conclusive(on, host, max, display).await?;
+    match more {
+        None => Ok(code),
+        Some(later) if later == ExitCode::from(EXIT_CONNECTION_LOST) => Ok(later),
+        Some(later) => {
+            // The verdicts again, now saying how many pairs were added.
+            summarize(host)?;
+            Ok(if code == ExitCode::SUCCESS {
+                later
+            } else {
+                code
+            })
+        }
+    }
+}
+
+/// A run made ready on its machine: connected, checked, its agent pushed
+/// and the machine's facts written; [`OnTarget::run`] then runs its plan, or
+/// each of its rounds.
+pub(crate) struct OnTarget {
+    pub session: labrun_ssh::Session,
+    pub remote: RemoteRun,
+    /// The whole run's plan.
+    pub plan: Plan,
+    pub phases: HostPhases,
+    session_file: SessionFile,
+    session_path: PathBuf,
+}
+
+impl OnTarget {
+    /// Writes `plan` (the run's, or a part of it: one round, added pairs)
+    /// into the guest, starts the agent on it and follows it to its end;
+    /// the summary is made and printed when `summary`.
+    pub(crate) async fn run(
+        &mut self,
+        plan: &Plan,
+        host: &HostRun,
+        display: &mut dyn Display,
+        summary: bool,
+    ) -> anyhow::Result<ExitCode> {
+        let t = HostPhases::begin("write_plan");
+        remote::write_plan(&self.session, &self.remote, plan).await?;
+        // The session file first: a `bench` killed while the agent starts
+        // must still leave a run that `--attach` can find (the pid is then
+        // read from the guest), or the run would finish unseen and its
+        // evidence unpulled.
+        self.session_file.agent_pid = None;
+        self.session_file.write(&self.session_path)?;
+        self.phases.end(t);
+        let t = HostPhases::begin("start_agent");
+        let pid = remote::start_agent(&self.session, &self.remote).await?;
+        self.phases.end(t);
+        test_hook_after_agent_start();
+        self.session_file.agent_pid = Some(pid);
+        self.session_file.write(&self.session_path)?;
+        follow_to_end(
+            &self.session,
+            &self.remote,
+            pid,
+            host,
+            display,
+            &mut self.phases,
+            summary,
+        )
+        .await
+    }
+}
+
+/// Everything before the agent starts: the machine reached and checked, the
+/// run's folder and facts written here, the estimate said, the agent pushed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn prepare(
+    ctx: &Context,
+    args: &Args,
+    lab: &Lab,
+    overrides: &PlanOverrides,
+    run_id: &str,
+    started: u64,
+    host: &HostRun,
+    display: &mut dyn Display,
+) -> anyhow::Result<OnTarget> {
     let access = machine::resolve(ctx, lab)?;
     let mut plan = lab.to_plan(run_id, overrides)?;
     let agent = locate_agent(args.agent.as_deref())?;
@@ -187,14 +291,11 @@ pub(crate) async fn run_lab(
             repo.display()
         ));
     }
-    display.note("pushing the agent and the plan");
+    display.note("pushing the agent");
     // The guest's facts are asked for while the agent uploads: neither
     // waits for the other.
     let t = HostPhases::begin("push_and_environment");
-    let push = async {
-        remote::push_agent(&session, &remote, &agent, &agent_sha).await?;
-        remote::write_plan(&session, &remote, &plan).await
-    };
+    let push = remote::push_agent(&session, &remote, &agent, &agent_sha);
     let (pushed, env) = tokio::join!(push, environment_of(&session, &access));
     pushed?;
     phases.end(t);
@@ -202,55 +303,20 @@ pub(crate) async fn run_lab(
         host.raw().join(labrun_report::ENVIRONMENT_FILE),
         serde_json::to_vec_pretty(&env)?,
     )?;
-    // The session file first: a `bench` killed while the agent starts must
-    // still leave a run that `--attach` can find (the pid is then read from
-    // the guest), or the run would finish unseen and its evidence unpulled.
-    let mut session_file = SessionFile {
-        run_id: run_id.to_string(),
-        lab_path: crate::lab_vm::lab_path(ctx)?.display().to_string(),
+    Ok(OnTarget {
+        session,
         remote: remote.clone(),
-        agent_pid: None,
-        started_unix: started,
-    };
-    session_file.write(&host.session_file())?;
-    let t = HostPhases::begin("start_agent");
-    let pid = remote::start_agent(&session, &remote).await?;
-    phases.end(t);
-    test_hook_after_agent_start();
-    session_file.agent_pid = Some(pid);
-    session_file.write(&host.session_file())?;
-    let code = follow_to_end(&session, &remote, pid, host, display, &mut phases).await?;
-    let Some(max) = args.until_conclusive else {
-        return Ok(code);
-    };
-    if code == ExitCode::from(EXIT_CONNECTION_LOST)
-        || crate::bench::variants::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
-    {
-        return Ok(code);
-    }
-    let more = crate::bench::more_pairs::add_until_conclusive(
-        &session,
-        &remote,
-        &plan,
-        host,
-        max,
-        display,
-        &mut phases,
-    )
-    .await?;
-    match more {
-        None => Ok(code),
-        Some(later) if later == ExitCode::from(EXIT_CONNECTION_LOST) => Ok(later),
-        Some(later) => {
-            // The verdicts again, now saying how many pairs were added.
-            summarize(host)?;
-            Ok(if code == ExitCode::SUCCESS {
-                later
-            } else {
-                code
-            })
-        }
-    }
+        plan,
+        phases,
+        session_file: SessionFile {
+            run_id: run_id.to_string(),
+            lab_path: crate::lab_vm::lab_path(ctx)?.display().to_string(),
+            remote,
+            agent_pid: None,
+            started_unix: started,
+        },
+        session_path: host.session_file(),
+    })
 }
 
 /// Refuses to start beside a run that goes on on the target.
@@ -320,7 +386,7 @@ async fn attach(
         }
     };
     let mut phases = HostPhases::appending_to(&host.raw());
-    follow_to_end(&session, &s.remote, pid, &host, display, &mut phases).await
+    follow_to_end(&session, &s.remote, pid, &host, display, &mut phases, true).await
 }
 
 pub(crate) async fn follow_to_end(
@@ -330,6 +396,7 @@ pub(crate) async fn follow_to_end(
     host: &HostRun,
     display: &mut dyn Display,
     phases: &mut HostPhases,
+    summary: bool,
 ) -> anyhow::Result<ExitCode> {
     let t = HostPhases::begin("follow");
     let follower = Follower {
@@ -378,9 +445,14 @@ pub(crate) async fn follow_to_end(
             return Ok(ExitCode::from(1));
         }
     }
-    let t = HostPhases::begin("summary");
-    let code = summarize(host)?;
-    phases.end(t);
+    let code = if summary {
+        let t = HostPhases::begin("summary");
+        let code = summarize(host)?;
+        phases.end(t);
+        code
+    } else {
+        ExitCode::SUCCESS
+    };
     let exit = match state {
         AgentState::Exited(0) => code,
         AgentState::Exited(n) => {
@@ -418,7 +490,7 @@ async fn wait_for_exit(session: &labrun_ssh::Session, remote: &RemoteRun, pid: u
 }
 
 /// Writes the summary files and prints the table.
-fn summarize(host: &HostRun) -> anyhow::Result<ExitCode> {
+pub(crate) fn summarize(host: &HostRun) -> anyhow::Result<ExitCode> {
     let (summary, written) = labrun_report::make_report(&host.dir)?;
     safe_print!("{}", labrun_report::render_terminal(&summary));
     for p in written {
