@@ -212,7 +212,7 @@ fn describe_variants(lab: &Lab, scale_override: Option<f64>, s: &mut String) {
     let boots = crate::variant::boots(&variants);
     push_line!(
         s,
-        "variants ({}, in run order; {boots} VM boot(s), one per machine shape, never timed):",
+        "variants ({}, in run order; {boots} VM boot(s), one per machine shape, never timed; the variants of a boot run cycle by cycle, rotated):",
         variants.len()
     );
     for v in &variants {
