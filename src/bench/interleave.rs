@@ -31,6 +31,8 @@ struct Running<'v> {
     on: OnTarget,
     /// How its rounds went so far: success until one fails.
     code: ExitCode,
+    /// Whether any round of it ran (an interrupted run may stop before).
+    ran: bool,
 }
 
 /// Runs `group` (variants of one machine shape, its machine up) in rounds.
@@ -59,6 +61,7 @@ pub async fn run_group(
                 host,
                 on,
                 code: ExitCode::SUCCESS,
+                ran: false,
             }),
             Err(e) => record_failure(&host, name, &e, failed),
         }
@@ -85,7 +88,9 @@ pub async fn run_group(
             r.on.plan.cycles
         ));
         let plan = r.on.plan.round_of(cycle, run_id, keep);
-        match r.on.run(&plan, &r.host, display, false).await {
+        let outcome = r.on.run(&plan, &r.host, display, false).await;
+        r.ran = true;
+        match outcome {
             Ok(code) if code == ExitCode::from(EXIT_CONNECTION_LOST) => {
                 safe_eprintln!(
                     "labrun: variant `{name}` goes on in the guest without this connection; the rounds after it were not started"
@@ -108,10 +113,19 @@ pub async fn run_group(
     }
 
     for (i, r) in running.iter_mut().enumerate() {
+        let name = r.variant.record.name.clone();
         if dropped[i] {
             continue;
         }
-        summarize(&r.host)?;
+        if !r.ran {
+            safe_eprintln!("labrun: variant `{name}` did not run: the run was interrupted first");
+            failed.push(name);
+            continue;
+        }
+        if let Err(e) = summarize(&r.host) {
+            record_failure(&r.host, &name, &e, failed);
+            continue;
+        }
         let mut code = r.code;
         if let Some(max) = args.until_conclusive
             && !INTERRUPTED.load(Ordering::SeqCst)
@@ -122,7 +136,7 @@ pub async fn run_group(
             }
         }
         if code != ExitCode::SUCCESS {
-            failed.push(r.variant.record.name.clone());
+            failed.push(name);
         }
     }
     Ok(RunOutcome::Done)
