@@ -3,6 +3,7 @@
 //! modules each do one job for it.
 
 pub mod agent_lock;
+pub mod background;
 pub mod cache;
 pub mod cgroup;
 pub mod dataset_store;

@@ -151,6 +151,11 @@ impl<'p> Runner<'p> {
                 } else {
                     self.done_with(tc)
                 };
+                if done_with.contains(&PathBuf::from(&tc.vars.source)) {
+                    // It is being removed: the tool cycle's end must not
+                    // keep it for a next one.
+                    self.source_reusable = false;
+                }
                 let differs = differs(&manifest);
                 self.verify_tree(tc, name, &manifest, &differs, done_with)?
             }

@@ -21,6 +21,7 @@
 //! the argument `.`, and restores into `{target}`, for every tool alike.
 
 use crate::run::agent_lock::{AgentLock, DEFAULT_LOCK_NAME};
+use crate::run::background::Background;
 use crate::run::cache::{CacheDrop, drop_page_cache};
 use crate::run::cgroup::Cgroups;
 use crate::run::dataset_store::{DATASETS_DIR, DatasetStore};
@@ -208,6 +209,7 @@ pub fn execute_with(
         cycle_walls: Default::default(),
         storage: None,
         datasets,
+        background: Background::default(),
     };
     let outcome = runner.run_all();
     if outcome.is_err() {
@@ -273,6 +275,9 @@ struct Runner<'p> {
     /// Datasets kept between the rounds of an interleaved run (the plan's
     /// `round`).
     datasets: Option<DatasetStore>,
+    /// Removals going on beside untimed work; settled before every timed
+    /// step (and every cache drop).
+    background: Background,
 }
 
 /// One tool in one cycle: its directories and placeholders.
@@ -328,6 +333,7 @@ impl<'p> Runner<'p> {
             }
         }
         self.stop_storage();
+        self.settle_background()?;
         self.keep_dataset()?;
         self.remove_tree(&self.root.clone());
         let ok = self.failed_cycles.is_empty() && self.failed_steps == 0;
@@ -405,6 +411,28 @@ impl<'p> Runner<'p> {
                 .insert(record.step.clone(), record.wall_secs);
         }
         self.ev.append_record(record)?;
+        Ok(())
+    }
+
+    /// Removes `trees` on another thread, after the background jobs before
+    /// it; the next timed step waits for it.
+    fn remove_in_background(&mut self, trees: Vec<PathBuf>) {
+        if trees.is_empty() {
+            return;
+        }
+        let warnings = self.background.spawn("remove", move || {
+            removal_warning(&remove_trees(&trees)).into_iter().collect()
+        });
+        for w in warnings {
+            let _ = self.warn_once(w);
+        }
+    }
+
+    /// Waits for what runs in the background; gives its warnings.
+    pub(super) fn settle_background(&mut self) -> Result<(), Halt> {
+        for w in self.background.settle() {
+            self.warn_once(w)?;
+        }
         Ok(())
     }
 
@@ -495,13 +523,15 @@ impl<'p> Runner<'p> {
     }
 
     /// Keeps the source tree for the next tool cycle (unless it could not be
-    /// made pristine: then the next one copies afresh) and removes the rest.
+    /// made pristine: then the next one copies afresh) and removes the rest
+    /// on another thread, while the next tool cycle's source is prepared:
+    /// the next timed step waits for it (see [`Background`]).
     fn end_tool_cycle(&mut self, tc: &ToolCycle) {
         if std::mem::take(&mut self.source_reusable) {
             // A failure only means the next tool cycle copies the dataset.
             let _ = std::fs::rename(&tc.vars.source, self.kept_source());
         }
-        self.remove_tree(&tc.base);
+        self.remove_in_background(vec![tc.base.clone()]);
     }
 
     /// The run's own dataset step (no tool, cycle 0): announced, and its
@@ -576,17 +606,23 @@ impl<'p> Runner<'p> {
     }
 
     fn warn_removal(&mut self, failed: &[(PathBuf, std::io::Error)]) {
-        if let Some((path, e)) = failed.first() {
-            let more = match failed.len() - 1 {
-                0 => String::new(),
-                n => format!(" and {n} more"),
-            };
-            let _ = self.warn_once(format!(
-                "cannot remove {}: {e}{more} (it only costs disk space)",
-                path.display()
-            ));
+        if let Some(w) = removal_warning(failed) {
+            let _ = self.warn_once(w);
         }
     }
+}
+
+/// What a failed removal warns of, if it failed.
+fn removal_warning(failed: &[(PathBuf, std::io::Error)]) -> Option<String> {
+    let (path, e) = failed.first()?;
+    let more = match failed.len() - 1 {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some(format!(
+        "cannot remove {}: {e}{more} (it only costs disk space)",
+        path.display()
+    ))
 }
 
 const LIBRARY_PANIC: &str =

@@ -115,6 +115,11 @@ impl<'p> Runner<'p> {
             cycle: tc.cycle,
             step: step.clone(),
         })?;
+        // Nothing of the harness's may still use the disk when a timed step
+        // starts, nor fill the cache again after it was dropped.
+        if timed || how.drop_cache {
+            self.settle_background()?;
+        }
         let cache_dropped = how.drop_cache && self.plan.drop_caches && self.drop_cache()?;
         let logs = self
             .ev

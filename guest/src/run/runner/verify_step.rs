@@ -1,10 +1,10 @@
 //! The `verify` step: the restore target hashed and compared with the
 //! manifest of the tree its snapshot was made of, while what the cycle no
-//! longer needs is removed beside it.
+//! longer needs is removed beside it (in the background: the next timed
+//! step waits for it).
 
 use super::{Halt, LIBRARY_PANIC, Runner, ToolCycle};
 use crate::run::interrupt::InProcess;
-use crate::run::remove::remove_trees;
 use labrun_evidence::{Manifest, Step};
 use std::path::PathBuf;
 
@@ -12,7 +12,7 @@ impl<'p> Runner<'p> {
     /// The verify step of a restore: hashes `{target}` and compares it with
     /// the manifest named `manifest`; `differs` opens the error of a
     /// mismatch. The trees in `done_with` are removed on another thread while
-    /// it hashes (the caller has checked for a stop request).
+    /// it hashes and after (the caller has checked for a stop request).
     pub(super) fn verify_tree(
         &mut self,
         tc: &ToolCycle,
@@ -21,9 +21,8 @@ impl<'p> Runner<'p> {
         differs: &str,
         done_with: Vec<PathBuf>,
     ) -> Result<bool, Halt> {
-        let removing = std::thread::Builder::new()
-            .name("remove".into())
-            .spawn(move || remove_trees(&done_with));
+        // Beside the hashing, and on until the next timed step needs the disk.
+        self.remove_in_background(done_with);
         let (mut rec, started) = self.start_step(tc, name.clone())?;
         let manifest_path = self.ev.manifest_path(manifest);
         let target = PathBuf::from(&tc.vars.target);
@@ -43,11 +42,6 @@ impl<'p> Runner<'p> {
             .map_err(|e| format!("{e} ({})", target.display()))
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
-        // Not a failed thread start: then the tool cycle's end removes it all.
-        if let Ok(removing) = removing {
-            let failed = removing.join().unwrap_or_default();
-            self.warn_removal(&failed);
-        }
         match result {
             InProcess::Done(Ok(outcome)) => {
                 rec.ok = outcome.passed;
