@@ -1,7 +1,8 @@
 //! A lab with variants: every variant is a complete run of its own lab,
-//! into `results/<run>/variants/<name>/`, one after another; variants that
-//! share a machine shape share a boot, a new shape gets a boot of its own
-//! (never timed). At the end the variants are set side by side.
+//! into `results/<run>/variants/<name>/`; variants that share a machine
+//! shape share a boot and run in rounds, cycle by cycle
+//! ([`crate::bench::interleave`]), a new shape gets a boot of its own (never
+//! timed). At the end the variants are set side by side.
 //!
 //! The agent and the follower see ordinary runs: a variant is data.
 
