@@ -36,7 +36,8 @@ pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};
 pub use schema::{
-    Accel, CompareSpec, DatasetSpec, DiskCache, EverySpec, ImageSpec, Lab, Machine, TargetSpec,
+    Accel, CompareSpec, DatasetSpec, DiskCache, EverySpec, HostSpec, ImageSpec, Lab, Machine,
+    TargetSpec,
     Timeouts, ToolSpec, VmSpec,
 };
 pub use units::{ByteSize, Duration};

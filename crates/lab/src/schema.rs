@@ -22,6 +22,11 @@ pub struct Lab {
     /// An existing machine to run on instead of a VM.
     #[serde(default)]
     pub target: Option<TargetSpec>,
+    /// The hypervisors the lab's VMs may run on (a pool). Absent: this
+    /// host, at `vm.uri`. `--host NAME` picks one; variants are spread over
+    /// them.
+    #[serde(default)]
+    pub hosts: Vec<HostSpec>,
     #[serde(default)]
     pub dataset: DatasetSpec,
     /// Each cycle starts from scratch (SPEC 4).
@@ -245,6 +250,28 @@ pub struct TargetSpec {
     /// dataset, every repository and a restore.
     #[serde(default = "default_target_workdir")]
     pub workdir: String,
+}
+
+/// One hypervisor of a lab's pool.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// The pool's name for it (`[a-z0-9._-]`): in `--host`, state folders,
+    /// progress and evidence.
+    pub name: String,
+    /// libvirt's URI for it: `qemu:///system` here, or a remote one such as
+    /// `qemu+libssh://user@host/session?keyfile=...&known_hosts=...`.
+    #[serde(default = "default_host_uri")]
+    pub uri: String,
+    /// How labrun reaches the host itself (absent: it is this host): files
+    /// go there over SSH into `workdir`, and the guest is reached through
+    /// its sshd. The host key is pinned as for a target.
+    #[serde(default)]
+    pub ssh: Option<TargetSpec>,
+}
+
+fn default_host_uri() -> String {
+    "qemu:///system".into()
 }
 
 fn default_target_workdir() -> String {

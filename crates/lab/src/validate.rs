@@ -48,8 +48,9 @@ impl Lab {
             validate_vm(vm, &mut out);
         }
         if let Some(t) = &self.target {
-            validate_target(t, &mut out);
+            validate_target(t, "target", &mut out);
         }
+        self.validate_hosts(&mut out);
         validate_dataset(&self.dataset, &mut out);
         if self.cycles == 0 {
             out.push(Problem::new(
@@ -85,6 +86,49 @@ impl Lab {
             self.validate_compare(c, &mut out);
         }
         out
+    }
+
+    /// Names unique and usable in folder names; a remote host has a remote
+    /// URI and SSH to it, this host a local URI and none.
+    fn validate_hosts(&self, out: &mut Vec<Problem>) {
+        if !self.hosts.is_empty() && self.target.is_some() {
+            out.push(Problem::new(
+                "hosts",
+                "`hosts:` are hypervisors for the lab's VMs; a lab with `target:` runs on that machine: remove one",
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            let at = format!("hosts[{i}]");
+            if let Err(msg) = crate::names::check_lab_name(&h.name) {
+                out.push(Problem::new(format!("{at}.name"), msg));
+            }
+            if !seen.insert(h.name.as_str()) {
+                out.push(Problem::new(
+                    format!("{at}.name"),
+                    format!("the host name `{}` is used twice", h.name),
+                ));
+            }
+            let local = h.uri.starts_with("qemu:///");
+            match (&h.ssh, local) {
+                (Some(_), true) => out.push(Problem::new(
+                    format!("{at}.uri"),
+                    format!(
+                        "`{}` is this host's libvirt, but `ssh:` names another host: give that host's remote URI, e.g. `qemu+libssh://USER@HOST/system?keyfile=KEY&known_hosts=FILE`",
+                        h.uri
+                    ),
+                )),
+                (None, false) => out.push(Problem::new(
+                    format!("{at}.ssh"),
+                    format!(
+                        "`{}` is a remote hypervisor: labrun also needs SSH to that host (`ssh: {{host, user, key, host_key}}`) to copy the disks and reach the guest",
+                        h.uri
+                    ),
+                )),
+                (Some(t), false) => validate_target(t, &format!("{at}.ssh"), out),
+                (None, true) => {}
+            }
+        }
     }
 
     /// Each pair names two different tools of the lab; the margin reads.
@@ -235,10 +279,11 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
     }
 }
 
-fn validate_target(t: &TargetSpec, out: &mut Vec<Problem>) {
+/// An SSH login as `target:` or a host's `ssh:` names it (`at`: its path).
+fn validate_target(t: &TargetSpec, at: &str, out: &mut Vec<Problem>) {
     if t.host.trim().is_empty() || t.host.contains(char::is_whitespace) || t.host.contains('@') {
         out.push(Problem::new(
-            "target.host",
+            format!("{at}.host"),
             format!(
                 "`{}` is not a host name or address (the user goes in `user:`)",
                 t.host
@@ -247,38 +292,37 @@ fn validate_target(t: &TargetSpec, out: &mut Vec<Problem>) {
     }
     if t.port == 0 {
         out.push(Problem::new(
-            "target.port",
+            format!("{at}.port"),
             "0 is not a port: expected 1-65535 (22 by default)",
         ));
     }
     if t.user.trim().is_empty() || t.user.contains(char::is_whitespace) {
         out.push(Problem::new(
-            "target.user",
+            format!("{at}.user"),
             "expected the user name to log in as",
         ));
     }
     if t.key.as_os_str().is_empty() {
         out.push(Problem::new(
-            "target.key",
+            format!("{at}.key"),
             "expected the path of the private key file",
         ));
     }
     if !t.workdir.starts_with('/') || t.workdir.contains(char::is_whitespace) {
         out.push(Problem::new(
-            "target.workdir",
+            format!("{at}.workdir"),
             format!(
                 "`{}` is not an absolute folder without spaces: expected e.g. /var/tmp/labrun",
                 t.workdir
             ),
         ));
     }
-    check_host_key(&t.host_key, out);
+    check_host_key(&t.host_key, &format!("{at}.host_key"), out);
 }
 
 /// `ssh-ed25519 AAAA...` with an optional comment: the server's key, as
 /// `ssh-keyscan` or `/etc/ssh/ssh_host_ed25519_key.pub` shows it.
-fn check_host_key(line: &str, out: &mut Vec<Problem>) {
-    let path = "target.host_key";
+fn check_host_key(line: &str, path: &str, out: &mut Vec<Problem>) {
     let mut words = line.split_whitespace();
     let (Some(kind), key) = (words.next(), words.next()) else {
         out.push(Problem::new(path, "expected the server's host key: `ssh-ed25519 AAAA...` (see /etc/ssh/ssh_host_ed25519_key.pub)"));

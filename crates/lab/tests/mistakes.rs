@@ -241,6 +241,16 @@ const CASES: &[(&str, &str, &str)] = &[
         "target:\n  host: 127.0.0.1\n  port: 2222\n  user: lab\n  key: id_ed25519\n  host_key: \"[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA\"\ndataset:",
     ),
     (
+        "hosts_remote_without_ssh_and_a_twice_used_name",
+        "dataset:",
+        "hosts:\n  - name: here\n  - name: rack2\n    uri: qemu+libssh://bench@10.0.0.2/system\n  - name: here\n    uri: qemu:///system\n    ssh:\n      host: 10.0.0.3\n      user: bench\n      key: id_ed25519\n      host_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDYCZFgOBmVSFzHX7jn1QRTq3YwwYgdCKmVASoHTtMtL\ndataset:",
+    ),
+    (
+        "hosts_ssh_with_a_bad_host_key",
+        "dataset:",
+        "hosts:\n  - name: rack2\n    uri: qemu+libssh://bench@10.0.0.2/system\n    ssh:\n      host: 10.0.0.2\n      user: bench\n      key: id_ed25519\n      host_key: ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIDYCZFgOBmVSFzHX7jn1QRTq3YwwYgdCKmVASoHTtMtL\n      workdir: relative/dir\ndataset:",
+    ),
+    (
         "disk_profile_unknown",
         "  accel: auto",
         "  accel: auto\n  disk_profile: nvme",
