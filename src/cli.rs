@@ -35,6 +35,11 @@ pub struct GlobalArgs {
     /// Where per-lab state (keys, overlay, domain info) is kept.
     #[arg(long, env = "LABRUN_STATE", global = true)]
     pub state: Option<PathBuf>,
+    /// Which of the lab's `hosts:` (hypervisors) `up`, `ssh` and `bench`
+    /// use, and `down` takes down (default: the first for `up`, every host
+    /// the lab has a VM on for `down`).
+    #[arg(long, env = "LABRUN_HOST", global = true)]
+    pub host: Option<String>,
 }
 
 #[derive(Subcommand)]

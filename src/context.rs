@@ -8,6 +8,8 @@ pub struct Context {
     pub mirror: Option<PathBuf>,
     pub cache_dir: PathBuf,
     pub state_root: PathBuf,
+    /// `--host`: one hypervisor of the lab's pool.
+    pub host: Option<String>,
 }
 
 impl Context {
@@ -22,6 +24,7 @@ impl Context {
             state_root: g.state.clone().unwrap_or_else(|| {
                 system_or_xdg("/var/lib/labrun", "XDG_STATE_HOME", ".local/state")
             }),
+            host: g.host.clone(),
         }
     }
 }

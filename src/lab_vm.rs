@@ -4,7 +4,7 @@
 
 use crate::context::Context;
 use anyhow::{Context as _, bail};
-use labrun_lab::{Lab, Machine, VmSpec};
+use labrun_lab::{HostSpec, Lab, Machine, VmSpec};
 use labrun_vm::{CloudImage, ImageSource, ImageSpec, VmConfig};
 use std::path::{Path, PathBuf};
 
@@ -25,16 +25,59 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
 /// (`target:`) has no VM to bring up.
 pub fn load(ctx: &Context) -> anyhow::Result<(Lab, VmConfig)> {
     let lab = Lab::load(&ctx.lab_path)?;
-    let cfg = vm_of(&lab, &ctx.cache_dir)?;
+    let cfg = vm_of(&lab, ctx)?;
     Ok((lab, cfg))
 }
 
 /// The VM settings of a lab already loaded, keyed by the file it was loaded
-/// from (not by `-f`: `bench --attach` loads the lab its run named).
-pub fn vm_of(lab: &Lab, cache_dir: &Path) -> anyhow::Result<VmConfig> {
+/// from (not by `-f`: `bench --attach` loads the lab its run named), on the
+/// host `--host` names (default: the first of the lab's `hosts:`, else
+/// this one).
+pub fn vm_of(lab: &Lab, ctx: &Context) -> anyhow::Result<VmConfig> {
+    vm_on(lab, &ctx.cache_dir, pick_host(lab, ctx.host.as_deref())?)
+}
+
+/// The host of the lab's pool called `name`, or the pool's first; None when
+/// the lab has no pool (this host, at `vm.uri`).
+pub fn pick_host<'a>(lab: &'a Lab, name: Option<&str>) -> anyhow::Result<Option<&'a HostSpec>> {
+    match (name, lab.hosts.first()) {
+        (None, first) => Ok(first),
+        (Some(n), _) => match lab.hosts.iter().find(|h| h.name == n) {
+            Some(h) => Ok(Some(h)),
+            None if lab.hosts.is_empty() => bail!(
+                "`--host {n}`: lab `{}` names no `hosts:`; its VM runs on this host",
+                lab.name
+            ),
+            None => bail!(
+                "`--host {n}`: lab `{}` has no such host; its hosts are {}",
+                lab.name,
+                lab.hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    }
+}
+
+/// The lab's VM on `host` (None: this host, at `vm.uri`).
+pub fn vm_on(lab: &Lab, cache_dir: &Path, host: Option<&HostSpec>) -> anyhow::Result<VmConfig> {
     let path = absolute(&lab.source.file)?;
     let cfg = match lab.machine() {
-        Machine::Vm(vm) => vm_config(&lab.name, &path, &vm, cache_dir)?,
+        Machine::Vm(vm) => {
+            let mut cfg = vm_config(&lab.name, &path, &vm, cache_dir)?;
+            if let Some(h) = host {
+                cfg.uri = h.uri.clone();
+                cfg.remote = h.ssh.as_ref().map(|t| labrun_vm::RemoteHost {
+                    name: h.name.clone(),
+                    ssh: crate::bench::machine::ssh_target(&lab.source.file, t),
+                    dir: t.workdir.clone(),
+                });
+            }
+            cfg.validate()?;
+            cfg
+        }
         Machine::Target(t) => bail!(
             "lab `{}` runs on an existing machine ({}@{}:{}), not in a VM: `labrun up` and `labrun down` have nothing to do; run `labrun bench`",
             lab.name,
@@ -91,6 +134,7 @@ pub fn vm_config(
         disk_profile: vm.disk_profile,
         ssh_timeout_secs: vm.ssh_timeout.as_secs(),
         image,
+        remote: None,
     };
     cfg.validate()?;
     Ok(cfg)
@@ -133,6 +177,37 @@ pub async fn fetch_cloud_image(
     Ok(Some(cloud.clone()))
 }
 
+/// Every VM of the lab to take down: with `--host`, that host's; else the
+/// lab's on each host it has state on, and the first host's (a lab file
+/// that no longer loads: whatever `up` recorded for it).
+pub fn configs_for_teardown(ctx: &Context) -> anyhow::Result<Vec<VmConfig>> {
+    let first = config_for_teardown(ctx)?;
+    if ctx.host.is_some() {
+        return Ok(vec![first]);
+    }
+    let path = lab_path(ctx)?;
+    let mut out = vec![first];
+    for dir in labrun_vm::state::lab_dirs(&ctx.state_root).unwrap_or_default() {
+        let Some(s) = dir.read_state().ok().flatten() else {
+            continue;
+        };
+        if s.lab_path != path || s.lab_name != out[0].lab_name {
+            continue;
+        }
+        let mut cfg = VmConfig::new(s.lab_name, s.lab_path);
+        cfg.uri = s.uri;
+        cfg.remote = s.remote;
+        let same = |c: &VmConfig| {
+            labrun_vm::LabDir::for_config(&ctx.state_root, c)
+                == labrun_vm::LabDir::for_config(&ctx.state_root, &cfg)
+        };
+        if !out.iter().any(same) {
+            out.push(cfg);
+        }
+    }
+    Ok(out)
+}
+
 /// The VM settings when the lab file loads; otherwise (deleted, broken) the
 /// settings `up` recorded for this lab file, so `down` can always clean up.
 pub fn config_for_teardown(ctx: &Context) -> anyhow::Result<VmConfig> {
@@ -149,6 +224,7 @@ pub fn config_for_teardown(ctx: &Context) -> anyhow::Result<VmConfig> {
                 Some(s) => {
                     let mut cfg = VmConfig::new(s.lab_name, s.lab_path);
                     cfg.uri = s.uri;
+                    cfg.remote = s.remote;
                     Ok(cfg)
                 }
                 None => Err(load_error.context(format!(

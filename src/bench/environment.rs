@@ -48,19 +48,59 @@ pub fn probe_host() -> Machine {
     }
 }
 
+/// A remote hypervisor's libvirt and QEMU, beside its machine.
+const VERSIONS: &str = r#"
+echo "libvirt=$(libvirtd --version 2>/dev/null | head -n 1)"
+echo "qemu=$(qemu-system-x86_64 --version 2>/dev/null | head -n 1)"
+"#;
+
 /// Everything but the VM-specific fields, which the caller fills in. The
-/// host is probed while the guest answers. The tools' versions are not
-/// here: the agent asks them while it generates the dataset
-/// (`tool-versions.json`), where a tool's cold start costs nothing.
-pub async fn capture(session: &Session) -> Environment {
-    let host = tokio::task::spawn_blocking(probe_host);
-    let guest = match session.exec(PROBE).await {
+/// host (this one, or the remote hypervisor's, over its own SSH) is probed
+/// while the guest answers. The tools' versions are not here: the agent
+/// asks them while it generates the dataset (`tool-versions.json`), where a
+/// tool's cold start costs nothing.
+pub async fn capture(session: &Session, hypervisor: Option<&labrun_vm::RemoteHost>) -> Environment {
+    let mut env = match hypervisor {
+        None => Environment {
+            host: tokio::task::spawn_blocking(probe_host)
+                .await
+                .unwrap_or_default(),
+            ..Environment::default()
+        },
+        Some(r) => probe_hypervisor(r).await,
+    };
+    env.guest = match session.exec(PROBE).await {
         Ok(o) => parse_probe(&String::from_utf8_lossy(&o.stdout)),
         Err(_) => Machine::default(),
     };
+    env
+}
+
+/// The remote hypervisor's machine, libvirt and QEMU: its fingerprint in the
+/// evidence. A host that does not answer leaves them empty (the run is not
+/// stopped for its description).
+async fn probe_hypervisor(r: &labrun_vm::RemoteHost) -> Environment {
+    let text = match labrun_ssh::connect(&r.ssh, std::time::Duration::from_secs(30)).await {
+        Ok(s) => {
+            let out = s.exec(&format!("{PROBE}{VERSIONS}")).await;
+            let _ = s.close().await;
+            out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        }
+        Err(_) => String::new(),
+    };
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
     Environment {
-        host: host.await.unwrap_or_default(),
-        guest,
+        host: parse_probe(&text),
+        hypervisor: Some(r.name.clone()),
+        libvirt_version: value("libvirt"),
+        qemu_version: value("qemu"),
         ..Environment::default()
     }
 }

@@ -16,6 +16,9 @@ pub struct Access {
     pub disk_profile: Option<labrun_lab::DiskProfile>,
     pub libvirt_version: Option<String>,
     pub qemu_version: Option<String>,
+    /// The remote hypervisor's host the VM runs on (None: this host, or an
+    /// SSH target): the environment is probed there.
+    pub hypervisor: Option<labrun_vm::RemoteHost>,
 }
 
 /// Resolves a path from a lab file relative to the lab file's folder.
@@ -29,24 +32,31 @@ pub fn lab_relative(lab_path: &Path, p: &Path) -> std::path::PathBuf {
         .map_or_else(|| p.to_path_buf(), |d| d.join(p))
 }
 
+/// The SSH login a lab names (`target:`, a host's `ssh:`), its key file
+/// relative to the lab file.
+pub fn ssh_target(lab_file: &Path, t: &labrun_lab::TargetSpec) -> labrun_ssh::Target {
+    labrun_ssh::Target {
+        host: t.host.clone(),
+        port: t.port,
+        user: t.user.clone(),
+        client_key: lab_relative(lab_file, &t.key),
+        host_key: t.host_key.clone(),
+        via: None,
+    }
+}
+
 pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access> {
     match lab.machine() {
         Machine::Target(t) => Ok(Access {
-            target: labrun_ssh::Target {
-                host: t.host.clone(),
-                port: t.port,
-                user: t.user.clone(),
-                // The lab's own file, not `-f`: an attached run loads the lab it named.
-                client_key: lab_relative(&lab.source.file, &t.key),
-                host_key: t.host_key.clone(),
-                via: None,
-            },
+            // The lab's own file, not `-f`: an attached run loads the lab it named.
+            target: ssh_target(&lab.source.file, &t),
             remote_base: t.workdir.clone(),
             acceleration: None,
             disk_cache: None,
             disk_profile: None,
             libvirt_version: None,
             qemu_version: None,
+            hypervisor: None,
         }),
         Machine::Vm(_) => vm_access(ctx, lab),
     }
@@ -58,8 +68,8 @@ const VM_WORKDIR: &str = "/srv/labrun";
 /// The VM `labrun up` brought up: its forwarded port and pinned host key
 /// come from the state `up` recorded.
 fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access> {
-    let cfg = crate::lab_vm::vm_of(lab, &ctx.cache_dir)?;
-    let dir = labrun_vm::LabDir::for_lab(&ctx.state_root, &cfg.lab_name, &cfg.lab_path);
+    let cfg = crate::lab_vm::vm_of(lab, ctx)?;
+    let dir = labrun_vm::LabDir::for_config(&ctx.state_root, &cfg);
     let state = dir
         .read_state()?
         .filter(|s| s.phase == labrun_vm::Phase::Ready);
@@ -71,6 +81,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
     };
     // What the domain got at `up`, not what the lab says now.
     let disk_profile = state.as_ref().map(|s| s.disk_profile);
+    let hypervisor = state.as_ref().and_then(|s| s.remote.clone());
     let acceleration = state.map(|s| match s.acceleration {
         labrun_vm::Acceleration::Kvm => "kvm".to_string(),
         labrun_vm::Acceleration::Tcg => "tcg".to_string(),
@@ -81,8 +92,16 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
         acceleration,
         disk_cache: Some(cfg.disk_cache.as_str().to_string()),
         disk_profile,
-        libvirt_version: first_line_of("libvirtd", &["--version"]),
-        qemu_version: first_line_of("qemu-system-x86_64", &["--version"]),
+        // A remote hypervisor's versions are read there, with its machine.
+        libvirt_version: hypervisor
+            .is_none()
+            .then(|| first_line_of("libvirtd", &["--version"]))
+            .flatten(),
+        qemu_version: hypervisor
+            .is_none()
+            .then(|| first_line_of("qemu-system-x86_64", &["--version"]))
+            .flatten(),
+        hypervisor,
     })
 }
 

@@ -249,8 +249,8 @@ async fn ensure_machine(
     if !matches!(v.lab.machine(), Machine::Vm(_)) {
         return Ok(());
     }
-    let cfg = crate::lab_vm::vm_of(&v.lab, &ctx.cache_dir)?;
-    let dir = labrun_vm::LabDir::for_lab(&ctx.state_root, &cfg.lab_name, &cfg.lab_path);
+    let cfg = crate::lab_vm::vm_of(&v.lab, ctx)?;
+    let dir = labrun_vm::LabDir::for_config(&ctx.state_root, &cfg);
     let wanted = cfg.shape();
     if let Some(state) = dir.read_state()? {
         if state.phase == labrun_vm::Phase::Ready && state.shape == wanted {

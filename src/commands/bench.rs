@@ -638,13 +638,19 @@ async fn environment_of(
     session: &labrun_ssh::Session,
     access: &Access,
 ) -> labrun_report::Environment {
-    let mut env = environment::capture(session).await;
+    let mut env = environment::capture(session, access.hypervisor.as_ref()).await;
     env.acceleration = access.acceleration.clone();
     env.disk_cache = access.disk_cache.clone();
     env.disk_profile = access.disk_profile.map(|p| p.name().to_string());
     env.disk_iotune = access.disk_profile.map(|p| p.iotune());
-    env.libvirt_version = access.libvirt_version.clone();
-    env.qemu_version = access.qemu_version.clone();
+    env.libvirt_version = env
+        .libvirt_version
+        .take()
+        .or_else(|| access.libvirt_version.clone());
+    env.qemu_version = env
+        .qemu_version
+        .take()
+        .or_else(|| access.qemu_version.clone());
     env
 }
 

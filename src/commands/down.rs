@@ -18,8 +18,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         // else the default system hypervisor.
         let uri = crate::lab_vm::config_for_teardown(ctx)
             .map_or_else(|_| "qemu:///system".to_string(), |c| c.uri);
-        let state_root = ctx.state_root.clone();
-        tokio::task::spawn_blocking(move || labrun_vm::down_all(&uri, &state_root)).await??
+        labrun_vm::down_all(&uri, &ctx.state_root).await?
     } else {
         take_down(ctx).await?
     };
@@ -36,13 +35,15 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Removes this lab's VM and state, whatever state they are in (also used by
-/// `labrun bench --down`).
+/// Removes this lab's VMs and state, whatever state they are in, on every
+/// host it has one on (or the one `--host` names); also used by `labrun
+/// bench --down`.
 pub async fn take_down(ctx: &Context) -> anyhow::Result<labrun_vm::DownReport> {
-    let cfg = crate::lab_vm::config_for_teardown(ctx)?;
-    let state_root = ctx.state_root.clone();
-    Ok(tokio::task::spawn_blocking(move || {
-        labrun_vm::down(&cfg.uri, &state_root, &cfg.lab_name, &cfg.lab_path)
-    })
-    .await??)
+    let mut report = labrun_vm::DownReport::default();
+    for cfg in crate::lab_vm::configs_for_teardown(ctx)? {
+        let one = labrun_vm::down(&cfg, &ctx.state_root).await?;
+        report.removed.extend(one.removed);
+        report.left.extend(one.left);
+    }
+    Ok(report)
 }

@@ -42,6 +42,7 @@ mod tests {
             mirror: None,
             cache_dir: "/nonexistent/cache".into(),
             state_root: "/nonexistent/state".into(),
+            host: None,
         }
     }
 

@@ -17,7 +17,7 @@ pub struct Args {
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = crate::lab_vm::config_for_teardown(ctx)?;
-    let dir = labrun_vm::LabDir::for_lab(&ctx.state_root, &cfg.lab_name, &cfg.lab_path);
+    let dir = labrun_vm::LabDir::for_config(&ctx.state_root, &cfg);
     let Some(state) = dir.read_state()? else {
         bail!("{} is not up: run `labrun up` first", cfg.domain_name());
     };
@@ -63,7 +63,11 @@ fn interactive(
     target: &labrun_ssh::Target,
 ) -> anyhow::Result<ExitCode> {
     use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new("ssh")
+    let mut ssh = std::process::Command::new("ssh");
+    if let Some(jump) = &target.via {
+        ssh.arg("-o").arg(proxy_command(dir, jump)?);
+    }
+    let err = ssh
         .args(["-F", "/dev/null", "-o", "StrictHostKeyChecking=yes", "-o"])
         .arg(format!(
             "UserKnownHostsFile={}",
@@ -80,4 +84,20 @@ fn interactive(
     bail!(
         "cannot run the system `ssh` client: {err} (install it: `apt-get install openssh-client`)"
     )
+}
+
+/// A VM on a remote hypervisor: `ssh -W` through the host's sshd, whose key
+/// is pinned in a known_hosts file of the lab's state folder.
+fn proxy_command(dir: &labrun_vm::LabDir, jump: &labrun_ssh::Target) -> anyhow::Result<String> {
+    let known = dir.path.join("hypervisor_known_hosts");
+    std::fs::write(&known, format!("hypervisor {}\n", jump.host_key))
+        .with_context(|| format!("writing {}", known.display()))?;
+    let q = |p: &std::path::Path| labrun_ssh::shell_quote(&p.to_string_lossy());
+    Ok(format!(
+        "ProxyCommand=ssh -F /dev/null -o StrictHostKeyChecking=yes -o UserKnownHostsFile={} -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias=hypervisor -o IdentitiesOnly=yes -i {} -p {} -W %h:%p {}",
+        q(&known),
+        q(&jump.client_key),
+        jump.port,
+        labrun_ssh::shell_quote(&format!("{}@{}", jump.user, jump.host)),
+    ))
 }

@@ -38,7 +38,7 @@ pub async fn bring_up_lab(
     lab: &labrun_lab::Lab,
     wanted: Option<&[String]>,
 ) -> anyhow::Result<ExitCode> {
-    let mut cfg = crate::lab_vm::vm_of(lab, &ctx.cache_dir)?;
+    let mut cfg = crate::lab_vm::vm_of(lab, ctx)?;
     // A wrong digest stops everything before anything is booted or installed.
     let tools = lab.selected_tools(wanted)?;
     if tools.len() < lab.tools.len() {
@@ -101,8 +101,7 @@ pub async fn bring_up_lab(
                 Err(e) => {
                     drop(session);
                     drop(lock);
-                    let removed =
-                        labrun_vm::down(&cfg.uri, &paths.state_root, &cfg.lab_name, &cfg.lab_path)?;
+                    let removed = labrun_vm::down(&cfg, &paths.state_root).await?;
                     safe_eprintln!(
                         "labrun: removed {} after the failure",
                         removed.removed.join(", ")
@@ -113,9 +112,7 @@ pub async fn bring_up_lab(
                     };
                 }
             };
-            let digests =
-                labrun_vm::LabDir::for_lab(&paths.state_root, &cfg.lab_name, &cfg.lab_path)
-                    .binary_digests();
+            let digests = labrun_vm::LabDir::for_config(&paths.state_root, &cfg).binary_digests();
             std::fs::write(&digests, labrun_vm::tools::digest_lines(&installed))
                 .with_context(|| format!("writing {}", digests.display()))?;
             for t in &installed {

@@ -37,8 +37,7 @@ pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};
 pub use schema::{
     Accel, CompareSpec, DatasetSpec, DiskCache, EverySpec, HostSpec, ImageSpec, Lab, Machine,
-    TargetSpec,
-    Timeouts, ToolSpec, VmSpec,
+    TargetSpec, Timeouts, ToolSpec, VmSpec,
 };
 pub use units::{ByteSize, Duration};
 pub use validate::{check_scale, placeholders};

@@ -11,8 +11,14 @@ pub const ENVIRONMENT_FILE: &str = "environment.json";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Environment {
-    /// The machine that ran labrun (and QEMU, for a VM lab).
+    /// The machine that ran QEMU for a VM lab (this one, or the lab's
+    /// remote hypervisor named in `hypervisor`); for an SSH target, the one
+    /// that ran labrun.
     pub host: Machine,
+    /// The name of the lab's `hosts:` entry the VM ran on, when it was
+    /// another host than the one running labrun.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hypervisor: Option<String>,
     /// The machine the tools ran on: the VM, or the lab's SSH target.
     pub guest: Machine,
     /// e.g. `9.0.0`; absent for an SSH target.

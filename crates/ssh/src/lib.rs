@@ -45,7 +45,9 @@ pub use keys::{check_host_key_line, fingerprint_of_line, generate_ed25519, publi
 pub use shell::quote as shell_quote;
 
 /// Where and how to connect.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serializable: a VM's state file records the hypervisor host it is
+/// reached through.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     pub host: String,
     pub port: u16,
@@ -61,6 +63,7 @@ pub struct Target {
     /// jump host (typically `127.0.0.1:PORT`, a port forwarded there by QEMU),
     /// and is reached through an SSH `direct-tcpip` channel: nothing listens
     /// on any network interface. A jump may itself have a jump.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<Box<Target>>,
 }
 

@@ -143,6 +143,10 @@ pub struct VmConfig {
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout_secs: u64,
     pub image: ImageSource,
+    /// The hypervisor's host when it is not this one (`uri` is then its
+    /// remote URI); None: QEMU runs here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::remote::RemoteHost>,
 }
 
 impl VmConfig {
@@ -178,6 +182,7 @@ impl VmConfig {
             // for a busy one.
             ssh_timeout_secs: 300,
             image: ImageSource::default(),
+            remote: None,
         }
     }
 

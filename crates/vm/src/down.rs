@@ -3,10 +3,11 @@
 //! The domain is found by name and by labrun's metadata, the files by the
 //! lab's state folder; each is removed if present.
 
-use crate::config::domain_name;
+use crate::config::{VmConfig, domain_name};
 use crate::error::VmError;
 use crate::hypervisor::Hypervisor;
 use crate::lock::LabLock;
+use crate::remote::HostShell;
 use crate::state::{self, LabDir};
 use std::path::Path;
 
@@ -19,18 +20,22 @@ pub struct DownReport {
     pub left: Vec<String>,
 }
 
-/// Takes one lab's VM away. `uri` is used when the state file does not say.
-pub fn down(
-    uri: &str,
-    state_root: &Path,
-    lab_name: &str,
-    lab_path: &Path,
-) -> Result<DownReport, VmError> {
-    let dir = LabDir::for_lab(state_root, lab_name, lab_path);
+/// Takes the VM of `cfg` away (on its host: this one or `cfg.remote`). What
+/// `up` recorded wins over `cfg` (the lab file may have changed since).
+pub async fn down(cfg: &VmConfig, state_root: &Path) -> Result<DownReport, VmError> {
+    let (lab_name, lab_path) = (cfg.lab_name.as_str(), cfg.lab_path.as_path());
+    let dir = LabDir::for_config(state_root, cfg);
     let name = domain_name(lab_name);
     // A torn state file must not stop the clean-up.
     let recorded = dir.read_state().ok().flatten();
-    let uri = recorded.as_ref().map(|s| s.uri.as_str()).unwrap_or(uri);
+    let uri = recorded
+        .as_ref()
+        .map(|s| s.uri.as_str())
+        .unwrap_or(&cfg.uri);
+    let remote = recorded
+        .as_ref()
+        .and_then(|s| s.remote.clone())
+        .or_else(|| cfg.remote.clone());
     let hv = Hypervisor::open(uri)?;
     let mut report = DownReport::default();
     let _lock = if dir.path.exists() {
@@ -48,13 +53,17 @@ pub fn down(
         report.removed.extend(remove_files(&dir, false)?);
         return Ok(report);
     }
-    report.removed = teardown(&hv, &dir, &name, false)?;
+    let shell = match &remote {
+        Some(r) => Some(r.connect().await?),
+        None => None,
+    };
+    report.removed = teardown(&hv, &dir, &name, false, shell.as_ref()).await?;
     Ok(report)
 }
 
 /// Every domain carrying labrun's metadata and every lab folder under
 /// `state_root` (and the folders the domains' metadata name).
-pub fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmError> {
+pub async fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmError> {
     let hv = Hypervisor::open(uri)?;
     let mut report = DownReport::default();
     for d in hv.labrun_domains()? {
@@ -83,7 +92,8 @@ pub fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmError> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let _lock = LabLock::acquire(&dir.lock_file(), &lab, "labrun down --all")?;
-        if let Some(s) = dir.read_state().ok().flatten()
+        let recorded = dir.read_state().ok().flatten();
+        if let Some(s) = &recorded
             && s.uri != uri
             && let Ok(other) = Hypervisor::open(&s.uri)
             && let Some(gone) = other.remove(&s.domain_name)?
@@ -91,6 +101,16 @@ pub fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmError> {
             report
                 .removed
                 .push(format!("domain {} ({})", gone.name, gone.state));
+        }
+        if let Some(r) = recorded.and_then(|s| s.remote) {
+            // The host's copy of the disks goes first: without the state
+            // folder nothing would say where it is.
+            let shell = r.connect().await?;
+            let there = r.lab_dir(&dir.path);
+            if shell.remove_lab_dir(&there).await? {
+                report.removed.push(format!("disks {there} on {}", r.name));
+            }
+            shell.close().await;
         }
         report.removed.extend(remove_files(&dir, false)?);
     }
@@ -100,15 +120,24 @@ pub fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmError> {
 /// Removes the domain `name` and the lab folder's files. With
 /// `keep_identity`, keeps the folder, its lock and the client key (used by
 /// `up` to clear leftovers while it holds the lock).
-pub(crate) fn teardown(
+/// The lab's disks on a remote hypervisor's host go too (`shell`).
+pub(crate) async fn teardown(
     hv: &Hypervisor,
     dir: &LabDir,
     name: &str,
     keep_identity: bool,
+    shell: Option<&HostShell>,
 ) -> Result<Vec<String>, VmError> {
+    // The domain first: QEMU holds the disks open.
     let mut removed = Vec::new();
     if let Some(d) = hv.remove(name)? {
         removed.push(format!("domain {} ({})", d.name, d.state));
+    }
+    if let Some(sh) = shell {
+        let there = sh.host().lab_dir(&dir.path);
+        if sh.remove_lab_dir(&there).await? {
+            removed.push(format!("disks {there} on {}", sh.host().name));
+        }
     }
     removed.extend(remove_files(dir, keep_identity)?);
     Ok(removed)

@@ -89,6 +89,20 @@ pub enum VmError {
         code: Option<u32>,
         stderr: String,
     },
+    #[error(
+        "cannot use hypervisor host `{host}` ({login}): {reason}; check its entry in the lab's `hosts:` (address, user, key, pinned host key) and that its sshd runs"
+    )]
+    RemoteHost {
+        host: String,
+        login: String,
+        reason: String,
+    },
+    #[error("on hypervisor host `{host}`, {what} failed: {reason}")]
+    RemoteCommand {
+        host: String,
+        what: String,
+        reason: String,
+    },
     #[error("interrupted; everything `up` had made was removed")]
     Cancelled,
     #[error("{path}: {source}")]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-const MANIFEST: &str = "image.json";
+pub(crate) const MANIFEST: &str = "image.json";
 
 /// A complete image.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -95,6 +95,54 @@ pub fn preflight(
     })
 }
 
+/// The checks of [`preflight`] for a hypervisor on another host: libvirt
+/// answers at the remote URI, the host has room for the overlay, and the
+/// acceleration is chosen from the host's own CPU and `/dev/kvm`. Only an
+/// image build happens here, and needs this host's tools and space.
+pub async fn remote(
+    cfg: &VmConfig,
+    cache_dir: &Path,
+    build_image: bool,
+    shell: &crate::remote::HostShell,
+) -> Result<HostReport, VmError> {
+    cfg.validate()?;
+    if build_image {
+        for (program, package) in [("mmdebstrap", "mmdebstrap"), ("mkfs.ext4", "e2fsprogs")] {
+            if find_program(program).is_none() {
+                return Err(VmError::MissingProgram { program, package });
+            }
+        }
+        require_space(cache_dir, IMAGE_BUILD_MIB, "building the base image")?;
+    }
+    Hypervisor::open(&cfg.uri)?;
+    let host = shell.host();
+    let free = shell.free_mib().await?;
+    if free < OVERLAY_MIN_MIB {
+        return Err(VmError::RemoteCommand {
+            host: host.name.clone(),
+            what: "the space check".into(),
+            reason: format!(
+                "only {free} MiB free under {}, {OVERLAY_MIN_MIB} MiB needed for the VM's overlay disk: free some space there or name another `dir`",
+                host.dir
+            ),
+        });
+    }
+    let mut warnings = Vec::new();
+    let disk_mib = u64::from(cfg.image.disk_gib()) * 1024;
+    if free < disk_mib {
+        warnings.push(format!(
+            "only {free} MiB free under {} on {}; the guest's disk can grow to {disk_mib} MiB and would fail when the host runs out",
+            host.dir, host.name
+        ));
+    }
+    let (acceleration, warning) = accel::choose(cfg.accel, &shell.accel_probe().await?)?;
+    warnings.extend(warning.map(|w| format!("on {}: {w}", host.name)));
+    Ok(HostReport {
+        acceleration,
+        warnings,
+    })
+}
+
 /// libvirt probes QEMU with KVM and caches the result only while the QEMU
 /// user can open `/dev/kvm`; a root-only node (0600) makes it re-probe on
 /// every domain start, which costs ~45 s on a busy 2-core host.

@@ -29,6 +29,21 @@ impl LabDir {
         }
     }
 
+    /// The folder of `cfg`'s machine: the lab's own for this host, one
+    /// beside it per remote hypervisor (`<lab>-<hex>@<host>`), so a lab can
+    /// have a machine on each host of its pool at once.
+    pub fn for_config(state_root: &Path, cfg: &crate::VmConfig) -> LabDir {
+        let dir = LabDir::for_lab(state_root, &cfg.lab_name, &cfg.lab_path);
+        match &cfg.remote {
+            None => dir,
+            Some(r) => {
+                let mut name = dir.path.into_os_string();
+                name.push(format!("@{}", r.name));
+                LabDir { path: name.into() }
+            }
+        }
+    }
+
     pub fn state_file(&self) -> PathBuf {
         self.path.join(STATE_FILE)
     }
@@ -132,6 +147,10 @@ pub struct VmState {
     /// written before it was recorded (never taken for a match).
     #[serde(default)]
     pub shape: String,
+    /// The hypervisor's host when it is not this one: where the disks are
+    /// and how the guest is reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::remote::RemoteHost>,
 }
 
 impl VmState {
@@ -142,13 +161,19 @@ impl VmState {
     /// Where the SSH client connects, with the pinned host key. None before
     /// the domain has a port and a host key.
     pub fn ssh_target(&self) -> Option<labrun_ssh::Target> {
-        Some(labrun_ssh::Target {
+        let guest = labrun_ssh::Target {
             host: "127.0.0.1".into(),
             port: self.ssh_port?,
             user: "root".into(),
             client_key: self.client_key.clone(),
             host_key: self.host_key.clone()?,
             via: None,
+        };
+        Some(match &self.remote {
+            // QEMU forwards to the remote host's loopback: reached through
+            // that host's sshd.
+            Some(r) => r.guest_target(guest),
+            None => guest,
         })
     }
 }
@@ -231,7 +256,48 @@ mod tests {
             host_key: None,
             client_key: dir.client_key(),
             shape: String::new(),
+            remote: None,
         }
+    }
+
+    #[test]
+    fn a_remote_hypervisors_vm_has_a_folder_of_its_own_and_is_reached_through_it() {
+        let mut cfg = crate::VmConfig::new("t", "/srv/lab.yaml");
+        let here = LabDir::for_config(Path::new("/s"), &cfg);
+        let jump = labrun_ssh::Target {
+            host: "10.0.0.2".into(),
+            port: 22,
+            user: "bench".into(),
+            client_key: "/k".into(),
+            host_key: "ssh-ed25519 AAAA".into(),
+            via: None,
+        };
+        cfg.remote = Some(crate::RemoteHost {
+            name: "rack2".into(),
+            ssh: jump.clone(),
+            dir: "/var/tmp/labrun".into(),
+        });
+        let there = LabDir::for_config(Path::new("/s"), &cfg);
+        assert_eq!(
+            there.path.to_string_lossy(),
+            format!("{}@rack2", here.path.display())
+        );
+        let mut s = sample(&there);
+        s.remote = cfg.remote.clone();
+        s.ssh_port = Some(40000);
+        s.host_key = Some("ssh-ed25519 BBBB".into());
+        let t = s.ssh_target().unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("127.0.0.1", 40000));
+        assert_eq!(t.via.as_deref(), Some(&jump));
+        // The state file keeps the host, and reads back the same.
+        let json = serde_json::to_string(&s).unwrap();
+        let back: VmState = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        // A state written before remote hosts reads as local.
+        let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v.as_object_mut().unwrap().remove("remote");
+        let old: VmState = serde_json::from_value(v).unwrap();
+        assert!(old.remote.is_none() && old.ssh_target().unwrap().via.is_none());
     }
 
     #[test]

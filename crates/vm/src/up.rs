@@ -6,6 +6,7 @@
 use crate::accel::Acceleration;
 use crate::cloud;
 use crate::config::{ImageSource, VmConfig};
+use crate::disks::{self, Disks};
 use crate::down::teardown;
 use crate::error::VmError;
 use crate::host;
@@ -14,6 +15,7 @@ use crate::image::{self, BaseImage};
 use crate::lock::LabLock;
 use crate::nocloud;
 use crate::preflight::{self, HostReport};
+use crate::remote::HostShell;
 use crate::seed::{self, SeedKeys};
 use crate::state::{LabDir, Phase, VmState};
 use crate::xml::{self, Boot, DomainSpec, LabrunMetadata};
@@ -68,7 +70,7 @@ pub async fn up(
     mut cancel: Cancel,
 ) -> Result<UpOutcome, VmError> {
     cfg.validate()?;
-    let dir = LabDir::for_lab(&paths.state_root, &cfg.lab_name, &cfg.lab_path);
+    let dir = LabDir::for_config(&paths.state_root, cfg);
     let name = cfg.domain_name();
     let hv = Hypervisor::open(&cfg.uri)?;
     dir.create()?;
@@ -86,8 +88,13 @@ pub async fn up(
             owner: format!("the lab at {}", m.lab_path.display()),
         });
     }
+    // A remote hypervisor's host: files go there over SSH.
+    let shell = match &cfg.remote {
+        Some(r) => Some(r.connect().await?),
+        None => None,
+    };
     // Leftovers of an earlier `up` of this lab (killed, or its VM died).
-    let stale = teardown(&hv, &dir, &name, true)?;
+    let stale = teardown(&hv, &dir, &name, true, shell.as_ref()).await?;
     if !stale.is_empty() {
         progress.step(&format!(
             "removed leftovers of an earlier `up`: {}",
@@ -100,8 +107,10 @@ pub async fn up(
         ImageSource::Cloud(_) => None,
     };
     let must_build = cfg.image.recipe().is_some() && cached.is_none();
-    let report: HostReport =
-        preflight::preflight(cfg, &paths.cache_dir, &paths.state_root, must_build)?;
+    let report: HostReport = match &shell {
+        None => preflight::preflight(cfg, &paths.cache_dir, &paths.state_root, must_build)?,
+        Some(sh) => preflight::remote(cfg, &paths.cache_dir, must_build, sh).await?,
+    };
     for w in &report.warnings {
         progress.warn(w);
     }
@@ -114,7 +123,7 @@ pub async fn up(
             let built = tokio::select! {
                 r = image::build(&paths.cache_dir, spec, &paths.apt_dir, false, &mut on_line) => r?,
                 _ = cancelled(&mut cancel) => {
-                    teardown(&hv, &dir, &name, false)?;
+                    teardown(&hv, &dir, &name, false, shell.as_ref()).await?;
                     return Err(VmError::Cancelled);
                 }
             };
@@ -153,11 +162,19 @@ pub async fn up(
         host_key: None,
         client_key: dir.client_key(),
         shape: cfg.shape(),
+        remote: cfg.remote.clone(),
     };
     dir.write_state(&state)?;
 
+    let disks = match (&shell, &cfg.remote) {
+        (Some(sh), Some(r)) => Disks::There {
+            shell: sh,
+            dir: r.lab_dir(&dir.path),
+        },
+        _ => Disks::Here,
+    };
     let made = tokio::select! {
-        r = make_and_boot(cfg, &hv, &dir, &image, &mut state, progress) => r,
+        r = make_and_boot(cfg, &hv, &dir, &disks, image, &mut state, progress) => r,
         _ = cancelled(&mut cancel) => Err(VmError::Cancelled),
     };
     match made {
@@ -170,7 +187,7 @@ pub async fn up(
         }),
         Err(e) => {
             // Whatever went wrong, leave nothing behind.
-            teardown(&hv, &dir, &name, false)?;
+            teardown(&hv, &dir, &name, false, shell.as_ref()).await?;
             Err(e)
         }
     }
@@ -215,6 +232,48 @@ impl BootImage {
             dir: c.path.parent().map(PathBuf::from).unwrap_or_default(),
         }
     }
+
+    /// The same image on a remote hypervisor's host: uploaded there once
+    /// (checked by SHA-256), then booted from the host's copy.
+    async fn on_host(
+        self,
+        shell: &HostShell,
+        progress: &dyn UpProgress,
+    ) -> Result<BootImage, VmError> {
+        let mut files = vec![self.base.clone()];
+        let manifest = match &self.boot {
+            Boot::Kernel { kernel, initrd } => {
+                files.extend([kernel.clone(), initrd.clone()]);
+                Some(self.dir.join(image::MANIFEST))
+            }
+            Boot::Disk => None,
+        };
+        let on_step = |m: &str| progress.step(m);
+        let there = shell
+            .place_image(
+                &self.digest,
+                &disks::image_files(&files),
+                manifest.as_deref(),
+                &on_step,
+            )
+            .await?;
+        let moved = |p: &PathBuf| -> PathBuf {
+            let name = p.file_name().map(PathBuf::from).unwrap_or_default();
+            PathBuf::from(&there).join(name)
+        };
+        Ok(BootImage {
+            base: moved(&self.base),
+            boot: match &self.boot {
+                Boot::Kernel { kernel, initrd } => Boot::Kernel {
+                    kernel: moved(kernel),
+                    initrd: moved(initrd),
+                },
+                Boot::Disk => Boot::Disk,
+            },
+            dir: PathBuf::from(&there),
+            ..self
+        })
+    }
 }
 
 /// Files, domain, SSH: the part that is undone on failure.
@@ -222,10 +281,16 @@ async fn make_and_boot(
     cfg: &VmConfig,
     hv: &Hypervisor,
     dir: &LabDir,
-    image: &BootImage,
+    disks: &Disks<'_>,
+    image: BootImage,
     state: &mut VmState,
     progress: &dyn UpProgress,
 ) -> Result<(labrun_ssh::Session, Duration), VmError> {
+    let image = match disks {
+        Disks::There { shell, .. } => image.on_host(shell, progress).await?,
+        Disks::Here => image,
+    };
+    let image = &image;
     progress.step("making keys, overlay disk and seed");
     let client_public = if dir.client_key().exists() {
         labrun_ssh::public_key_line(&dir.client_key())?
@@ -237,7 +302,9 @@ async fn make_and_boot(
     }
     let host_public = labrun_ssh::generate_ed25519(&dir.host_key(), &state.domain_name)?;
     let host_private = std::fs::read(dir.host_key()).map_err(VmError::io(dir.host_key()))?;
-    host::create_overlay(&image.base, &image.format, &dir.overlay(), image.size_gib).await?;
+    disks
+        .create_overlay(dir, &image.base, &image.format, image.size_gib)
+        .await?;
     let keys = SeedKeys {
         authorized_key: &client_public,
         host_private_key: &host_private,
@@ -254,6 +321,7 @@ async fn make_and_boot(
             },
         )?,
     }
+    disks.place_seed(dir).await?;
     let host_key = key_type_and_blob(&host_public);
     // HostKeyAlias=<domain> keeps this line valid whatever the port.
     crate::state::write_atomic(
@@ -270,7 +338,7 @@ async fn make_and_boot(
         cfg.memory_mib,
         state.acceleration.as_str()
     ));
-    let started = start_domain(cfg, hv, dir, image, state).await?;
+    let started = start_domain(cfg, hv, dir, disks, image, state).await?;
     state.phase = Phase::Booting;
     dir.write_state(state)?;
 
@@ -284,7 +352,7 @@ async fn make_and_boot(
         Err(labrun_ssh::SshError::Timeout(_)) => {
             return Err(VmError::SshTimeout {
                 timeout,
-                console: host::console_tail(&dir.console_log(), 20),
+                console: disks.console_tail(dir, 20).await,
             });
         }
         Err(e) => return Err(e.into()),
@@ -340,6 +408,7 @@ async fn start_domain(
     cfg: &VmConfig,
     hv: &Hypervisor,
     dir: &LabDir,
+    disks: &Disks<'_>,
     image: &BootImage,
     state: &mut VmState,
 ) -> Result<Instant, VmError> {
@@ -353,9 +422,9 @@ async fn start_domain(
             vcpus: cfg.vcpus,
             memory_mib: cfg.memory_mib,
             boot: image.boot.clone(),
-            overlay: dir.overlay(),
-            seed: dir.seed(),
-            console_log: dir.console_log(),
+            overlay: disks.overlay(dir),
+            seed: disks.seed(dir),
+            console_log: disks.console_log(dir),
             ssh_port: port,
             disk_cache: cfg.disk_cache,
             iotune: cfg.disk_profile.iotune(),

@@ -454,6 +454,7 @@ pub fn environment(s: &Summary) -> Section {
             ];
             rows.extend(env.disk_speed().map(|d| ("Guest disk profile", d)));
             rows.extend(env.repositories().map(|r| ("Repositories", r)));
+            rows.extend(env.hypervisor.clone().map(|h| ("Hypervisor host", h)));
             rows.push(("libvirt", or_unknown(&env.libvirt_version)));
             rows.push(("QEMU", or_unknown(&env.qemu_version)));
             body.push_str(&facts(&rows));

@@ -209,7 +209,14 @@ fn environment(out: &mut String, env: &Environment) {
     if let Some(repositories) = env.repositories() {
         let _ = writeln!(out, "- Repositories: {}", one_line(&repositories));
     }
-    let _ = writeln!(out, "- Host: {}", machine(&env.host));
+    match &env.hypervisor {
+        Some(h) => {
+            let _ = writeln!(out, "- Host (hypervisor `{h}`): {}", machine(&env.host));
+        }
+        None => {
+            let _ = writeln!(out, "- Host: {}", machine(&env.host));
+        }
+    }
     let _ = writeln!(out, "- Guest: {}", machine(&env.guest));
     let _ = writeln!(
         out,
