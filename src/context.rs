@@ -3,6 +3,7 @@
 use crate::cli::GlobalArgs;
 use std::path::PathBuf;
 
+#[derive(Clone)]
 pub struct Context {
     pub lab_path: PathBuf,
     pub mirror: Option<PathBuf>,

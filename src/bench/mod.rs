@@ -12,6 +12,7 @@ pub mod interleave;
 pub mod layout;
 pub mod machine;
 pub mod more_pairs;
+pub mod pool;
 pub mod progress;
 pub mod pull;
 pub mod remote;

@@ -109,7 +109,7 @@ pub fn step_line(r: &StepRecord) -> String {
     line
 }
 
-fn plain_line(event: &Event) -> Option<String> {
+pub(crate) fn plain_line(event: &Event) -> Option<String> {
     Some(match event {
         Event::RunStarted {
             run_id,

@@ -63,61 +63,42 @@ pub async fn run_all(
         }
     });
     let mut failed: Vec<String> = Vec::new();
-    let mut at = 0;
-    while at < variants.len() && !INTERRUPTED.load(Ordering::SeqCst) {
-        // The variants of one boot, run on one machine.
-        let boot = variants[at].record.boot;
-        let group: Vec<(usize, &Variant)> = variants
-            .iter()
-            .enumerate()
-            .skip(at)
-            .take_while(|(_, v)| v.record.boot == boot)
-            .collect();
-        at += group.len();
-        let outcome = if group.len() > 1 {
-            let (_, first) = group[0];
-            match ensure_machine(ctx, args, first, display).await {
-                Ok(()) => {
-                    crate::bench::interleave::run_group(
-                        ctx,
-                        args,
-                        run_id,
-                        started,
-                        &group,
-                        variants.len(),
-                        &run_dir,
-                        display,
-                        &mut failed,
-                    )
-                    .await?
-                }
-                Err(e) => {
-                    // No variant of this boot can run: each says why.
-                    for (i, v) in &group {
-                        let host = start_variant(&run_dir, v, *i, variants.len(), display)?;
-                        record_failure(&host, &v.record.name, &e, &mut failed);
-                    }
-                    RunOutcome::Done
-                }
+    let groups = boot_groups(&variants);
+    let pool = crate::bench::pool::hosts_for(ctx, lab);
+    if pool.len() > 1 {
+        crate::bench::pool::run(
+            ctx,
+            args,
+            run_id,
+            started,
+            &pool,
+            &groups,
+            variants.len(),
+            &run_dir,
+            display,
+            &mut failed,
+        )
+        .await;
+    } else {
+        for group in &groups {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                break;
             }
-        } else {
-            let (i, v) = group[0];
-            run_one(
+            let outcome = run_boot(
                 ctx,
                 args,
                 run_id,
                 started,
-                v,
-                i,
+                group,
                 variants.len(),
                 &run_dir,
                 display,
                 &mut failed,
             )
-            .await?
-        };
-        if let RunOutcome::ConnectionLost(code) = outcome {
-            return Ok(code);
+            .await?;
+            if let RunOutcome::ConnectionLost(code) = outcome {
+                return Ok(code);
+            }
         }
     }
     if INTERRUPTED.load(Ordering::SeqCst) {
@@ -146,6 +127,57 @@ pub async fn run_all(
             );
         }
         Ok(ExitCode::from(1))
+    }
+}
+
+/// The variants in boots: consecutive variants of one machine shape share a
+/// boot (`record.boot`).
+fn boot_groups(variants: &[Variant]) -> Vec<Vec<(usize, &Variant)>> {
+    let mut groups: Vec<Vec<(usize, &Variant)>> = Vec::new();
+    for (i, v) in variants.iter().enumerate() {
+        match groups.last_mut() {
+            Some(g) if g[0].1.record.boot == v.record.boot => g.push((i, v)),
+            _ => groups.push(vec![(i, v)]),
+        }
+    }
+    groups
+}
+
+/// One boot's variants on one machine: in rounds when there are several.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_boot(
+    ctx: &Context,
+    args: &Args,
+    run_id: &str,
+    started: u64,
+    group: &[(usize, &Variant)],
+    total: usize,
+    run_dir: &Path,
+    display: &mut dyn Display,
+    failed: &mut Vec<String>,
+) -> anyhow::Result<RunOutcome> {
+    if let [(i, v)] = group {
+        return run_one(
+            ctx, args, run_id, started, v, *i, total, run_dir, display, failed,
+        )
+        .await;
+    }
+    let (_, first) = group[0];
+    match ensure_machine(ctx, args, first, display).await {
+        Ok(()) => {
+            crate::bench::interleave::run_group(
+                ctx, args, run_id, started, group, total, run_dir, display, failed,
+            )
+            .await
+        }
+        Err(e) => {
+            // No variant of this boot can run: each says why.
+            for (i, v) in group {
+                let host = start_variant(run_dir, v, *i, total, display)?;
+                record_failure(&host, &v.record.name, &e, failed);
+            }
+            Ok(RunOutcome::Done)
+        }
     }
 }
 
