@@ -40,6 +40,10 @@ pub struct GlobalArgs {
     /// the lab has a VM on for `down`).
     #[arg(long, env = "LABRUN_HOST", global = true)]
     pub host: Option<String>,
+    /// Use a host even when it is not the machine its `hosts[].expect`
+    /// describes (the evidence records what it was).
+    #[arg(long, global = true)]
+    pub force_host: bool,
 }
 
 #[derive(Subcommand)]

@@ -11,6 +11,8 @@ pub struct Context {
     pub state_root: PathBuf,
     /// `--host`: one hypervisor of the lab's pool.
     pub host: Option<String>,
+    /// `--force-host`: use a host that is not what the lab expects.
+    pub force_host: bool,
 }
 
 impl Context {
@@ -26,6 +28,7 @@ impl Context {
                 system_or_xdg("/var/lib/labrun", "XDG_STATE_HOME", ".local/state")
             }),
             host: g.host.clone(),
+            force_host: g.force_host,
         }
     }
 }

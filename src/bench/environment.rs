@@ -60,7 +60,18 @@ echo "qemu=$(qemu-system-x86_64 --version 2>/dev/null | head -n 1)"
 /// asks them while it generates the dataset (`tool-versions.json`), where a
 /// tool's cold start costs nothing.
 pub async fn capture(session: &Session, hypervisor: Option<&labrun_vm::RemoteHost>) -> Environment {
-    let mut env = match hypervisor {
+    let mut env = probe_machine(hypervisor).await;
+    env.guest = match session.exec(PROBE).await {
+        Ok(o) => parse_probe(&String::from_utf8_lossy(&o.stdout)),
+        Err(_) => Machine::default(),
+    };
+    env
+}
+
+/// The machine QEMU runs on: this host, or a remote hypervisor's (with its
+/// libvirt and QEMU versions).
+pub async fn probe_machine(hypervisor: Option<&labrun_vm::RemoteHost>) -> Environment {
+    match hypervisor {
         None => Environment {
             host: tokio::task::spawn_blocking(probe_host)
                 .await
@@ -68,12 +79,7 @@ pub async fn capture(session: &Session, hypervisor: Option<&labrun_vm::RemoteHos
             ..Environment::default()
         },
         Some(r) => probe_hypervisor(r).await,
-    };
-    env.guest = match session.exec(PROBE).await {
-        Ok(o) => parse_probe(&String::from_utf8_lossy(&o.stdout)),
-        Err(_) => Machine::default(),
-    };
-    env
+    }
 }
 
 /// The remote hypervisor's machine, libvirt and QEMU: its fingerprint in the

@@ -19,6 +19,9 @@ pub struct Access {
     /// The remote hypervisor's host the VM runs on (None: this host, or an
     /// SSH target): the environment is probed there.
     pub hypervisor: Option<labrun_vm::RemoteHost>,
+    /// The name of the lab's `hosts:` entry the VM runs on (this host's
+    /// included); None for a lab without a pool.
+    pub pool_host: Option<String>,
 }
 
 /// Resolves a path from a lab file relative to the lab file's folder.
@@ -57,6 +60,7 @@ pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Acces
             libvirt_version: None,
             qemu_version: None,
             hypervisor: None,
+            pool_host: None,
         }),
         Machine::Vm(_) => vm_access(ctx, lab),
     }
@@ -102,6 +106,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
             .then(|| first_line_of("qemu-system-x86_64", &["--version"]))
             .flatten(),
         hypervisor,
+        pool_host: crate::lab_vm::pick_host(lab, ctx.host.as_deref())?.map(|h| h.name.clone()),
     })
 }
 

@@ -651,6 +651,7 @@ async fn environment_of(
         .qemu_version
         .take()
         .or_else(|| access.qemu_version.clone());
+    env.hypervisor = access.pool_host.clone().or(env.hypervisor.take());
     env
 }
 

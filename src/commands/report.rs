@@ -43,6 +43,7 @@ mod tests {
             cache_dir: "/nonexistent/cache".into(),
             state_root: "/nonexistent/state".into(),
             host: None,
+            force_host: false,
         }
     }
 

@@ -31,6 +31,39 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
     bring_up_lab(ctx, &lab, wanted).await
 }
 
+/// A pool host that is not what the lab expects is refused before anything
+/// is made there (or, with `--force-host`, used with a warning).
+async fn check_host(
+    ctx: &Context,
+    lab: &labrun_lab::Lab,
+    cfg: &labrun_vm::VmConfig,
+) -> anyhow::Result<()> {
+    let Some(host) = crate::lab_vm::pick_host(lab, ctx.host.as_deref())? else {
+        return Ok(());
+    };
+    if host.expect == labrun_lab::HostExpect::default() {
+        return Ok(());
+    }
+    let found = crate::bench::environment::probe_machine(cfg.remote.as_ref()).await;
+    let wrong = crate::host_check::mismatches(&host.expect, &found.host);
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    let what = format!(
+        "host `{}` is not the machine lab `{}` expects: {}",
+        host.name,
+        lab.name,
+        wrong.join("; ")
+    );
+    if ctx.force_host {
+        safe_eprintln!("warning: {what}; going on (--force-host)");
+        return Ok(());
+    }
+    bail!(
+        "{what}. Its figures would not compare with the lab's: fix `hosts[].expect`, or pass --force-host to use it anyway"
+    )
+}
+
 /// `up` for a lab already loaded: `bench` boots each variant's machine
 /// shape with it.
 pub async fn bring_up_lab(
@@ -39,6 +72,7 @@ pub async fn bring_up_lab(
     wanted: Option<&[String]>,
 ) -> anyhow::Result<ExitCode> {
     let mut cfg = crate::lab_vm::vm_of(lab, ctx)?;
+    check_host(ctx, lab, &cfg).await?;
     // A wrong digest stops everything before anything is booted or installed.
     let tools = lab.selected_tools(wanted)?;
     if tools.len() < lab.tools.len() {

@@ -36,8 +36,8 @@ pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};
 pub use schema::{
-    Accel, CompareSpec, DatasetSpec, DiskCache, EverySpec, HostSpec, ImageSpec, Lab, Machine,
-    TargetSpec, Timeouts, ToolSpec, VmSpec,
+    Accel, CompareSpec, DatasetSpec, DiskCache, EverySpec, HostExpect, HostSpec, ImageSpec, Lab,
+    Machine, TargetSpec, Timeouts, ToolSpec, VmSpec,
 };
 pub use units::{ByteSize, Duration};
 pub use validate::{check_scale, placeholders};

@@ -268,6 +268,25 @@ pub struct HostSpec {
     /// its sshd. The host key is pinned as for a target.
     #[serde(default)]
     pub ssh: Option<TargetSpec>,
+    /// What the host must be: `up` refuses another machine (unless
+    /// `--force-host`), so a pool's figures come from the hosts the lab was
+    /// written for.
+    #[serde(default)]
+    pub expect: HostExpect,
+}
+
+/// The facts a host is checked against; each one given must hold.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostExpect {
+    /// Part of the CPU model (`/proc/cpuinfo`), e.g. `EPYC 7543`.
+    pub cpu_model: Option<String>,
+    /// Exactly this many CPUs (`nproc`).
+    pub cpus: Option<u32>,
+    /// At least this much memory.
+    pub memory: Option<ByteSize>,
+    /// The kernel release begins with this (`uname -r`), e.g. `6.1.`.
+    pub kernel: Option<String>,
 }
 
 fn default_host_uri() -> String {
