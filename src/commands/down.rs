@@ -13,12 +13,34 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    // Hosts of the pool that could not be cleaned: said, and exit 1.
+    let mut unreached = 0;
     let report = if args.all {
         // Orphan clean-up needs no lab file: the lab's URI when it loads,
         // else the default system hypervisor.
         let uri = crate::lab_vm::config_for_teardown(ctx)
             .map_or_else(|_| "qemu:///system".to_string(), |c| c.uri);
-        labrun_vm::down_all(&uri, &ctx.state_root).await?
+        let mut report = labrun_vm::down_all(&uri, &ctx.state_root).await?;
+        // And every remote hypervisor of the lab's pool, when it loads.
+        if let Ok(lab) = labrun_lab::Lab::load(&ctx.lab_path) {
+            for host in &lab.hosts {
+                let Ok(cfg) = crate::lab_vm::vm_on(&lab, &ctx.cache_dir, Some(host)) else {
+                    continue;
+                };
+                let Some(remote) = &cfg.remote else { continue };
+                match labrun_vm::down_host(&cfg.uri, remote).await {
+                    Ok(r) => {
+                        report.removed.extend(r.removed);
+                        report.left.extend(r.left);
+                    }
+                    Err(e) => {
+                        unreached += 1;
+                        report.left.push(format!("host `{}`: {e}", host.name));
+                    }
+                }
+            }
+        }
+        report
     } else {
         take_down(ctx).await?
     };
@@ -31,6 +53,12 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         for r in &report.removed {
             safe_println!("removed: {r}");
         }
+    }
+    if unreached > 0 {
+        safe_eprintln!(
+            "labrun: {unreached} host(s) of the pool could not be cleaned (above): run `labrun down --all` again when they answer"
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -25,8 +25,9 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     safe_println!(
-        "{:<22} {:<8} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} IMAGE",
+        "{:<22} {:<12} {:<11} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} IMAGE",
         "DOMAIN",
+        "HOST",
         "STATE",
         "PHASE",
         "SINCE",
@@ -38,8 +39,9 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     for l in labs {
         let phase = serde_json::to_value(l.phase)?;
         safe_println!(
-            "{:<22} {:<8} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} {}",
+            "{:<22} {:<12} {:<11} {:<8} {:<22} {:>6} {:>5} {:>7} {:<5} {}",
             l.domain_name,
+            l.host.as_deref().unwrap_or("this host"),
             l.state,
             phase.as_str().unwrap_or(""),
             l.since,

@@ -7,7 +7,7 @@ use crate::config::{VmConfig, domain_name};
 use crate::error::VmError;
 use crate::hypervisor::Hypervisor;
 use crate::lock::LabLock;
-use crate::remote::HostShell;
+use crate::remote::{HostShell, RemoteHost};
 use crate::state::{self, LabDir};
 use std::path::Path;
 
@@ -114,6 +114,41 @@ pub async fn down_all(uri: &str, state_root: &Path) -> Result<DownReport, VmErro
         }
         report.removed.extend(remove_files(&dir, false)?);
     }
+    Ok(report)
+}
+
+/// `down --all` on a remote hypervisor of a lab's pool: every domain there
+/// carrying labrun's metadata, and every lab's disks in labrun's folder on
+/// the host (its uploaded base images stay, as this host's cache does).
+pub async fn down_host(uri: &str, host: &RemoteHost) -> Result<DownReport, VmError> {
+    let hv = Hypervisor::open(uri)?;
+    let mut report = DownReport::default();
+    for d in hv.labrun_domains()? {
+        if d.metadata.is_none() {
+            report.left.push(format!(
+                "domain {} on {}: named like labrun's but without its metadata",
+                d.name, host.name
+            ));
+            continue;
+        }
+        if let Some(gone) = hv.remove(&d.name)? {
+            report.removed.push(format!(
+                "domain {} ({}) on {}",
+                gone.name, gone.state, host.name
+            ));
+        }
+    }
+    let shell = host.connect().await?;
+    let labs = format!("{}/labs", host.dir.trim_end_matches('/'));
+    for dir in shell.list_dirs(&labs).await? {
+        let there = format!("{labs}/{dir}");
+        if shell.remove_lab_dir(&there).await? {
+            report
+                .removed
+                .push(format!("disks {there} on {}", host.name));
+        }
+    }
+    shell.close().await;
     Ok(report)
 }
 

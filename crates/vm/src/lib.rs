@@ -34,7 +34,7 @@ pub use accel::Acceleration;
 pub use config::{
     Accel, CloudImage, DiskCache, DiskProfile, ImageSource, ImageSpec, IoTune, VmConfig,
 };
-pub use down::{DownReport, down, down_all};
+pub use down::{DownReport, down, down_all, down_host};
 pub use error::VmError;
 pub use preflight::{HostReport, preflight};
 pub use remote::RemoteHost;

@@ -230,6 +230,20 @@ impl HostShell {
         Ok(out.trim() == "removed")
     }
 
+    /// The names of the folders in `dir` (none when it does not exist).
+    pub async fn list_dirs(&self, dir: &str) -> Result<Vec<String>, VmError> {
+        let out = self
+            .run(
+                "listing labrun's folders",
+                &format!(
+                    "if test -d {d}; then cd {d} && for f in *; do test -d \"$f\" && printf '%s\\n' \"$f\"; done; fi; true",
+                    d = q(dir)
+                ),
+            )
+            .await?;
+        Ok(out.lines().map(str::to_string).collect())
+    }
+
     /// `qemu-img create` on the host: the overlay backed by the host's copy
     /// of the base image.
     pub async fn create_overlay(

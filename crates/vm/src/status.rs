@@ -24,6 +24,10 @@ pub struct LabStatus {
     pub acceleration: Acceleration,
     pub image_digest: String,
     pub state_dir: PathBuf,
+    /// The remote hypervisor's host (its name in the lab's `hosts:`); None:
+    /// this host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One entry per lab folder with a readable state file under `state_root`.
@@ -43,6 +47,11 @@ pub fn status(state_root: &Path) -> Result<Vec<LabStatus>, VmError> {
             .and_then(|(_, h)| h.as_ref());
         let domain = match hv {
             Some(h) => h.find(&s.domain_name)?,
+            // A remote host may be away; the others are still listed.
+            None if s.remote.is_some() => {
+                out.push(entry(s, "unreachable", dir.path));
+                continue;
+            }
             None => {
                 return Err(VmError::Libvirtd {
                     uri: s.uri.clone(),
@@ -55,20 +64,25 @@ pub fn status(state_root: &Path) -> Result<Vec<LabStatus>, VmError> {
             Some(_) => "stopped",
             None => "absent",
         };
-        out.push(LabStatus {
-            lab_name: s.lab_name,
-            lab_path: s.lab_path,
-            domain_name: s.domain_name,
-            state: state.into(),
-            phase: s.phase,
-            since: s.created,
-            ssh_port: s.ssh_port,
-            vcpus: s.vcpus,
-            memory_mib: s.memory_mib,
-            acceleration: s.acceleration,
-            image_digest: s.image_digest,
-            state_dir: dir.path,
-        });
+        out.push(entry(s, state, dir.path));
     }
     Ok(out)
+}
+
+fn entry(s: crate::state::VmState, state: &str, state_dir: PathBuf) -> LabStatus {
+    LabStatus {
+        host: s.remote.map(|r| r.name),
+        lab_name: s.lab_name,
+        lab_path: s.lab_path,
+        domain_name: s.domain_name,
+        state: state.into(),
+        phase: s.phase,
+        since: s.created,
+        ssh_port: s.ssh_port,
+        vcpus: s.vcpus,
+        memory_mib: s.memory_mib,
+        acceleration: s.acceleration,
+        image_digest: s.image_digest,
+        state_dir,
+    }
 }
