@@ -132,3 +132,53 @@ fn variants_are_set_side_by_side_and_failures_named() {
     let back: labrun_report::variants::VariantsComparison = serde_json::from_str(&json).unwrap();
     assert_eq!(back.variants.len(), 3);
 }
+
+/// Variants spread over a pool of hypervisors: each names its host, the
+/// hosts are grouped into classes by machine, and the columns are grouped
+/// by class so figures sit beside those of the same kind of host.
+#[test]
+fn pooled_variants_name_their_host_and_are_grouped_by_host_class() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path();
+    let index = VariantsIndex {
+        run_id: "lab-20261202T0600Z-abcdef".into(),
+        variants: vec![
+            record("a", vec![]),
+            record("b", vec![]),
+            record("c", vec![]),
+        ],
+    };
+    std::fs::write(
+        run.join("variants.json"),
+        serde_json::to_vec(&index).unwrap(),
+    )
+    .unwrap();
+    // a on `here` and c on `rack2`, one class; b on `big`, another CPU.
+    for (name, host, cpu) in [
+        ("a", "here", "AMD EPYC 7543"),
+        ("b", "big", "Intel Xeon Gold 6338"),
+        ("c", "rack2", "AMD EPYC 7543"),
+    ] {
+        variant(run, name, |t| t);
+        let env_path = run.join("variants").join(name).join("raw/environment.json");
+        let mut env: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&env_path).unwrap()).unwrap();
+        env["hypervisor"] = host.into();
+        env["host"]["cpu_model"] = cpu.into();
+        std::fs::write(&env_path, serde_json::to_vec(&env).unwrap()).unwrap();
+    }
+    labrun_report::variants::make_report(run).unwrap();
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("| Variant | Host | Boot |"), "{md}");
+    assert!(md.contains("| b | big | 1 |"), "{md}");
+    assert!(md.contains("## Hosts"), "{md}");
+    assert!(md.contains("a (on here), c (on rack2)"), "{md}");
+    // Columns: the EPYC class first (a, c), then the Xeon (b).
+    assert!(
+        md.contains("| Tool | a (here) | c (rack2) | b (big) |"),
+        "{md}"
+    );
+    assert!(md.contains("ran on 2 classes of host"), "{md}");
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("Intel Xeon Gold 6338"), "{html}");
+}

@@ -29,26 +29,75 @@ pub fn intro(c: &VariantsComparison) -> String {
 /// Every table, in page order; `quote` wraps a setting's name (a
 /// backtick in Markdown, nothing on the HTML page).
 pub fn tables(c: &VariantsComparison, quote: &str) -> Vec<Table> {
+    let pooled = c.variants.iter().any(|v| host(v).is_some());
+    let mut header = ["Variant", "Boot", "What it changes", "Cycles finished"]
+        .map(String::from)
+        .to_vec();
+    if pooled {
+        header.insert(1, "Host".into());
+    }
     let mut out = vec![Table {
         title: "Variants".into(),
-        header: ["Variant", "Boot", "What it changes", "Cycles finished"]
-            .map(String::from)
-            .to_vec(),
+        header,
         rows: c
             .variants
             .iter()
             .map(|v| {
-                vec![
+                let mut row = vec![
                     v.record.name.clone(),
                     (v.record.boot + 1).to_string(),
                     v.record.changes_text(quote),
                     finished(v),
-                ]
+                ];
+                if pooled {
+                    row.insert(1, host(v).unwrap_or(NONE).to_string());
+                }
+                row
             })
             .collect(),
     }];
+    let classes = host_classes(c);
+    if pooled {
+        out.push(Table {
+            title: "Hosts".into(),
+            header: ["Host class", "Machine", "Variants"]
+                .map(String::from)
+                .to_vec(),
+            rows: classes
+                .iter()
+                .enumerate()
+                .map(|(i, (class, members))| {
+                    vec![
+                        (i + 1).to_string(),
+                        class.clone(),
+                        members
+                            .iter()
+                            .map(|&m| {
+                                let v = &c.variants[m];
+                                format!("{} (on {})", v.record.name, host(v).unwrap_or(NONE))
+                            })
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    // Columns grouped by host class: figures are compared within a class.
+    let order: Vec<usize> = if pooled {
+        classes.iter().flat_map(|(_, m)| m.clone()).collect()
+    } else {
+        (0..c.variants.len()).collect()
+    };
     let mut header = vec!["Tool".to_string()];
-    header.extend(c.variants.iter().map(|v| v.record.name.clone()));
+    header.extend(order.iter().map(|&i| {
+        let v = &c.variants[i];
+        match (pooled && classes.len() > 1, host(v)) {
+            (true, Some(h)) => format!("{} ({h})", v.record.name),
+            _ => v.record.name.clone(),
+        }
+    }));
+    let rows = |cell: &dyn Fn(&VariantColumn, &str) -> String| rows(c, &order, cell);
     for step in &c.phases {
         let title = cells::phase_title(step);
         let mut figures = vec![
@@ -68,14 +117,14 @@ pub fn tables(c: &VariantsComparison, quote: &str) -> Vec<Table> {
             out.push(Table {
                 title,
                 header: header.clone(),
-                rows: rows(c, |v, tool| phase_cell(v, tool, step, figure)),
+                rows: rows(&|v, tool| phase_cell(v, tool, step, figure)),
             });
         }
     }
     out.push(Table {
         title: "Repository size after the full backup".into(),
         header: header.clone(),
-        rows: rows(c, |v, tool| {
+        rows: rows(&|v, tool| {
             v.tool(tool)
                 .and_then(|t| t.repo_size_after_full.as_ref())
                 .map_or(NONE.into(), format::bytes_range)
@@ -130,6 +179,13 @@ pub fn notes(c: &VariantsComparison) -> Vec<String> {
     if c.failures.iter().all(|f| f.failed.is_empty()) {
         out.push("No tool failed a step in any variant.".to_string());
     }
+    let classes = host_classes(c);
+    if classes.len() > 1 && c.variants.iter().any(|v| host(v).is_some()) {
+        out.push(format!(
+            "The variants ran on {} classes of host (the Hosts table): compare figures only within one class; the tables' columns are grouped by class.",
+            classes.len()
+        ));
+    }
     for v in c.variants.iter().filter(|v| v.error.is_some()) {
         out.push(format!(
             "Variant `{}`: {}",
@@ -147,15 +203,63 @@ enum Figure {
     TreeMemory,
 }
 
-fn rows(c: &VariantsComparison, cell: impl Fn(&VariantColumn, &str) -> String) -> Vec<Vec<String>> {
+fn rows(
+    c: &VariantsComparison,
+    order: &[usize],
+    cell: &dyn Fn(&VariantColumn, &str) -> String,
+) -> Vec<Vec<String>> {
     c.tools
         .iter()
         .map(|tool| {
             let mut row = vec![tool.clone()];
-            row.extend(c.variants.iter().map(|v| cell(v, tool)));
+            row.extend(order.iter().map(|&i| cell(&c.variants[i], tool)));
             row
         })
         .collect()
+}
+
+/// The pool host a variant ran on (absent: a lab without `hosts:`).
+fn host(v: &VariantColumn) -> Option<&str> {
+    v.summary
+        .as_ref()?
+        .environment
+        .as_ref()?
+        .hypervisor
+        .as_deref()
+}
+
+/// What makes two hosts' figures comparable, in words: the machine QEMU ran
+/// on and how. Variants without evidence share an "unknown" class.
+fn host_class(v: &VariantColumn) -> String {
+    let Some(env) = v.summary.as_ref().and_then(|s| s.environment.as_ref()) else {
+        return "unknown (no evidence)".into();
+    };
+    let m = &env.host;
+    format!(
+        "{}, {} CPUs, {} GiB, kernel {}, {}",
+        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        m.cpus.map_or("?".into(), |c| c.to_string()),
+        m.memory_mib
+            .map_or("?".into(), |mib| format!("{:.0}", mib as f64 / 1024.0)),
+        m.kernel.as_deref().unwrap_or("?"),
+        env.acceleration
+            .as_deref()
+            .unwrap_or("unknown acceleration"),
+    )
+}
+
+/// The host classes in order of first appearance, each with its variants
+/// (indices, in the lab's order).
+fn host_classes(c: &VariantsComparison) -> Vec<(String, Vec<usize>)> {
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, v) in c.variants.iter().enumerate() {
+        let class = host_class(v);
+        match out.iter_mut().find(|(k, _)| *k == class) {
+            Some((_, members)) => members.push(i),
+            None => out.push((class, vec![i])),
+        }
+    }
+    out
 }
 
 fn phase_cell(v: &VariantColumn, tool: &str, step: &Step, figure: Figure) -> String {
