@@ -93,10 +93,21 @@ impl Lab {
                     }
                     ImageSpec::Cloud(a) => format!("cloud image {}", source_of(a)),
                 };
+                let on = match self.hosts.as_slice() {
+                    [] => vm.uri.clone(),
+                    [one] => format!("host `{}` ({})", one.name, one.uri),
+                    many => format!(
+                        "a pool of {} hosts ({}; variants spread over them, side by side)",
+                        many.len(),
+                        many.iter()
+                            .map(|h| format!("`{}`", h.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
                 push_line!(
                     s,
-                    "machine: VM on {}: {} vCPU, {} memory, {} disk, image {image}, accel {}, disk cache {}, disk speed {}, SSH wait up to {}",
-                    vm.uri,
+                    "machine: VM on {on}: {} vCPU, {} memory, {} disk, image {image}, accel {}, disk cache {}, disk speed {}, SSH wait up to {}",
                     vm.vcpus,
                     vm.memory,
                     vm.disk,
@@ -107,6 +118,21 @@ impl Lab {
                 );
                 if !vm.packages.is_empty() {
                     push_line!(s, "image packages: {}", vm.packages.join(" "));
+                }
+                for h in &self.hosts {
+                    match &h.ssh {
+                        Some(t) => push_line!(
+                            s,
+                            "host `{}`: {} over SSH to {}@{}:{} (host key pinned), disks in {}",
+                            h.name,
+                            h.uri,
+                            t.user,
+                            t.host,
+                            t.port,
+                            t.workdir
+                        ),
+                        None => push_line!(s, "host `{}`: this machine, {}", h.name, h.uri),
+                    }
                 }
             }
             Machine::Target(t) => {
@@ -463,6 +489,29 @@ tools:
       restore: ["{bin}", restore, latest, -r, "{repo}", --target, "{target}"]
       snapshots: ["{bin}", snapshots, -r, "{repo}"]
 "#;
+
+    #[test]
+    fn a_pool_of_hosts_is_described_host_by_host() {
+        let text = HOSTILE.replace(
+            "dataset: {kind",
+            "hosts:\n  - name: here\n  - name: rack2\n    uri: qemu+libssh://bench@10.0.0.2/session\n    ssh: {host: 10.0.0.2, user: bench, key: k, host_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDYCZFgOBmVSFzHX7jn1QRTq3YwwYgdCKmVASoHTtMtL}\ndataset: {kind",
+        );
+        let d = Lab::from_text(&text, "lab.yaml")
+            .expect("a valid lab")
+            .describe(None);
+        assert!(
+            d.contains("VM on a pool of 2 hosts (`here`, `rack2`"),
+            "{d}"
+        );
+        assert!(
+            d.contains("host `here`: this machine, qemu:///system"),
+            "{d}"
+        );
+        assert!(
+            d.contains("host `rack2`: qemu+libssh://bench@10.0.0.2/session over SSH to bench@10.0.0.2:22 (host key pinned), disks in /var/tmp/labrun"),
+            "{d}"
+        );
+    }
 
     #[test]
     fn a_profile_is_described_by_its_own_classes_and_a_sparse_file_by_its_allocation() {
