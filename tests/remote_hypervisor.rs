@@ -10,10 +10,11 @@
 mod remote_hypervisor;
 
 use remote_hypervisor::RemoteHypervisor;
-use std::io::ErrorKind;
+use std::io::{BufRead, BufReader, ErrorKind};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Runs `virsh -c URI ARGS` through the fixture; must succeed.
@@ -93,6 +94,53 @@ fn assert_refused(addr: SocketAddr, what: &str) {
     }
 }
 
+/// The first line that comes back through a direct-tcpip channel (OpenSSH's
+/// `ssh -W`) from the hypervisor host's sshd to `dest` as that host sees it:
+/// the tunnel labrun opens to a guest's forwarded port.
+fn first_line_through_tunnel(rhv: &RemoteHypervisor, dest: &str) -> String {
+    let mut child = Command::new("ssh")
+        .args([
+            "-F",
+            "/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+        ])
+        .args(["-o", "StrictHostKeyChecking=yes", "-o"])
+        .arg(format!(
+            "UserKnownHostsFile={}",
+            rhv.known_hosts().display()
+        ))
+        .arg("-i")
+        .arg(rhv.client_key())
+        .args(["-p", &rhv.ssh_port().to_string(), "-W", dest])
+        .arg(format!("{}@{}", rhv.user(), rhv.address()))
+        // Kept open: the channel lives as long as ssh's stdin does.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ssh");
+    let stdout = child.stdout.take().expect("ssh's stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    // A bound so a stuck tunnel fails the test instead of hanging it.
+    let line = rx.recv_timeout(Duration::from_secs(60));
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("ssh's output");
+    line.unwrap_or_else(|_| {
+        panic!(
+            "nothing came back through ssh -W {dest}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// Uploads a file into the user's home with labrun's own SSH client, as
 /// labrun will upload disks; checks who owns it there.
 fn upload_as_labrun_does(rhv: &RemoteHypervisor, local: &Path, remote: &Path) {
@@ -150,6 +198,14 @@ fn a_second_hypervisor_reachable_only_over_ssh_that_leaves_nothing() {
         rhv.peer_address()
     );
     assert!(rhv.sshd_log().contains(&accepted), "{}", rhv.sshd_log());
+
+    // A direct-tcpip tunnel through the hypervisor host's sshd reaches its
+    // 127.0.0.1 (there, its sshd answers on 127.0.0.1:22).
+    let banner = first_line_through_tunnel(&rhv, "127.0.0.1:22");
+    assert!(
+        banner.starts_with("SSH-2.0-"),
+        "through the tunnel: {banner:?}"
+    );
 
     // The pinned host key is checked: another key, or none, is refused.
     let scratch = tempfile::tempdir().expect("tempdir");
@@ -260,7 +316,7 @@ fn a_second_hypervisor_reachable_only_over_ssh_that_leaves_nothing() {
         .collect();
     assert!(live.is_empty(), "processes of uid {uid} left: {live:?}");
     assert!(
-        !std::process::Command::new("id")
+        !Command::new("id")
             .arg(&user)
             .output()
             .expect("run id")

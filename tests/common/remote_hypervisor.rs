@@ -26,9 +26,11 @@
 //!   in the user's `~/.ssh/authorized_keys`, and a `known_hosts` pinning the
 //!   host key for `10.251.X.2`;
 //! - `/usr/sbin/sshd -D -e` run with `ip netns exec`, listening on
-//!   `10.251.X.2:22` only, letting in only that user, by key only, with
-//!   local TCP forwarding allowed (labrun's direct-tcpip tunnel to a guest's
-//!   forwarded port on the host's 127.0.0.1);
+//!   `10.251.X.2:22` (and on the namespace's own `127.0.0.1:22`, so a test
+//!   can see a tunnel reach that loopback without a guest OS), letting in
+//!   only that user, by key only, with local TCP forwarding allowed
+//!   (labrun's direct-tcpip tunnel to a guest's forwarded port on the
+//!   host's 127.0.0.1);
 //! - and then it connects once with `virsh -c URI version`, which starts the
 //!   user's session daemon, so a started fixture is known to work.
 //!
@@ -383,13 +385,13 @@ impl RemoteHypervisor {
         }
         self.stopped = true;
         self.destroy_domains();
-        let failed = host::remove_fixture(&self.names);
-        // sshd died with the namespace's processes; reap it.
+        // sshd is our child: reaped here, or its zombie would sit in the
+        // namespace until remove_fixture gave up waiting for it.
         if let Some(mut child) = self.sshd.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
-        failed
+        host::remove_fixture(&self.names)
     }
 
     /// Destroys and undefines the session's domains through the URI, the
@@ -420,11 +422,17 @@ impl RemoteHypervisor {
                 return;
             }
         };
-        for name in names.lines().map(str::trim).filter(|n| !n.is_empty()) {
-            // A shut-off domain refuses destroy and a transient one undefine:
-            // both are fine.
-            let _ = self.virsh(&["destroy", name]);
-            let _ = self.virsh(&["undefine", "--nvram", name]);
+        // One connection for all (each costs about a second): virsh runs
+        // `;`-separated commands in turn. A shut-off domain refuses destroy
+        // and a transient one undefine: both are fine, so the status is not.
+        let commands: Vec<String> = names
+            .lines()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(|n| format!("destroy '{n}'; undefine --nvram '{n}'"))
+            .collect();
+        if !commands.is_empty() {
+            let _ = self.virsh(&[&commands.join("; ")]);
         }
     }
 
@@ -560,6 +568,10 @@ impl RemoteHypervisor {
         format!(
             "# written by labrun's remote-hypervisor test fixture\n\
              ListenAddress {addr}:{SSH_PORT}\n\
+             # the namespace's own loopback: lets a test prove a direct-tcpip\n\
+             # tunnel reaches 127.0.0.1 there (where guests' forwards listen)\n\
+             # without a guest OS: this sshd's banner answers\n\
+             ListenAddress 127.0.0.1:{SSH_PORT}\n\
              HostKey {host_key}\n\
              PidFile {dir}/sshd.pid\n\
              AllowUsers {user}\n\
