@@ -9,6 +9,7 @@
 #[path = "common/remote_hypervisor.rs"]
 mod remote_hypervisor;
 
+use labrun_vm::hypervisor::Hypervisor;
 use remote_hypervisor::RemoteHypervisor;
 use std::io::{BufRead, BufReader, ErrorKind};
 use std::net::{SocketAddr, TcpStream};
@@ -298,8 +299,30 @@ fn a_second_hypervisor_reachable_only_over_ssh_that_leaves_nothing() {
         "QEMU still runs after destroy"
     );
 
-    // A second domain is left running: stop must take it down too.
-    virsh_ok(&rhv, &["create", &xml.to_string_lossy()]);
+    // labrun's own libvirt client (the `virt` crate, Connect::open, no auth
+    // callback) takes the same URI: it starts a second domain, which is left
+    // running for stop to take down. With no callback to ask, an unknown
+    // host key is refused at once rather than prompted for.
+    let hypervisor = Hypervisor::open(&rhv.uri())
+        .unwrap_or_else(|e| panic!("labrun's Hypervisor::open({}): {e}", rhv.uri()));
+    let xml_text = std::fs::read_to_string(&xml).expect("read xml");
+    if let Err(e) = hypervisor.create(&xml_text) {
+        panic!("labrun's Hypervisor::create: {e:?}");
+    }
+    let found = hypervisor.find(&name).expect("find").expect("the domain");
+    assert!(found.active && !found.persistent, "{found:?}");
+    drop(hypervisor);
+    match Hypervisor::open(&rhv.uri_with_known_hosts(&empty)) {
+        Ok(_) => panic!("labrun's client accepted an unknown host key"),
+        Err(e) => eprintln!("unknown host key, labrun's client: {e}"),
+    }
+    match Hypervisor::open(&rhv.uri_with_known_hosts(&wrong)) {
+        Ok(_) => panic!("labrun's client accepted a wrong host key"),
+        Err(e) => assert!(
+            e.to_string().contains("HOST KEY VERIFICATION FAILED"),
+            "wrong host key, labrun's client: {e}"
+        ),
+    }
 
     let (user, uid, namespace, home) = (rhv.user(), rhv.uid(), rhv.namespace(), rhv.home());
     let stopping = Instant::now();
@@ -310,7 +333,7 @@ fn a_second_hypervisor_reachable_only_over_ssh_that_leaves_nothing() {
         stopping.elapsed(),
         started.elapsed()
     );
-    let live: Vec<String> = remote_hypervisor::processes_of(uid)
+    let live: Vec<String> = remote_hypervisor::processes_left_by(&user, uid)
         .iter()
         .map(|p| format!("{} {}", p.pid, p.cmdline))
         .collect();

@@ -50,7 +50,12 @@
 //!   `normal`: a key that differs from the file is refused ("SSH HOST KEY
 //!   VERIFICATION FAILED ... differs from stored identity"); a host missing
 //!   from the file is put to the auth callback, which virsh turns into a
-//!   y/n prompt on its stdin (refused when stdin is not a terminal/empty).
+//!   y/n prompt on its stdin (refused when stdin is empty). labrun's client
+//!   (`virt::Connect::open`, no auth callback) refuses it at once: "libssh
+//!   transport error: No user interaction callback provided: Can't verify
+//!   the session host key". So the known_hosts line must be there first.
+//! - The same URI works in `virsh -c` and in labrun's
+//!   `labrun_vm::hypervisor::Hypervisor::open` (the test uses both).
 //! - `/session` without `socket=` makes libvirt (>= 8.x) run
 //!   `virt-ssh-helper qemu:///session` on the remote side (the `proxy=native`
 //!   default for session URIs; no netcat needed). virt-ssh-helper (package
@@ -131,7 +136,9 @@ const NEEDED: &[(&str, &str)] = &[
     ("/usr/sbin/libvirtd", "libvirt-daemon"),
     ("/usr/bin/qemu-system-x86_64", "qemu-system-x86"),
     (SSHD, "openssh-server"),
-    ("/usr/bin/ssh-keygen", "openssh-client"),
+    // Not used by the fixture itself: its test's tunnel check runs `ssh -W`.
+    ("/usr/bin/ssh", "openssh-client"),
+    ("/usr/bin/kill", "procps"),
     ("/usr/sbin/ip", "iproute2"),
     ("/usr/sbin/useradd", "passwd"),
     ("/usr/bin/setpriv", "util-linux"),
@@ -347,7 +354,7 @@ impl RemoteHypervisor {
     /// What of this fixture still exists.
     fn left_over(&self) -> Vec<String> {
         let mut left = Vec::new();
-        let live: Vec<String> = processes_of(self.uid)
+        let live: Vec<String> = processes_left_by(&self.user(), self.uid)
             .into_iter()
             .map(|p| format!("{} {}", p.pid, p.cmdline))
             .collect();
@@ -679,6 +686,26 @@ pub fn processes_of(uid: u32) -> Vec<Process> {
         .into_iter()
         .filter(|p| !p.zombie && (p.uids.0 == uid || p.uids.1 == uid))
         .collect()
+}
+
+/// The live processes a deleted `user` whose uid was `uid` left behind.
+/// None when the uid already belongs to another user: useradd hands a freed
+/// system uid out again, e.g. to a fixture that starts meanwhile.
+pub fn processes_left_by(user: &str, uid: u32) -> Vec<Process> {
+    let owner = run("getent", &["passwd", &uid.to_string()])
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        });
+    match owner {
+        Some(name) if name != user => Vec::new(),
+        _ => processes_of(uid),
+    }
 }
 
 /// Root, and the programs the fixture runs.
