@@ -12,6 +12,10 @@ packages=(
   restic borgbackup duplicity openssh-server time zstd lz4 file git procps
   # the stand-in cloud image the tests build (sfdisk; losetup, mount)
   fdisk mount
+  # the remote-hypervisor test fixture: a network namespace with a veth pair
+  # (ip); its sshd, virt-ssh-helper and session libvirtd come with
+  # openssh-server and libvirt-daemon-system above
+  iproute2
   # report.html's test opens the page in headless Chromium (fonts: a recommends,
   # which --no-install-recommends below would skip)
   chromium fonts-liberation
