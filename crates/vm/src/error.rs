@@ -18,6 +18,10 @@ pub enum VmError {
     )]
     Libvirtd { uri: String, reason: String },
     #[error(
+        "cannot reach the remote libvirt at {uri}: {reason} (check the URI's user, `keyfile` and `known_hosts` (a line `HOST ssh-ed25519 AAAA...` for that host), and that libvirt is installed there)"
+    )]
+    RemoteLibvirtd { uri: String, reason: String },
+    #[error(
         "virtlogd is not running (nothing answers on {socket}: {reason}), so libvirt cannot start a domain: start it as root with `virtlogd -d`"
     )]
     Virtlogd { socket: PathBuf, reason: String },

@@ -41,9 +41,13 @@ impl Hypervisor {
         // libvirt prints every error to stderr by default; labrun reports
         // the ones that matter itself ("domain not found" is routine here).
         virt::error::clear_error_callback();
-        let conn = Connect::open(Some(uri)).map_err(|e| VmError::Libvirtd {
-            uri: uri.to_string(),
-            reason: e.message().to_string(),
+        let conn = Connect::open(Some(uri)).map_err(|e| {
+            let (uri, reason) = (uri.to_string(), e.message().to_string());
+            if crate::preflight::is_local_uri(&uri) {
+                VmError::Libvirtd { uri, reason }
+            } else {
+                VmError::RemoteLibvirtd { uri, reason }
+            }
         })?;
         Ok(Hypervisor {
             conn,
