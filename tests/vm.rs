@@ -15,6 +15,9 @@ use std::sync::Mutex;
 
 mod run_output;
 use run_output::{only_run_dir, records};
+#[path = "common/remote_hypervisor.rs"]
+mod remote_hypervisor;
+use remote_hypervisor::RemoteHypervisor;
 use std::time::{Duration, Instant};
 
 static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -911,4 +914,118 @@ fn cloud_image_boots_with_a_nocloud_seed() {
     let down = lab.run_ok(&["down"]);
     assert!(down.contains("removed: domain"), "{down}");
     lab.assert_nothing_left();
+}
+
+/// A pool of two hypervisors: this host's libvirt and a second one reached
+/// only through libvirt's remote protocol (`qemu+libssh://`, a session
+/// daemon of a test user in a network namespace of the test's own, with its
+/// own sshd: `tests/common/remote_hypervisor.rs`). A two-variant lab at a
+/// tiny scale runs one variant on each host, side by side; each variant's
+/// evidence names its host and that host's machine; `status` lists both
+/// VMs; `down` leaves nothing on either host.
+#[test]
+fn variants_spread_over_a_local_and_a_remote_hypervisor() {
+    if let Some(why) = unavailable() {
+        return skip_loudly(&why);
+    }
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Declared before the lab: the lab's `down` (on drop) runs while the
+    // remote host still answers.
+    let remote = RemoteHypervisor::start().expect("the second hypervisor");
+    let lab = Lab::new("pool");
+    ensure_image(&lab);
+    let workdir = remote.home().join("labrun");
+    let base_yaml = format!(
+        "{}\nhosts:\n  - name: here\n  - name: remote\n    uri: \"{}\"\n    ssh:\n      host: {}\n      user: {}\n      key: {}\n      host_key: {}\n      workdir: {}\n",
+        lab_yaml("pool").trim_end(),
+        remote.uri(),
+        remote.address(),
+        remote.user(),
+        remote.client_key().display(),
+        remote.host_key_line().trim(),
+        workdir.display(),
+    );
+    let t = Instant::now();
+    let (bench, results) = bench_restic_variants(
+        &lab,
+        &base_yaml,
+        "  - {name: first}\n  - {name: second, dataset: {seed: 8}}\n",
+        "pool-results",
+    );
+    eprintln!(
+        "two variants on two hosts: {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(bench.status.success(), "labrun bench on the pool failed");
+    let said = String::from_utf8_lossy(&bench.stderr);
+    assert!(said.contains("host `here`: first"), "{said}");
+    assert!(said.contains("host `remote`: second"), "{said}");
+    assert!(said.contains("[remote] "), "{said}");
+
+    let run = only_run_dir(&results);
+    for (variant, host) in [("first", "here"), ("second", "remote")] {
+        let dir = run.join("variants").join(variant);
+        let recs = records(&dir);
+        assert!(
+            recs.iter().all(|r| r["ok"] == true),
+            "{variant}: a step failed"
+        );
+        let verify = recs
+            .iter()
+            .find(|r| r["tool"] == "restic" && r["step"] == "verify")
+            .unwrap_or_else(|| panic!("{variant}: no verify record"));
+        assert_eq!(verify["verify"]["passed"], true, "{variant}: {verify}");
+        let env: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("raw/environment.json")).unwrap(),
+        )
+        .unwrap();
+        // Each host's fingerprint: its name, its machine, libvirt and QEMU.
+        assert_eq!(env["hypervisor"], host, "{variant}: {env}");
+        assert!(env["host"]["cpus"].as_u64().unwrap_or(0) >= 1, "{env}");
+        assert!(env["host"]["cpu_model"].is_string(), "{env}");
+        assert!(env["host"]["kernel"].is_string(), "{env}");
+        assert!(
+            env["libvirt_version"].as_str().is_some_and(|v| v.contains('.')),
+            "{env}"
+        );
+        assert!(env["qemu_version"].is_string(), "{env}");
+        assert_eq!(env["guest"]["cpus"], 4, "{env}");
+    }
+    let comparison = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(comparison.contains("| Variant | Host |"), "{comparison}");
+
+    // Both VMs are up, each on its host.
+    let status: serde_json::Value =
+        serde_json::from_str(&lab.run_ok(&["status", "--json"])).unwrap();
+    let hosts: Vec<&str> = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["host"].as_str().unwrap_or("this host"))
+        .collect();
+    assert_eq!(hosts.len(), 2, "{status}");
+    assert!(hosts.contains(&"remote"), "{status}");
+    let remote_domains = |what: &str| {
+        let out = remote.virsh(&["list", "--all", "--name"]).expect("virsh");
+        let names = String::from_utf8_lossy(&out.stdout).into_owned();
+        eprintln!("{what}: remote domains {names:?}");
+        names.lines().any(|l| l.trim() == lab.domain())
+    };
+    assert!(remote_domains("after bench"));
+    assert!(domain_exists(&lab.domain()));
+
+    let down = lab.run_ok(&["down"]);
+    assert!(down.contains("on remote"), "{down}");
+    lab.assert_nothing_left();
+    assert!(!remote_domains("after down"));
+    let labs = remote
+        .run_as_user(&format!("ls -A {}/labs", workdir.display()))
+        .expect("listing the remote folder");
+    assert!(
+        String::from_utf8_lossy(&labs.stdout).trim().is_empty(),
+        "disks left on the remote host: {}",
+        String::from_utf8_lossy(&labs.stdout)
+    );
+    drop(lab);
+    remote.stop().expect("the second hypervisor leaves nothing");
 }

@@ -268,6 +268,7 @@ impl RemoteHypervisor {
             user: self.user(),
             client_key: self.client_key.clone(),
             host_key: self.host_key_line.clone(),
+            via: None,
         }
     }
 
