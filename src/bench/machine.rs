@@ -39,6 +39,7 @@ pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Acces
                 // The lab's own file, not `-f`: an attached run loads the lab it named.
                 client_key: lab_relative(&lab.source.file, &t.key),
                 host_key: t.host_key.clone(),
+                via: None,
             },
             remote_base: t.workdir.clone(),
             acceleration: None,

@@ -55,6 +55,28 @@ pub struct Target {
     /// The one host key accepted, as an OpenSSH public key line
     /// (`ssh-ed25519 AAAA... [comment]`).
     pub host_key: String,
+    /// The SSH server the connection goes through (like OpenSSH's
+    /// `ProxyJump`), with its own user, key and pinned host key; None for a
+    /// direct TCP connection. With a jump, `host:port` is as seen from the
+    /// jump host (typically `127.0.0.1:PORT`, a port forwarded there by QEMU),
+    /// and is reached through an SSH `direct-tcpip` channel: nothing listens
+    /// on any network interface. A jump may itself have a jump.
+    pub via: Option<Box<Target>>,
+}
+
+impl Target {
+    /// This target, reached through `jump` (which replaces any jump it had).
+    pub fn through(self, jump: Target) -> Target {
+        Target {
+            via: Some(Box::new(jump)),
+            ..self
+        }
+    }
+
+    /// `user@host:port`, how a hop is named in messages.
+    pub fn label(&self) -> String {
+        format!("{}@{}:{}", self.user, self.host, self.port)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -75,6 +75,7 @@ impl SshdKeys {
             user: self.user.clone(),
             client_key: self.client_key.clone(),
             host_key: self.host_key_line.clone(),
+            via: None,
         }
     }
 }

@@ -121,6 +121,7 @@ async fn an_unreadable_client_key_is_a_final_key_error() {
         host_key:
             "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
                 .into(),
+        via: None,
     };
     let mut attempts = 0;
     let err = labrun_ssh::wait_until_ready(&target, Duration::from_secs(10), &mut |n| attempts = n)

@@ -148,6 +148,7 @@ impl VmState {
             user: "root".into(),
             client_key: self.client_key.clone(),
             host_key: self.host_key.clone()?,
+            via: None,
         })
     }
 }
