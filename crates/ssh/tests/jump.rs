@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{CONNECT, random_file, sha256_file};
+use common::{CONNECT, freezable_relay, random_file, sha256_file};
 use labrun_ssh::test_support::{Sshd, SshdKeys, free_port};
 use labrun_ssh::{ConnectOptions, SshError, Target};
 
@@ -396,4 +396,88 @@ async fn a_jump_may_itself_go_through_a_jump() {
         "{}",
         outer.log()
     );
+}
+
+/// Keepalives every 500 ms, dead after 2 unanswered: both hops.
+fn short_keepalives() -> ConnectOptions {
+    ConnectOptions {
+        keepalive_interval: Duration::from_millis(500),
+        keepalive_max: 2,
+        ..ConnectOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn keepalives_notice_a_frozen_guest_behind_a_live_jump() {
+    let jump = Sshd::start().unwrap();
+    let guest = Sshd::start().unwrap();
+    // The jump host reaches the guest through the relay; we reach the jump
+    // host directly, so only the inner connection freezes.
+    let (relay_port, frozen) = freezable_relay(guest.port()).await;
+    let target = Target {
+        port: relay_port,
+        ..guest.target()
+    }
+    .through(jump.target());
+    let session = labrun_ssh::connect_with(&target, CONNECT, &short_keepalives())
+        .await
+        .unwrap();
+    // A quiet command spanning several keepalive periods is not cut.
+    assert_eq!(
+        session.exec("sleep 2; echo quiet").await.unwrap().stdout,
+        b"quiet\n"
+    );
+
+    frozen.store(true, Ordering::SeqCst);
+    let err = tokio::time::timeout(Duration::from_secs(30), session.exec("sleep 60"))
+        .await
+        .expect("a dead guest must be noticed by the keepalives through the jump")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("keepalive"), "{err}");
+    assert!(
+        err.contains(&format!("127.0.0.1:{relay_port} via {}", label(&jump))),
+        "{err}"
+    );
+    assert!(session.is_closed());
+    session.close().await.unwrap();
+    // The jump connection itself was alive; it was closed with the session.
+    assert!(
+        jump.wait_for_log("labrun done", LOG_WAIT).await,
+        "{}",
+        jump.log()
+    );
+}
+
+#[tokio::test]
+async fn keepalives_notice_a_frozen_jump_host() {
+    let jump = Sshd::start().unwrap();
+    let guest = Sshd::start().unwrap();
+    let (relay_port, frozen) = freezable_relay(jump.port()).await;
+    let jump_target = Target {
+        port: relay_port,
+        ..jump.target()
+    };
+    let target = guest.target().through(jump_target);
+    let session = labrun_ssh::connect_with(&target, CONNECT, &short_keepalives())
+        .await
+        .unwrap();
+    assert_eq!(
+        session.exec("echo before").await.unwrap().stdout,
+        b"before\n"
+    );
+
+    frozen.store(true, Ordering::SeqCst);
+    let err = tokio::time::timeout(Duration::from_secs(30), session.exec("sleep 60"))
+        .await
+        .expect("a dead jump host must be noticed by the keepalives")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("keepalive"), "{err}");
+    assert!(
+        err.contains(&format!("via {}@127.0.0.1:{relay_port}", guest.keys().user)),
+        "{err}"
+    );
+    assert!(session.is_closed());
+    session.close().await.unwrap();
 }
