@@ -61,15 +61,22 @@ impl Default for ConnectOptions {
 /// connection too: it lives as long as this session and is closed with it.
 pub struct Session {
     pub(crate) handle: Handle<PinnedHostKey>,
-    host: String,
-    port: u16,
-    user: String,
     /// Why the connection ended, when it ended on its own (e.g. keepalives
     /// unanswered), for error messages.
     lost: Arc<Mutex<Option<String>>>,
-    /// The connection this one runs through. After `handle`, so that on drop
-    /// this connection ends before the one carrying it.
-    jump: Option<Box<Session>>,
+    /// After `handle`, so that on drop this connection ends before the jump
+    /// connection carrying it. Boxed: a session is moved around in enums,
+    /// and its size is mostly the russh handle's.
+    hop: Box<Hop>,
+}
+
+/// Where a session goes, and what it goes through.
+struct Hop {
+    host: String,
+    port: u16,
+    user: String,
+    /// The connection this one runs through.
+    jump: Option<Session>,
     /// Through a jump: fires when this connection's channel on the jump
     /// connection is finished with (see [`crate::jump::JumpStream`]).
     channel_done: Option<oneshot::Receiver<()>>,
@@ -78,10 +85,10 @@ pub struct Session {
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("user", &self.user)
-            .field("via", &self.jump.as_ref().map(|j| j.route()))
+            .field("host", &self.hop.host)
+            .field("port", &self.hop.port)
+            .field("user", &self.hop.user)
+            .field("via", &self.hop.jump.as_ref().map(|j| j.route()))
             .field("closed", &self.handle.is_closed())
             .finish()
     }
@@ -182,7 +189,7 @@ impl Session {
         let mut why = lock(&self.lost)
             .clone()
             .unwrap_or_else(|| "the connection was closed".to_string());
-        if let Some(jump) = self.jump.as_deref().filter(|j| j.is_closed()) {
+        if let Some(jump) = self.hop.jump.as_ref().filter(|j| j.is_closed()) {
             why.push_str(&format!(
                 "; the connection to the jump host {} ended: {}",
                 jump.label(),
@@ -195,12 +202,12 @@ impl Session {
     /// `host:port`, then ` via user@host:port` for each jump, nearest
     /// first: how this connection is named in messages.
     pub(crate) fn place(&self) -> String {
-        format!("{}:{}{}", self.host, self.port, self.vias())
+        format!("{}:{}{}", self.hop.host, self.hop.port, self.vias())
     }
 
     /// `user@host:port` of this hop.
     pub(crate) fn label(&self) -> String {
-        format!("{}@{}:{}", self.user, self.host, self.port)
+        format!("{}@{}:{}", self.hop.user, self.hop.host, self.hop.port)
     }
 
     /// [`Session::label`] with this hop's own jumps.
@@ -209,7 +216,8 @@ impl Session {
     }
 
     fn vias(&self) -> String {
-        self.jump
+        self.hop
+            .jump
             .as_ref()
             .map(|j| format!(" via {}", j.route()))
             .unwrap_or_default()
@@ -230,20 +238,18 @@ impl Session {
             let (closed, jump) = session.close_one().await;
             // The first failure is the one worth reporting.
             result = result.and(closed);
-            next = jump.map(|j| *j);
+            next = jump;
         }
         result
     }
 
     /// Closes this hop; returns the jump under it, still open.
-    async fn close_one(self) -> (Result<(), SshError>, Option<Box<Session>>) {
+    async fn close_one(self) -> (Result<(), SshError>, Option<Session>) {
         let place = self.place();
-        let Session {
-            handle,
-            jump,
-            channel_done,
-            ..
-        } = self;
+        let Session { handle, hop, .. } = self;
+        let Hop {
+            jump, channel_done, ..
+        } = *hop;
         let result = if handle.is_closed() {
             Ok(())
         } else {
@@ -338,8 +344,8 @@ impl<'a> Prepared<'a> {
                 .await
                 .map_err(|why| unreachable(t, Some(&route), why))?;
             let mut session = self.handshake(stream, Some(&route), options).await?;
-            session.jump = jump.take().map(Box::new);
-            session.channel_done = Some(channel_done);
+            session.hop.jump = jump.take();
+            session.hop.channel_done = Some(channel_done);
             Ok(session)
         })
     }
@@ -404,12 +410,14 @@ impl<'a> Prepared<'a> {
         }
         Ok(Session {
             handle,
-            host: t.host.clone(),
-            port: t.port,
-            user: t.user.clone(),
             lost,
-            jump: None,
-            channel_done: None,
+            hop: Box::new(Hop {
+                host: t.host.clone(),
+                port: t.port,
+                user: t.user.clone(),
+                jump: None,
+                channel_done: None,
+            }),
         })
     }
 }
