@@ -1,15 +1,21 @@
-//! Connecting: TCP, handshake with the pinned host key, public-key auth,
-//! keepalives, and the retry loop used while a machine boots.
+//! Connecting: TCP (or a channel through a jump host), handshake with the
+//! pinned host key, public-key auth, keepalives, and the retry loop used while
+//! a machine boots.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use russh::client::{self, DisconnectReason, Handle, Msg};
 use russh::keys::{PrivateKey, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{Channel, Disconnect};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::jump::{CLOSE_GRACE, open_through};
 use crate::keys::{fingerprint, load_private_key, parse_public_line};
 use crate::{SshError, Target};
 
@@ -24,8 +30,10 @@ pub struct ConnectOptions {
     /// answers keepalives while its command runs.
     pub keepalive_max: usize,
     /// [`wait_until_ready_with`]: the limit for one attempt (TCP + handshake +
-    /// auth). Short, because through QEMU's user-mode port forwarding the TCP
-    /// connect succeeds before sshd listens and the banner never comes.
+    /// auth; through a jump, also connecting the jump host when that
+    /// connection must be made). Short, because through QEMU's user-mode port
+    /// forwarding the TCP connect succeeds before sshd listens and the banner
+    /// never comes.
     pub attempt_timeout: Duration,
     /// [`wait_until_ready_with`]: the pause after a failed attempt.
     pub retry_pause: Duration,
@@ -48,20 +56,39 @@ impl Default for ConnectOptions {
 /// An open, authenticated connection. Cheap to share (`&Session`): every
 /// command runs on its own channel, so several may run at once (OpenSSH allows
 /// 10 per connection by default).
+///
+/// Through a jump ([`Target::via`]) the session owns the jump host's
+/// connection too: it lives as long as this session and is closed with it.
 pub struct Session {
     pub(crate) handle: Handle<PinnedHostKey>,
-    pub(crate) host: String,
-    pub(crate) port: u16,
     /// Why the connection ended, when it ended on its own (e.g. keepalives
     /// unanswered), for error messages.
     lost: Arc<Mutex<Option<String>>>,
+    /// After `handle`, so that on drop this connection ends before the jump
+    /// connection carrying it. Boxed: a session is moved around in enums,
+    /// and its size is mostly the russh handle's.
+    hop: Box<Hop>,
+}
+
+/// Where a session goes, and what it goes through.
+struct Hop {
+    host: String,
+    port: u16,
+    user: String,
+    /// The connection this one runs through.
+    jump: Option<Session>,
+    /// Through a jump: fires when this connection's channel on the jump
+    /// connection is finished with (see [`crate::jump::JumpStream`]).
+    channel_done: Option<oneshot::Receiver<()>>,
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("host", &self.host)
-            .field("port", &self.port)
+            .field("host", &self.hop.host)
+            .field("port", &self.hop.port)
+            .field("user", &self.hop.user)
+            .field("via", &self.hop.jump.as_ref().map(|j| j.route()))
             .field("closed", &self.handle.is_closed())
             .finish()
     }
@@ -79,7 +106,9 @@ pub async fn connect_with(
     timeout: Duration,
     options: &ConnectOptions,
 ) -> Result<Session, SshError> {
-    Prepared::new(target)?.connect(timeout, options).await
+    Prepared::new(target)?
+        .connect(&mut None, timeout, options)
+        .await
 }
 
 /// Retries [`connect`] until it succeeds or `overall` elapses. `on_attempt` is
@@ -97,6 +126,11 @@ pub async fn wait_until_ready(
 /// keepalive settings. Every failure other than those [`SshError::is_final`]
 /// names (refused, reset, banner timeout, handshake cut short) is retried until
 /// `overall` has elapsed, then [`SshError::Timeout`] is returned.
+///
+/// Through a jump, one connection to the jump host serves all attempts (it is
+/// made again only if it is lost): a long boot wait is one login there, not
+/// one per attempt. A channel the jump host cannot open (nothing listens
+/// there yet) is retried like a refused TCP connection.
 pub async fn wait_until_ready_with(
     target: &Target,
     overall: Duration,
@@ -105,6 +139,8 @@ pub async fn wait_until_ready_with(
 ) -> Result<Session, SshError> {
     // Key problems are found before the first packet, and are final.
     let prepared = Prepared::new(target)?;
+    // The jump host's connection, kept across attempts.
+    let mut jump = None;
     let deadline = Instant::now() + overall;
     let mut attempt: u32 = 0;
     loop {
@@ -115,7 +151,7 @@ pub async fn wait_until_ready_with(
         attempt = attempt.saturating_add(1);
         on_attempt(attempt);
         match prepared
-            .connect(options.attempt_timeout.min(left), options)
+            .connect(&mut jump, options.attempt_timeout.min(left), options)
             .await
         {
             Ok(session) => return Ok(session),
@@ -141,13 +177,50 @@ impl Session {
 
     /// The error for a connection that went away under us.
     pub(crate) fn lost(&self, what: &str) -> SshError {
-        let why = lock(&self.lost)
+        SshError::Protocol(format!(
+            "{what} on {} ({}); the machine may have stopped or rebooted",
+            self.place(),
+            self.why_lost()
+        ))
+    }
+
+    /// Why the connection ended, including the end of a jump under it.
+    pub(crate) fn why_lost(&self) -> String {
+        let mut why = lock(&self.lost)
             .clone()
             .unwrap_or_else(|| "the connection was closed".to_string());
-        SshError::Protocol(format!(
-            "{what} on {}:{} ({why}); the machine may have stopped or rebooted",
-            self.host, self.port
-        ))
+        if let Some(jump) = self.hop.jump.as_ref().filter(|j| j.is_closed()) {
+            why.push_str(&format!(
+                "; the connection to the jump host {} ended: {}",
+                jump.label(),
+                jump.why_lost()
+            ));
+        }
+        why
+    }
+
+    /// `host:port`, then ` via user@host:port` for each jump, nearest
+    /// first: how this connection is named in messages.
+    pub(crate) fn place(&self) -> String {
+        format!("{}:{}{}", self.hop.host, self.hop.port, self.vias())
+    }
+
+    /// `user@host:port` of this hop.
+    pub(crate) fn label(&self) -> String {
+        format!("{}@{}:{}", self.hop.user, self.hop.host, self.hop.port)
+    }
+
+    /// [`Session::label`] with this hop's own jumps.
+    pub(crate) fn route(&self) -> String {
+        format!("{}{}", self.label(), self.vias())
+    }
+
+    fn vias(&self) -> String {
+        self.hop
+            .jump
+            .as_ref()
+            .map(|j| format!(" via {}", j.route()))
+            .unwrap_or_default()
     }
 
     /// Whether the connection has ended (closed by us, by the server, or
@@ -156,66 +229,139 @@ impl Session {
         self.handle.is_closed()
     }
 
-    /// Says goodbye to the server. Closing a connection that has already
-    /// ended is not an error.
+    /// Says goodbye to the server, then to the jump host if there is one.
+    /// Closing a connection that has already ended is not an error.
     pub async fn close(self) -> Result<(), SshError> {
-        if self.handle.is_closed() {
-            return Ok(());
+        let mut result = Ok(());
+        let mut next = Some(self);
+        while let Some(session) = next {
+            let (closed, jump) = session.close_one().await;
+            // The first failure is the one worth reporting.
+            result = result.and(closed);
+            next = jump;
         }
-        match self
-            .handle
-            .disconnect(Disconnect::ByApplication, "labrun done", "en")
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(_) if self.handle.is_closed() => Ok(()),
-            Err(e) => Err(SshError::Protocol(format!(
-                "closing the connection to {}:{}: {e}",
-                self.host, self.port
-            ))),
+        result
+    }
+
+    /// Closes this hop; returns the jump under it, still open.
+    async fn close_one(self) -> (Result<(), SshError>, Option<Session>) {
+        let place = self.place();
+        let Session { handle, hop, .. } = self;
+        let Hop {
+            jump, channel_done, ..
+        } = *hop;
+        let result = if handle.is_closed() {
+            Ok(())
+        } else {
+            match handle
+                .disconnect(Disconnect::ByApplication, "labrun done", "en")
+                .await
+            {
+                Ok(()) => Ok(()),
+                Err(_) if handle.is_closed() => Ok(()),
+                Err(e) => Err(SshError::Protocol(format!(
+                    "closing the connection to {place}: {e}"
+                ))),
+            }
+        };
+        // The goodbye travels through the jump connection: let it arrive
+        // (the server then closes the channel) before that connection goes.
+        drop(handle);
+        if let Some(done) = channel_done {
+            let _ = tokio::time::timeout(CLOSE_GRACE * 2, done).await;
         }
+        (result, jump)
     }
 }
 
-/// A target whose keys have been read and checked, ready to connect (again).
+/// A boxed connection attempt (boxed because a jump is connected by the
+/// same code, recursively).
+type Attempt<'a> = Pin<Box<dyn Future<Output = Result<Session, SshError>> + Send + 'a>>;
+
+/// A target whose keys (and its jumps' keys) have been read and checked,
+/// ready to connect (again).
 struct Prepared<'a> {
     target: &'a Target,
     pinned: PublicKey,
     client_key: Arc<PrivateKey>,
+    via: Option<Box<Prepared<'a>>>,
 }
 
 impl<'a> Prepared<'a> {
     fn new(target: &'a Target) -> Result<Self, SshError> {
+        let via = match target.via.as_deref() {
+            Some(jump) => Some(Box::new(Prepared::new(jump)?)),
+            None => None,
+        };
         Ok(Prepared {
             target,
             pinned: parse_public_line(&target.host_key)?,
             client_key: Arc::new(load_private_key(&target.client_key)?),
+            via,
         })
     }
 
+    /// One attempt, bounded by `timeout` as a whole. `jump` holds the
+    /// connection to the jump host: made first if it is None or lost, left
+    /// there for the next attempt when this one fails (or is cut by the
+    /// timeout), moved into the session when it succeeds.
     async fn connect(
         &self,
+        jump: &mut Option<Session>,
         timeout: Duration,
         options: &ConnectOptions,
     ) -> Result<Session, SshError> {
-        match tokio::time::timeout(timeout, self.connect_unbounded(options)).await {
+        match tokio::time::timeout(timeout, self.connect_unbounded(jump, options)).await {
             Ok(result) => result,
             Err(_) => Err(SshError::Timeout(timeout)),
         }
     }
 
-    async fn connect_unbounded(&self, options: &ConnectOptions) -> Result<Session, SshError> {
+    fn connect_unbounded<'s>(
+        &'s self,
+        jump: &'s mut Option<Session>,
+        options: &'s ConnectOptions,
+    ) -> Attempt<'s> {
+        Box::pin(async move {
+            let t = self.target;
+            let Some(via) = self.via.as_deref() else {
+                let stream = TcpStream::connect((t.host.as_str(), t.port))
+                    .await
+                    .map_err(|e| unreachable(t, None, e.to_string()))?;
+                // Commands and their replies are small packets; Nagle only
+                // adds delay.
+                stream.set_nodelay(true).ok();
+                return self.handshake(stream, None, options).await;
+            };
+            // No await between take and insert: a timeout cannot lose a
+            // live jump connection.
+            let hop: &Session = match jump.take().filter(|j| !j.is_closed()) {
+                Some(live) => jump.insert(live),
+                None => jump.insert(via.connect_unbounded(&mut None, options).await?),
+            };
+            let route = hop.route();
+            let (stream, channel_done) = open_through(hop, t)
+                .await
+                .map_err(|why| unreachable(t, Some(&route), why))?;
+            let mut session = self.handshake(stream, Some(&route), options).await?;
+            session.hop.jump = jump.take();
+            session.hop.channel_done = Some(channel_done);
+            Ok(session)
+        })
+    }
+
+    /// The SSH handshake, host key check and authentication over `stream`
+    /// (TCP, or a channel through the jump named `via`).
+    async fn handshake<S>(
+        &self,
+        stream: S,
+        via: Option<&str>,
+        options: &ConnectOptions,
+    ) -> Result<Session, SshError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let t = self.target;
-        let unreachable = |reason: String| SshError::Unreachable {
-            host: t.host.clone(),
-            port: t.port,
-            reason,
-        };
-        let stream = TcpStream::connect((t.host.as_str(), t.port))
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
-        // Commands and their replies are small packets; Nagle only adds delay.
-        stream.set_nodelay(true).ok();
 
         let config = client::Config {
             keepalive_interval: Some(options.keepalive_interval),
@@ -237,21 +383,23 @@ impl<'a> Prepared<'a> {
                 HandlerError::HostKey { presented } => SshError::HostKeyMismatch {
                     host: t.host.clone(),
                     port: t.port,
+                    via: via.map(str::to_string),
                     expected: fingerprint(&self.pinned),
                     presented,
                 },
-                HandlerError::Russh(e) => unreachable(format!("SSH handshake failed: {e}")),
+                HandlerError::Russh(e) => unreachable(t, via, format!("SSH handshake failed: {e}")),
             })?;
 
         let key = PrivateKeyWithHashAlg::new(Arc::clone(&self.client_key), None);
         let auth = handle
             .authenticate_publickey(t.user.clone(), key)
             .await
-            .map_err(|e| unreachable(format!("SSH authentication was cut short: {e}")))?;
+            .map_err(|e| unreachable(t, via, format!("SSH authentication was cut short: {e}")))?;
         if !auth.success() {
             return Err(SshError::AuthRejected {
                 host: t.host.clone(),
                 port: t.port,
+                via: via.map(str::to_string),
                 key: format!(
                     "{} ({}, user {})",
                     fingerprint(self.client_key.public_key()),
@@ -262,10 +410,28 @@ impl<'a> Prepared<'a> {
         }
         Ok(Session {
             handle,
-            host: t.host.clone(),
-            port: t.port,
             lost,
+            hop: Box::new(Hop {
+                host: t.host.clone(),
+                port: t.port,
+                user: t.user.clone(),
+                jump: None,
+                channel_done: None,
+            }),
         })
+    }
+}
+
+/// [`SshError::Unreachable`] for `target`; through a jump, the reason says
+/// which one ("through user@host:port: ...").
+fn unreachable(target: &Target, via: Option<&str>, reason: String) -> SshError {
+    SshError::Unreachable {
+        host: target.host.clone(),
+        port: target.port,
+        reason: match via {
+            Some(via) => format!("through {via}: {reason}"),
+            None => reason,
+        },
     }
 }
 

@@ -15,6 +15,24 @@
 //! * [`generate_ed25519`] / [`public_key_line`] make and read the keys that are
 //!   injected into the guest.
 //!
+//! Jump hosts: a [`Target`] with [`Target::via`] is reached through another
+//! SSH server, like OpenSSH's `ProxyJump` (a remote hypervisor's QEMU
+//! forwards the guest's sshd to 127.0.0.1:PORT *on that host*, which only its
+//! own sshd reaches). labrun connects to the jump host (its host key pinned
+//! too, its own user and key), asks its sshd for a `direct-tcpip` channel to
+//! the target's `host:port` as seen from there, and runs the target's SSH
+//! handshake over that channel: nothing listens on any network interface,
+//! on either side. The [`Session`] owns the jump connection, which lives as
+//! long as it and is closed with it; both hops follow the same
+//! [`ConnectOptions`] keepalives. Errors say which hop failed: a jump host
+//! presenting another key is a [`SshError::HostKeyMismatch`] naming the jump
+//! host (final); a channel the jump host will not or cannot open is
+//! [`SshError::Unreachable`] for the target, with a reason starting "through
+//! user@jump:port:", and [`wait_until_ready`] retries it (a booting guest
+//! looks exactly like that), over one jump connection for all its attempts.
+//! Messages name a session through a jump as `127.0.0.1:40123 via
+//! root@10.251.0.2:22`. A jump may itself have a jump.
+//!
 //! Long quiet commands: a bench step may print nothing for an hour. The client
 //! therefore sets **no inactivity timeout**; instead it sends a keepalive after
 //! every [`ConnectOptions::keepalive_interval`] of silence and gives up only
@@ -30,6 +48,7 @@ use std::time::Duration;
 
 mod client;
 mod exec;
+mod jump;
 mod keys;
 mod shell;
 mod transfer;
@@ -84,6 +103,8 @@ impl Target {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SshError {
+    /// Through a jump, `host:port` is as seen from the jump host and
+    /// `reason` starts with "through user@host:port: ".
     #[error("cannot reach {host}:{port}: {reason}")]
     Unreachable {
         host: String,
@@ -91,18 +112,27 @@ pub enum SshError {
         reason: String,
     },
     #[error(
-        "the SSH server at {host}:{port} presented host key {presented}, but labrun pinned {expected}; refusing to connect (if the machine was rebuilt, run `labrun down` and `labrun up` again)"
+        "the SSH server at {host}:{port}{} presented host key {presented}, but labrun pinned {expected}; refusing to connect (if the machine was rebuilt, run `labrun down` and `labrun up` again)",
+        via_suffix(.via)
     )]
     HostKeyMismatch {
         host: String,
         port: u16,
+        /// The jump(s) `host:port` was reached through (`user@host:port`,
+        /// nearest first, joined by " via "); None for a direct connection.
+        via: Option<String>,
         expected: String,
         presented: String,
     },
-    #[error("{host}:{port} refused key {key}: check the authorized key in the guest")]
+    #[error(
+        "{host}:{port}{} refused key {key}: check the authorized key in the guest",
+        via_suffix(.via)
+    )]
     AuthRejected {
         host: String,
         port: u16,
+        /// As in [`SshError::HostKeyMismatch`].
+        via: Option<String>,
         key: String,
     },
     #[error("timed out after {0:?} waiting for SSH")]
@@ -113,6 +143,13 @@ pub enum SshError {
     Protocol(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// " via user@host:port" when there is a jump, for error messages.
+fn via_suffix(via: &Option<String>) -> String {
+    via.as_ref()
+        .map(|v| format!(" via {v}"))
+        .unwrap_or_default()
 }
 
 impl SshError {

@@ -104,14 +104,32 @@ impl Sshd {
         Err(last.unwrap_or_else(|| std::io::Error::other("sshd did not start")))
     }
 
+    /// [`Sshd::start`] with `extra` appended to its `sshd_config` (lines
+    /// such as `PermitOpen 127.0.0.1:2222`).
+    pub fn start_configured(extra: &str) -> std::io::Result<Sshd> {
+        let mut last = None;
+        for _ in 0..5 {
+            match Sshd::start_with_config(SshdKeys::generate()?, free_port()?, extra) {
+                Ok(sshd) => return Ok(sshd),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("sshd did not start")))
+    }
+
     /// Starts a server with these keys on `port`; returns once sshd logs
     /// that it listens.
     pub fn start_with(keys: SshdKeys, port: u16) -> std::io::Result<Sshd> {
+        Sshd::start_with_config(keys, port, "")
+    }
+
+    /// [`Sshd::start_with`] with `extra` appended to its `sshd_config`.
+    pub fn start_with_config(keys: SshdKeys, port: u16, extra: &str) -> std::io::Result<Sshd> {
         // sshd running as root insists on its privilege-separation directory.
         let _ = std::fs::create_dir_all("/run/sshd");
         let dir = keys.dir();
         let config = dir.join("sshd_config");
-        std::fs::write(&config, sshd_config(&keys, port))?;
+        std::fs::write(&config, format!("{}{extra}\n", sshd_config(&keys, port)))?;
         let mut child = Command::new(SSHD)
             .arg("-D")
             .arg("-e")
@@ -174,20 +192,85 @@ impl Sshd {
     pub fn log(&self) -> String {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
+
+    /// How many logins sshd accepted so far (its `Accepted publickey` lines).
+    pub fn logins(&self) -> usize {
+        self.log().matches("Accepted publickey for ").count()
+    }
+
+    /// Waits until sshd's log contains `text`, for at most `limit`; whether
+    /// it did. For what sshd logs after the client is done (a disconnect):
+    /// the caller asserts on the answer, the limit only bounds a failure.
+    /// Async, so the client's own tasks keep running meanwhile.
+    pub async fn wait_for_log(&self, text: &str, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if self.log().contains(text) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 impl Drop for Sshd {
     fn drop(&mut self) {
-        // The whole group: the listener and the per-connection processes.
-        let _ = Command::new("kill")
-            .arg("-KILL")
+        // sshd puts each connection in a session of its own (setsid), out of
+        // the listener's process group: find them by parent before the
+        // listener dies and they are handed to init.
+        let connections = descendants(self.child.id());
+        let mut kill = Command::new("kill");
+        kill.arg("-KILL")
             .arg("--")
-            .arg(format!("-{}", self.child.id()))
-            .stderr(Stdio::null())
-            .status();
+            .arg(format!("-{}", self.child.id()));
+        for pid in connections {
+            kill.arg(pid.to_string());
+        }
+        let _ = kill.stderr(Stdio::null()).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The processes under `root` (children, theirs, ...), from /proc.
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // "pid (comm) state ppid ...": comm may hold spaces and ')'.
+            let ppid = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    let (_, rest) = stat.rsplit_once(')')?;
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                });
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = vec![root];
+    let mut next = 0;
+    while let Some(&parent) = found.get(next) {
+        found.extend(
+            parent_of
+                .iter()
+                .filter(|&&(_, ppid)| ppid == parent)
+                .map(|&(pid, _)| pid),
+        );
+        next += 1;
+    }
+    found.split_off(1)
 }
 
 /// A port on 127.0.0.1 that was free a moment ago.

@@ -57,8 +57,8 @@ impl Session {
         self.check(&format!("upload to {remote}"), &finished, &sink)?;
         if !finished.input_complete {
             return Err(SshError::Protocol(format!(
-                "upload to {remote} on {}:{}: the remote side stopped reading early",
-                self.host, self.port
+                "upload to {remote} on {}: the remote side stopped reading early",
+                self.place()
             )));
         }
         Ok(())
@@ -205,9 +205,8 @@ impl Session {
             (None, None) => "no exit status".to_string(),
         };
         Err(SshError::Protocol(format!(
-            "{what} on {}:{} failed ({how}): {}",
-            self.host,
-            self.port,
+            "{what} on {} failed ({how}): {}",
+            self.place(),
             stderr.text()
         )))
     }
