@@ -31,8 +31,16 @@ pub fn differences(a: Option<&Environment>, b: Option<&Environment>) -> Vec<Stri
         ("acceleration", &a.acceleration, &b.acceleration),
         ("guest kernel", &a.guest.kernel, &b.guest.kernel),
     ];
+    // Two hosts of one pool may be alike, but are still two machines; a run
+    // that names none (no pool) is not taken for a different one.
+    let hosts = (a.hypervisor.is_some() && b.hypervisor.is_some()).then_some((
+        "hypervisor host",
+        &a.hypervisor,
+        &b.hypervisor,
+    ));
     fields
         .into_iter()
+        .chain(hosts)
         .filter(|(_, x, y)| normalized(x) != normalized(y))
         .map(|(what, x, y)| {
             format!(
@@ -77,5 +85,23 @@ mod tests {
         assert!(d[0].starts_with("acceleration: \"kvm\""), "{d:?}");
         assert!(d[1].contains("guest kernel"), "{d:?}");
         assert!(differences(Some(&a), None)[0].contains("candidate run has no"));
+    }
+
+    #[test]
+    fn two_hosts_of_a_pool_are_two_machines_even_when_alike() {
+        let mut here = env("AMD EPYC 7763", "kvm", "6.1.0-27-amd64");
+        let mut there = here.clone();
+        // No pool on either side, or only on one: not a difference.
+        assert!(differences(Some(&here), Some(&there)).is_empty());
+        there.hypervisor = Some("rack2".into());
+        assert!(differences(Some(&here), Some(&there)).is_empty());
+        here.hypervisor = Some("here".into());
+        let d = differences(Some(&here), Some(&there));
+        assert_eq!(
+            d,
+            ["hypervisor host: \"here\" in the baseline run, \"rack2\" in the candidate run"]
+        );
+        there.hypervisor = Some("here".into());
+        assert!(differences(Some(&here), Some(&there)).is_empty());
     }
 }
