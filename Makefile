@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale
+.PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale bench-pool
 
 ## test: install what is missing, build, lint, run every test (CI runs this)
 test: setup lint agent
@@ -63,6 +63,12 @@ bench-vm: setup build
 ## bench-overhead: the harness's share of `labrun bench`'s wall time at scale 0.01 (target: 5% at most)
 bench-overhead: setup build
 	LABRUN=$(LABRUN) AGENT=$(AGENT) bash benches/overhead.sh
+
+## bench-pool: the same two-variant lab on one host and on a pool of two (this
+## host's libvirt and a second one in a network namespace, reached only
+## through libvirt's remote protocol): both wall times and their ratio
+bench-pool: setup agent
+	$(CARGO) test --test vm pool_timing_one_host_against_two -- --ignored --nocapture
 
 ## bench-scale: the default lab, 1 cycle, at four scales (0.002-0.02) in one VM
 ## boot: per phase a fitted line (fixed + per GB), the full-scale time it

@@ -916,6 +916,22 @@ fn cloud_image_boots_with_a_nocloud_seed() {
     lab.assert_nothing_left();
 }
 
+/// The default lab as `name`, with a pool of two hosts: `here` (this host's
+/// libvirt) and `remote` (the fixture's), its disks in the fixture user's
+/// `~/labrun`.
+fn pool_lab_yaml(name: &str, remote: &RemoteHypervisor) -> String {
+    format!(
+        "{}\nhosts:\n  - name: here\n  - name: remote\n    uri: \"{}\"\n    ssh:\n      host: {}\n      user: {}\n      key: {}\n      host_key: {}\n      workdir: {}\n",
+        lab_yaml(name).trim_end(),
+        remote.uri(),
+        remote.address(),
+        remote.user(),
+        remote.client_key().display(),
+        remote.host_key_line().trim(),
+        remote.home().join("labrun").display(),
+    )
+}
+
 /// A pool of two hypervisors: this host's libvirt and a second one reached
 /// only through libvirt's remote protocol (`qemu+libssh://`, a session
 /// daemon of a test user in a network namespace of the test's own, with its
@@ -935,16 +951,29 @@ fn variants_spread_over_a_local_and_a_remote_hypervisor() {
     let lab = Lab::new("pool");
     ensure_image(&lab);
     let workdir = remote.home().join("labrun");
-    let base_yaml = format!(
-        "{}\nhosts:\n  - name: here\n  - name: remote\n    uri: \"{}\"\n    ssh:\n      host: {}\n      user: {}\n      key: {}\n      host_key: {}\n      workdir: {}\n",
-        lab_yaml("pool").trim_end(),
-        remote.uri(),
-        remote.address(),
-        remote.user(),
-        remote.client_key().display(),
-        remote.host_key_line().trim(),
-        workdir.display(),
+    let base_yaml = pool_lab_yaml("pool", &remote);
+    // A host that is not what the lab expects is refused before anything
+    // is made there.
+    std::fs::write(
+        &lab.lab_file,
+        base_yaml.replace("    ssh:\n", "    expect: {cpus: 999}\n    ssh:\n"),
+    )
+    .unwrap();
+    let refused = lab.run(&["up", "--host", "remote", "--tools", "restic"]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("host `remote` is not the machine lab `pool` expects")
+            && said.contains("expected 999")
+            && said.contains("--force-host"),
+        "{said}"
     );
+    let nothing = remote.virsh(&["list", "--all", "--name"]).expect("virsh");
+    assert!(
+        String::from_utf8_lossy(&nothing.stdout).trim().is_empty(),
+        "a refused host got a domain"
+    );
+
     let t = Instant::now();
     let (bench, results) = bench_restic_variants(
         &lab,
@@ -985,7 +1014,9 @@ fn variants_spread_over_a_local_and_a_remote_hypervisor() {
         assert!(env["host"]["cpu_model"].is_string(), "{env}");
         assert!(env["host"]["kernel"].is_string(), "{env}");
         assert!(
-            env["libvirt_version"].as_str().is_some_and(|v| v.contains('.')),
+            env["libvirt_version"]
+                .as_str()
+                .is_some_and(|v| v.contains('.')),
             "{env}"
         );
         assert!(env["qemu_version"].is_string(), "{env}");
@@ -1026,6 +1057,82 @@ fn variants_spread_over_a_local_and_a_remote_hypervisor() {
         "disks left on the remote host: {}",
         String::from_utf8_lossy(&labs.stdout)
     );
+    // `down --all` clears every host of the pool: a lab's disks left on the
+    // remote host (by a labrun killed there) go too.
+    remote
+        .run_as_user(&format!(
+            "mkdir -p {}/labs/killed-1234abcd",
+            workdir.display()
+        ))
+        .expect("a leftover on the remote host");
+    let all = lab.run_ok(&["down", "--all"]);
+    assert!(all.contains("killed-1234abcd on remote"), "{all}");
+    let labs = remote
+        .run_as_user(&format!("ls -A {}/labs", workdir.display()))
+        .expect("listing the remote folder");
+    assert!(String::from_utf8_lossy(&labs.stdout).trim().is_empty());
+    drop(lab);
+    remote.stop().expect("the second hypervisor leaves nothing");
+}
+
+/// `make bench-pool`: the same two-variant lab (restic, two seeds, 2 cycles,
+/// scale 0.002) on one host (`--host here`: one boot, the variants in rounds)
+/// and on the pool of two (one variant on each, side by side), each from a
+/// cold start (`bench --up` boots what it needs; the base image is cached on
+/// both hosts first). Prints both wall times and their ratio: a
+/// measurement, not a check.
+#[test]
+#[ignore = "a measurement of several minutes: run by `make bench-pool`"]
+fn pool_timing_one_host_against_two() {
+    if let Some(why) = unavailable() {
+        return skip_loudly(&why);
+    }
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let remote = RemoteHypervisor::start().expect("the second hypervisor");
+    let lab = Lab::new("pooltime");
+    ensure_image(&lab);
+    let base_yaml = pool_lab_yaml("pooltime", &remote);
+    let variants = "  - {name: seed7}\n  - {name: seed8, dataset: {seed: 8}}\n";
+    std::fs::write(&lab.lab_file, format!("{base_yaml}variants:\n{variants}")).unwrap();
+    // The remote host's copy of the base image is made once, untimed, as
+    // an earlier run would have left it.
+    lab.run_ok(&["--host", "remote", "up", "--tools", "restic"]);
+    lab.run_ok(&["down"]);
+    let timed = |label: &str, host: &[&str]| {
+        let results = lab.root.join(format!("results-{label}"));
+        let mut args: Vec<&str> = host.to_vec();
+        let results_arg = results.to_string_lossy().into_owned();
+        args.extend([
+            "bench",
+            "--tools",
+            "restic",
+            "--scale",
+            "0.002",
+            "--cycles",
+            "2",
+            "--plain",
+            "--results",
+            &results_arg,
+        ]);
+        let t = Instant::now();
+        let out = lab.run(&args);
+        let secs = t.elapsed().as_secs_f64();
+        assert!(out.status.success(), "{label}: bench failed");
+        lab.run_ok(&["down"]);
+        secs
+    };
+    let one = timed("one-host", &["--host", "here"]);
+    let two = timed("two-hosts", &[]);
+    let line = format!(
+        "bench-pool: two variants x 2 cycles, restic, scale 0.002: one host {one:.0} s, two hosts {two:.0} s, ratio {:.2}",
+        two / one
+    );
+    eprintln!("{line}");
+    std::fs::write(
+        lab.root.join("../labrun-bench-pool.txt"),
+        format!("{line}\n"),
+    )
+    .unwrap();
     drop(lab);
     remote.stop().expect("the second hypervisor leaves nothing");
 }
