@@ -922,7 +922,11 @@ fn cloud_image_boots_with_a_nocloud_seed() {
 fn pool_lab_yaml(name: &str, remote: &RemoteHypervisor) -> String {
     format!(
         "{}\nhosts:\n  - name: here\n  - name: remote\n    uri: \"{}\"\n    ssh:\n      host: {}\n      user: {}\n      key: {}\n      host_key: {}\n      workdir: {}\n",
-        lab_yaml(name).trim_end(),
+        // Two TCG guests booting at once on a 2-core host: each boot may
+        // take several times its usual minute.
+        lab_yaml(name)
+            .trim_end()
+            .replacen("\nvm:\n", "\nvm:\n  ssh_timeout: 1200s\n", 1),
         remote.uri(),
         remote.address(),
         remote.user(),

@@ -104,7 +104,7 @@ pub async fn bring_up_lab(
         wait_for_interrupt().await;
         let _ = cancel_tx.send(true);
     });
-    let progress = Spinner::new();
+    let progress = Spinner::for_host(ctx, lab);
     let outcome = labrun_vm::up(&cfg, &paths, &progress, cancel_rx).await;
     progress.finish();
     signals.abort();
@@ -125,7 +125,7 @@ pub async fn bring_up_lab(
             boot,
             image_built,
         }) => {
-            safe_eprintln!("up: installing {} tool(s)", installs.len());
+            safe_eprintln!("{}up: installing {} tool(s)", progress.who, installs.len());
             let installed = tokio::select! {
                 r = install_checked(&session, &installs, &ready) => r,
                 _ = wait_for_interrupt() => Err(VmError::Cancelled.into()),
@@ -257,6 +257,8 @@ pub(crate) fn paths(ctx: &Context) -> Paths {
 pub(crate) struct Spinner {
     bar: ProgressBar,
     step_started: std::sync::Mutex<Instant>,
+    /// `[host] ` when several hosts of a pool come up at once, else empty.
+    who: String,
 }
 
 impl Spinner {
@@ -270,7 +272,17 @@ impl Spinner {
         Spinner {
             bar,
             step_started: std::sync::Mutex::new(Instant::now()),
+            who: String::new(),
         }
+    }
+
+    /// A spinner whose lines say which host of a pool they are about.
+    fn for_host(ctx: &Context, lab: &labrun_lab::Lab) -> Spinner {
+        let mut s = Spinner::new();
+        if let (Some(h), true) = (&ctx.host, lab.hosts.len() > 1) {
+            s.who = format!("[{h}] ");
+        }
+        s
     }
 
     /// A permanent line above the spinner; plain stderr when it is not a
@@ -291,14 +303,14 @@ impl Spinner {
 impl UpProgress for Spinner {
     fn warn(&self, message: &str) {
         self.bar
-            .suspend(|| safe_eprintln!("\n*** WARNING: {message}\n"));
+            .suspend(|| safe_eprintln!("\n*** WARNING: {}{message}\n", self.who));
     }
 
     fn step(&self, message: &str) {
         if let Ok(mut t) = self.step_started.lock() {
             *t = Instant::now();
         }
-        self.line(format!("up: {message}"));
+        self.line(format!("{}up: {message}", self.who));
         self.bar.set_message(crate::terminal::bar_line(message));
     }
 
