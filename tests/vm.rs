@@ -1079,8 +1079,8 @@ fn variants_spread_over_a_local_and_a_remote_hypervisor() {
     remote.stop().expect("the second hypervisor leaves nothing");
 }
 
-/// `make bench-pool`: the same two-variant lab (restic, two seeds, 2 cycles,
-/// scale 0.002) on one host (`--host here`: one boot, the variants in rounds)
+/// `make bench-pool`: the same two-variant lab (restic, two seeds, 1 cycle,
+/// scale 0.001, as the pool test) on one host (`--host here`: one boot, the variants in rounds)
 /// and on the pool of two (one variant on each, side by side), each from a
 /// cold start (`bench --up` boots what it needs; the base image is cached on
 /// both hosts first). Prints both wall times and their ratio: a
@@ -1111,9 +1111,9 @@ fn pool_timing_one_host_against_two() {
             "--tools",
             "restic",
             "--scale",
-            "0.002",
+            "0.001",
             "--cycles",
-            "2",
+            "1",
             "--plain",
             "--results",
             &results_arg,
@@ -1128,7 +1128,7 @@ fn pool_timing_one_host_against_two() {
     let one = timed("one-host", &["--host", "here"]);
     let two = timed("two-hosts", &[]);
     let line = format!(
-        "bench-pool: two variants x 2 cycles, restic, scale 0.002: one host {one:.0} s, two hosts {two:.0} s, ratio {:.2}",
+        "bench-pool: two variants x 1 cycle, restic, scale 0.001: one host {one:.0} s, two hosts {two:.0} s, ratio {:.2}",
         two / one
     );
     eprintln!("{line}");

@@ -49,7 +49,9 @@ pub fn probe_host() -> Machine {
 }
 
 /// A remote hypervisor's libvirt and QEMU, beside its machine.
+/// libvirtd lives in /usr/sbin, outside an ordinary user's PATH.
 const VERSIONS: &str = r#"
+PATH="$PATH:/usr/sbin:/sbin"
 echo "libvirt=$(libvirtd --version 2>/dev/null | head -n 1)"
 echo "qemu=$(qemu-system-x86_64 --version 2>/dev/null | head -n 1)"
 "#;

@@ -166,7 +166,8 @@ pub(crate) async fn teardown(
     // The domain first: QEMU holds the disks open.
     let mut removed = Vec::new();
     if let Some(d) = hv.remove(name)? {
-        removed.push(format!("domain {} ({})", d.name, d.state));
+        let on = shell.map_or(String::new(), |sh| format!(" on {}", sh.host().name));
+        removed.push(format!("domain {} ({}){on}", d.name, d.state));
     }
     if let Some(sh) = shell {
         let there = sh.host().lab_dir(&dir.path);
