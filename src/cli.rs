@@ -37,7 +37,8 @@ pub struct GlobalArgs {
     pub state: Option<PathBuf>,
     /// Which of the lab's `hosts:` (hypervisors) `up`, `ssh` and `bench`
     /// use, and `down` takes down (default: the first for `up`, every host
-    /// the lab has a VM on for `down`).
+    /// the lab has a VM on for `down`); `bench` of a lab with variants
+    /// spreads them over `a,b,...`.
     #[arg(long, env = "LABRUN_HOST", global = true)]
     pub host: Option<String>,
     /// Use a host even when it is not the machine its `hosts[].expect`

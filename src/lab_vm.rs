@@ -40,6 +40,11 @@ pub fn vm_of(lab: &Lab, ctx: &Context) -> anyhow::Result<VmConfig> {
 /// The host of the lab's pool called `name`, or the pool's first; None when
 /// the lab has no pool (this host, at `vm.uri`).
 pub fn pick_host<'a>(lab: &'a Lab, name: Option<&str>) -> anyhow::Result<Option<&'a HostSpec>> {
+    if let Some(n) = name.filter(|n| n.contains(',')) {
+        bail!(
+            "`--host {n}` names several hosts: only `bench` of a lab with variants spreads over several; name one here"
+        );
+    }
     match (name, lab.hosts.first()) {
         (None, first) => Ok(first),
         (Some(n), _) => match lab.hosts.iter().find(|h| h.name == n) {

@@ -17,12 +17,21 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-/// The hosts a run spreads over: the lab's pool, or the one `--host` names.
-pub fn hosts_for(ctx: &Context, lab: &Lab) -> Vec<String> {
-    match &ctx.host {
-        Some(h) => vec![h.clone()],
-        None => lab.hosts.iter().map(|h| h.name.clone()).collect(),
+/// The hosts a run spreads over: the lab's pool, or those `--host` names
+/// (`--host a,b`: a part of it).
+pub fn hosts_for(ctx: &Context, lab: &Lab) -> anyhow::Result<Vec<String>> {
+    let Some(named) = &ctx.host else {
+        return Ok(lab.hosts.iter().map(|h| h.name.clone()).collect());
+    };
+    let mut out = Vec::new();
+    for name in named.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        // The same refusal `up` gives for a name the lab does not have.
+        crate::lab_vm::pick_host(lab, Some(name))?;
+        if !out.iter().any(|o: &String| o == name) {
+            out.push(name.to_string());
+        }
     }
+    Ok(out)
 }
 
 /// Which boots each host runs: the heaviest boot first to the host with the

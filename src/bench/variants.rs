@@ -64,7 +64,7 @@ pub async fn run_all(
     });
     let mut failed: Vec<String> = Vec::new();
     let groups = boot_groups(&variants);
-    let pool = crate::bench::pool::hosts_for(ctx, lab);
+    let pool = crate::bench::pool::hosts_for(ctx, lab)?;
     if pool.len() > 1 {
         crate::bench::pool::run(
             ctx,

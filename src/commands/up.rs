@@ -31,6 +31,16 @@ pub async fn bring_up(ctx: &Context, wanted: Option<&[String]>) -> anyhow::Resul
     bring_up_lab(ctx, &lab, wanted).await
 }
 
+/// Where the guest's SSH listens: this host's loopback, or a remote
+/// hypervisor's (reached through its sshd).
+fn ssh_place(state: &labrun_vm::VmState) -> String {
+    let port = state.ssh_port.unwrap_or(0);
+    match &state.remote {
+        Some(r) => format!("127.0.0.1:{port} on {} (through its sshd)", r.name),
+        None => format!("127.0.0.1:{port}"),
+    }
+}
+
 /// A pool host that is not what the lab expects is refused before anything
 /// is made there (or, with `--force-host`, used with a warning).
 async fn check_host(
@@ -111,10 +121,10 @@ pub async fn bring_up_lab(
     match outcome {
         Ok(UpOutcome::AlreadyUp { state }) => {
             safe_println!(
-                "{} is already up (since {}, SSH on 127.0.0.1:{}): nothing to do",
+                "{} is already up (since {}, SSH on {}): nothing to do",
                 state.domain_name,
                 state.created,
-                state.ssh_port.unwrap_or(0)
+                ssh_place(&state)
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -160,7 +170,7 @@ pub async fn bring_up_lab(
             let _ = session.close().await;
             drop(lock);
             safe_println!(
-                "{} is up: SSH ready {:.1} s after start{}, 127.0.0.1:{}, {} vCPU, {} MiB, {}",
+                "{} is up: SSH ready {:.1} s after start{}, {}, {} vCPU, {} MiB, {}",
                 state.domain_name,
                 boot.as_secs_f64(),
                 if image_built {
@@ -168,7 +178,7 @@ pub async fn bring_up_lab(
                 } else {
                     ""
                 },
-                state.ssh_port.unwrap_or(0),
+                ssh_place(&state),
                 state.vcpus,
                 state.memory_mib,
                 labrun_vm::up::describe(state.acceleration),
@@ -281,6 +291,10 @@ impl Spinner {
         let mut s = Spinner::new();
         if let (Some(h), true) = (&ctx.host, lab.hosts.len() > 1) {
             s.who = format!("[{h}] ");
+            // Several hosts come up at once: two spinners would draw over
+            // each other, so each says its steps as lines only.
+            s.bar.finish_and_clear();
+            s.bar = ProgressBar::hidden();
         }
         s
     }
@@ -303,7 +317,7 @@ impl Spinner {
 impl UpProgress for Spinner {
     fn warn(&self, message: &str) {
         self.bar
-            .suspend(|| safe_eprintln!("\n*** WARNING: {}{message}\n", self.who));
+            .suspend(|| safe_eprintln!("\n*** WARNING: {message}\n"));
     }
 
     fn step(&self, message: &str) {
