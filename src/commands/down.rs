@@ -68,10 +68,29 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 /// bench --down`.
 pub async fn take_down(ctx: &Context) -> anyhow::Result<labrun_vm::DownReport> {
     let mut report = labrun_vm::DownReport::default();
+    let mut failed = Vec::new();
+    // Every host is tried: one that does not answer keeps its state (to
+    // retry) but does not stop the others' clean-up.
     for cfg in crate::lab_vm::configs_for_teardown(ctx)? {
-        let one = labrun_vm::down(&cfg, &ctx.state_root).await?;
-        report.removed.extend(one.removed);
-        report.left.extend(one.left);
+        match labrun_vm::down(&cfg, &ctx.state_root).await {
+            Ok(one) => {
+                report.removed.extend(one.removed);
+                report.left.extend(one.left);
+            }
+            Err(e) => failed.push(e),
+        }
     }
-    Ok(report)
+    match failed.len() {
+        0 => Ok(report),
+        _ => {
+            for r in &report.removed {
+                safe_println!("removed: {r}");
+            }
+            let why: Vec<String> = failed.iter().map(ToString::to_string).collect();
+            anyhow::bail!(
+                "{}; run `labrun down` again when it answers",
+                why.join("; ")
+            )
+        }
+    }
 }
