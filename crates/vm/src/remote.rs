@@ -35,11 +35,6 @@ pub struct RemoteHost {
 }
 
 impl RemoteHost {
-    /// `user@host:port`, for messages.
-    pub fn login(&self) -> String {
-        format!("{}@{}:{}", self.ssh.user, self.ssh.host, self.ssh.port)
-    }
-
     fn images_dir(&self) -> String {
         format!("{}/images", self.dir.trim_end_matches('/'))
     }
@@ -57,10 +52,7 @@ impl RemoteHost {
     /// An SSH target reached through this host: the guest's port forwarded
     /// to the host's loopback.
     pub fn guest_target(&self, guest: Target) -> Target {
-        Target {
-            via: Some(Box::new(self.ssh.clone())),
-            ..guest
-        }
+        guest.through(self.ssh.clone())
     }
 
     /// Connects to the host's sshd.
@@ -77,7 +69,7 @@ impl RemoteHost {
     fn unreachable(&self, reason: String) -> VmError {
         VmError::RemoteHost {
             host: self.name.clone(),
-            login: self.login(),
+            login: self.ssh.label(),
             reason,
         }
     }
@@ -374,7 +366,7 @@ mod tests {
             "/var/tmp/labrun/labs/demo-1a2b3c4d@rack2"
         );
         assert_eq!(h.images_dir(), "/var/tmp/labrun/images");
-        assert_eq!(h.login(), "bench@10.0.0.2:22");
+        assert_eq!(h.ssh.label(), "bench@10.0.0.2:22");
     }
 
     #[test]
