@@ -151,12 +151,10 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
         names,
         [
             "connect",
-            "busy_check",
-            "installed_check",
+            "target_checks",
             "estimate",
             "push_and_environment",
-            "write_plan",
-            "start_agent",
+            "start_run",
             "follow",
             "pull",
             "summary"

@@ -10,7 +10,7 @@ use crate::bench::layout::{RemoteRun, sh_quote};
 use anyhow::{Context as _, bail};
 use labrun_evidence::{AgentMarker, Plan};
 use labrun_ssh::Session;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Runs a command that must succeed; its stderr becomes the error.
 pub async fn run_ok(session: &Session, command: &str) -> anyhow::Result<String> {
@@ -38,6 +38,7 @@ pub async fn push_agent(
     remote: &RemoteRun,
     local_agent: &Path,
     local_sha256: &str,
+    cache: &Path,
 ) -> anyhow::Result<()> {
     let agent = sh_quote(&remote.agent());
     // The folder the upload needs, what is already there, and whether the
@@ -59,7 +60,7 @@ pub async fn push_agent(
         return Ok(());
     }
     let check = if have.lines().any(|l| l == GZIP_MARK) {
-        let packed = gzip_to_temp(local_agent)?;
+        let packed = PackedAgent::of(local_agent, local_sha256, cache)?;
         let gz = format!("{}.gz", remote.agent());
         session
             .upload(packed.path(), &gz, 0o600)
@@ -90,11 +91,52 @@ pub async fn push_agent(
 /// What the first exec prints when the guest has `gzip`.
 const GZIP_MARK: &str = "labrun-has-gzip";
 
-/// `local`, gzipped into a temporary file (removed when dropped).
-fn gzip_to_temp(local: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
+/// The agent gzipped, packed once per build: kept in the cache under its
+/// digest (packing is 0.3 s of CPU, as long as the rest of a push over
+/// loopback), or in a temporary file when the cache cannot be written.
+enum PackedAgent {
+    Cached(PathBuf),
+    Temporary(tempfile::NamedTempFile),
+}
+
+impl PackedAgent {
+    fn of(local: &Path, sha256: &str, cache: &Path) -> anyhow::Result<PackedAgent> {
+        let dir = cache.join("agents");
+        let kept = dir.join(format!("{sha256}.gz"));
+        if kept.is_file() {
+            return Ok(PackedAgent::Cached(kept));
+        }
+        let Ok(()) = std::fs::create_dir_all(&dir) else {
+            return gzip_to_temp(local, None).map(PackedAgent::Temporary);
+        };
+        // Packed beside its final name and renamed: a cached file is whole.
+        match gzip_to_temp(local, Some(&dir)) {
+            Ok(packed) => Ok(match packed.persist(&kept) {
+                Ok(_) => PackedAgent::Cached(kept),
+                Err(e) => PackedAgent::Temporary(e.file),
+            }),
+            Err(_) => gzip_to_temp(local, None).map(PackedAgent::Temporary),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            PackedAgent::Cached(p) => p,
+            PackedAgent::Temporary(t) => t.path(),
+        }
+    }
+}
+
+/// `local`, gzipped into a temporary file (removed when dropped) in `dir`,
+/// else the system's temporary folder.
+fn gzip_to_temp(local: &Path, dir: Option<&Path>) -> anyhow::Result<tempfile::NamedTempFile> {
     let mut input = std::fs::File::open(local)
         .with_context(|| format!("reading the agent {}", local.display()))?;
-    let packed = tempfile::NamedTempFile::new().context("a temporary file for the agent")?;
+    let packed = match dir {
+        Some(d) => tempfile::NamedTempFile::new_in(d),
+        None => tempfile::NamedTempFile::new(),
+    }
+    .context("a temporary file for the agent")?;
     let mut gz = flate2::write::GzEncoder::new(packed.as_file(), flate2::Compression::default());
     std::io::copy(&mut input, &mut gz)
         .and_then(|_| gz.finish().map(|_| ()))
@@ -102,24 +144,35 @@ fn gzip_to_temp(local: &Path) -> anyhow::Result<tempfile::NamedTempFile> {
     Ok(packed)
 }
 
-/// Creates the run folders and writes the plan, in one exec: the plan (it
-/// carries the repository passwords) goes from memory to the guest's stdin,
-/// never into a file on the host.
-pub async fn write_plan(session: &Session, remote: &RemoteRun, plan: &Plan) -> anyhow::Result<()> {
+/// Creates the run folders, writes the plan and starts the agent on it, in
+/// one exec (a round trip less before the first step: a second or more in
+/// an emulated guest, whose shell starts slowly). The plan (it carries the
+/// repository passwords) goes from memory to the guest's stdin, never into a
+/// file on the host. Returns the agent's pid.
+pub async fn start_run(session: &Session, remote: &RemoteRun, plan: &Plan) -> anyhow::Result<u32> {
     let bytes = serde_json::to_vec_pretty(plan)?;
+    let script = format!(
+        "{}\n{}",
+        plan_upload_script(remote, bytes.len()),
+        start_agent_command(remote)
+    );
     let out = session
-        .exec_with_input(&plan_upload_script(remote, bytes.len()), &bytes)
+        .exec_with_input(&script, &bytes)
         .await
-        .context("uploading the plan")?;
+        .context("writing the plan and starting the agent")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
     if out.exit_code != Some(0) {
         bail!(
-            "writing the plan in the guest failed (exit {}): {}",
+            "writing the plan and starting the agent in the guest failed (exit {}): {}",
             out.exit_code
                 .map_or_else(|| "none".to_string(), |c| c.to_string()),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(())
+    stdout
+        .trim()
+        .parse::<u32>()
+        .with_context(|| format!("the guest did not report the agent's pid (got {stdout:?})"))
 }
 
 /// The plan carries repository passwords: it is written with umask 077 into
@@ -132,7 +185,7 @@ fn plan_upload_script(remote: &RemoteRun, size: usize) -> String {
          cat > {tmp} || {{ rm -f {tmp}; exit 1; }}\n\
          n=$(wc -c < {tmp}); [ \"$n\" -eq {size} ] || \
            {{ echo \"labrun: the plan arrived incomplete ($n of {size} bytes)\" >&2; rm -f {tmp}; exit 1; }}\n\
-         mv -f {tmp} {plan}",
+         mv -f {tmp} {plan} || exit 1",
         work = q(remote.work()),
         ev = q(remote.evidence()),
         dir = q(remote.dir()),
@@ -142,8 +195,8 @@ fn plan_upload_script(remote: &RemoteRun, size: usize) -> String {
 }
 
 /// Starts the agent in its own session (setsid), stdio to files, so it keeps
-/// running when the SSH connection drops. Returns its pid.
-pub async fn start_agent(session: &Session, remote: &RemoteRun) -> anyhow::Result<u32> {
+/// running when the SSH connection drops, and prints its pid.
+fn start_agent_command(remote: &RemoteRun) -> String {
     let q = |s: String| sh_quote(&s);
     // The exit status is written by the wrapper shell when the agent ends, so
     // a later attach can tell "finished with 1" from "killed".
@@ -164,7 +217,7 @@ pub async fn start_agent(session: &Session, remote: &RemoteRun) -> anyhow::Resul
     // Only the agent's wrapper goes to the background (the braces), with all
     // three streams redirected: a backgrounded `a && b & ...` list would keep
     // this channel's stdout open, and this call would last as long as the run.
-    let command = format!(
+    format!(
         "cd {dir} && rm -f {exit} && {{ setsid nohup sh -c {inner} > {out} 2> {err} < /dev/null & echo $! > {pid}; }} && cat {pid}",
         dir = q(remote.dir()),
         exit = q(remote.exit_file()),
@@ -172,14 +225,10 @@ pub async fn start_agent(session: &Session, remote: &RemoteRun) -> anyhow::Resul
         out = q(remote.agent_stdout()),
         err = q(remote.agent_stderr()),
         pid = q(remote.pid_file()),
-    );
-    let out = run_ok(session, &command).await?;
-    out.trim()
-        .parse::<u32>()
-        .with_context(|| format!("the guest did not report the agent's pid (got {out:?})"))
+    )
 }
 
-/// The pid `start_agent` left in the guest's pid file, if it got that far.
+/// The pid `start_run` left in the guest's pid file, if it got that far.
 pub async fn read_agent_pid(session: &Session, remote: &RemoteRun) -> anyhow::Result<Option<u32>> {
     let out = session
         .exec(&format!(
@@ -318,6 +367,35 @@ mod tests {
     use std::io::Read;
 
     #[test]
+    fn the_agent_is_packed_once_per_digest_and_kept_in_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agent");
+        std::fs::write(&agent, vec![7u8; 100_000]).unwrap();
+        let cache = dir.path().join("cache");
+        let first = PackedAgent::of(&agent, "d1", &cache).unwrap();
+        let kept = cache.join("agents/d1.gz");
+        assert_eq!(first.path(), kept);
+        // The next run finds it: the file is not packed again.
+        let before = std::fs::metadata(&kept).unwrap().modified().unwrap();
+        let again = PackedAgent::of(&agent, "d1", &cache).unwrap();
+        assert_eq!(again.path(), kept);
+        assert_eq!(
+            std::fs::metadata(&kept).unwrap().modified().unwrap(),
+            before
+        );
+        // Nothing half-written is left beside it.
+        let names: Vec<_> = std::fs::read_dir(cache.join("agents")).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        // A cache that cannot be made (a file where the folder should be):
+        // packed into a temporary file instead.
+        let blocked = dir.path().join("blocked");
+        std::fs::write(&blocked, b"").unwrap();
+        let temp = PackedAgent::of(&agent, "d1", &blocked).unwrap();
+        assert!(matches!(temp, PackedAgent::Temporary(_)));
+        assert!(temp.path().is_file());
+    }
+
+    #[test]
     fn the_packed_agent_unpacks_to_the_same_bytes_with_gzip() {
         let dir = tempfile::tempdir().unwrap();
         let agent = dir.path().join("agent");
@@ -325,7 +403,7 @@ mod tests {
             .flat_map(|i| (i % 251).to_le_bytes())
             .collect();
         std::fs::write(&agent, &bytes).unwrap();
-        let packed = gzip_to_temp(&agent).unwrap();
+        let packed = gzip_to_temp(&agent, None).unwrap();
         assert!(std::fs::metadata(packed.path()).unwrap().len() < bytes.len() as u64 / 2);
         // As the guest unpacks it: gzip -dc.
         let mut gunzip = std::process::Command::new("gzip")

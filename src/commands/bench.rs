@@ -191,17 +191,14 @@ impl OnTarget {
         display: &mut dyn Display,
         summary: bool,
     ) -> anyhow::Result<ExitCode> {
-        let t = HostPhases::begin("write_plan");
-        remote::write_plan(&self.session, &self.remote, plan).await?;
         // The session file first: a `bench` killed while the agent starts
         // must still leave a run that `--attach` can find (the pid is then
         // read from the guest), or the run would finish unseen and its
         // evidence unpulled.
         self.session_file.agent_pid = None;
         self.session_file.write(&self.session_path)?;
-        self.phases.end(t);
-        let t = HostPhases::begin("start_agent");
-        let pid = remote::start_agent(&self.session, &self.remote).await?;
+        let t = HostPhases::begin("start_run");
+        let pid = remote::start_run(&self.session, &self.remote, plan).await?;
         self.phases.end(t);
         test_hook_after_agent_start();
         self.session_file.agent_pid = Some(pid);
@@ -247,9 +244,15 @@ pub(crate) async fn prepare(
         run_id: run_id.to_string(),
     };
     // Before anything is written, here or there: a second run beside a live
-    // one would skew both.
-    let t = HostPhases::begin("busy_check");
-    refuse_if_busy(&session, &remote, &access).await?;
+    // one would skew both. Whether the tools are installed is asked at the
+    // same time (both only read; one round trip instead of two), and said
+    // once the run's folder holds the lab.
+    let t = HostPhases::begin("target_checks");
+    let (busy, installed) = tokio::join!(
+        refuse_if_busy(&session, &remote, &access),
+        check_installed(&session, &plan)
+    );
+    busy?;
     phases.end(t);
 
     std::fs::create_dir_all(host.raw())
@@ -266,9 +269,7 @@ pub(crate) async fn prepare(
     write_tool_sources(ctx, lab, &plan, &host.raw())?;
     display.note(&format!("run {run_id}: results in {}", host.dir.display()));
 
-    let t = HostPhases::begin("installed_check");
-    check_installed(&session, &plan).await?;
-    phases.end(t);
+    installed?;
     let t = HostPhases::begin("estimate");
     if let Some(e) = say_estimate(&session, lab, &plan, &access, &remote, display).await {
         // Beside the run's own times: how far the guide was off (`make
@@ -295,7 +296,7 @@ pub(crate) async fn prepare(
     // The guest's facts are asked for while the agent uploads: neither
     // waits for the other.
     let t = HostPhases::begin("push_and_environment");
-    let push = remote::push_agent(&session, &remote, &agent, &agent_sha);
+    let push = remote::push_agent(&session, &remote, &agent, &agent_sha, &ctx.cache_dir);
     let (pushed, env) = tokio::join!(push, environment_of(&session, &access));
     pushed?;
     phases.end(t);
