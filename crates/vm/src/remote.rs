@@ -75,6 +75,15 @@ impl RemoteHost {
     }
 }
 
+/// Names one upload's folder apart from any other's, on this host or
+/// another labrun's.
+fn upload_nonce() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}-{nanos:09}", std::process::id())
+}
+
 /// An open SSH connection to a hypervisor host, with the few things labrun
 /// does there.
 pub struct HostShell {
@@ -138,10 +147,18 @@ impl HostShell {
             "uploading the base image to {} (once; kept in {dir})",
             self.host.name
         ));
-        let part = format!("{dir}.part");
+        // A folder of this upload's own: two `up`s that upload the same
+        // image at once (two labs, or labrun on two machines) each fill
+        // theirs; uploads killed more than a day ago are cleared away.
+        let part = format!("{dir}.part-{}", upload_nonce());
         self.run(
             "making the image folder",
-            &format!("umask 022 && rm -rf {p} && mkdir -p {p}", p = q(&part)),
+            &format!(
+                "umask 022 && find {images} -maxdepth 1 -name {stale} -mmin +1440 -exec rm -rf {{}} + 2>/dev/null; mkdir -p {p}",
+                images = q(&self.host.images_dir()),
+                stale = q(&format!("{key}.part-*")),
+                p = q(&part)
+            ),
         )
         .await?;
         for f in files {
@@ -186,12 +203,17 @@ impl HostShell {
                 .await?;
             }
         }
+        // A complete folder is never replaced (a running guest's overlay may
+        // stand on it): the rename fails when another upload put its copy in
+        // place first, and this one is dropped.
         self.run(
             "putting the image in place",
             &format!(
-                "rm -rf {d} && mv {p} {d} && chmod 0755 {d}",
+                "chmod 0755 {p} && {{ mv -T {p} {d} 2>/dev/null || {{ test -f {m} && rm -rf {p}; }} || \
+                 {{ echo \"cannot move {p} to {d}: it exists without its manifest {MARKER}, or is not writable; remove it\" >&2; exit 1; }}; }}",
                 d = q(&dir),
-                p = q(&part)
+                p = q(&part),
+                m = q(&marker),
             ),
         )
         .await?;
