@@ -112,7 +112,7 @@ pub enum SshError {
         reason: String,
     },
     #[error(
-        "the SSH server at {host}:{port}{} presented host key {presented}, but labrun pinned {expected}; refusing to connect (if the machine was rebuilt, run `labrun down` and `labrun up` again)",
+        "the SSH server at {host}:{port}{} presented host key {presented}, but labrun pinned {expected}; refusing to connect (a machine that was rebuilt has a new key: for a VM labrun made, run `labrun down` and `labrun up` again; for a lab's `target:` or `hosts:` entry, check the new key on the machine itself (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` there) before writing it into its `host_key`)",
         via_suffix(.via)
     )]
     HostKeyMismatch {
