@@ -205,3 +205,38 @@ fn change_rounds_make_snapshots_that_differ_and_restore_whole() {
         "beta's rounds match alpha's"
     );
 }
+
+#[test]
+fn a_slow_version_command_runs_beside_the_untimed_work_and_ends_before_the_first_timed_step() {
+    let lab = Lab::new();
+    // Longer than this tiny dataset's generation: it is still running when
+    // the first tool cycle's source is prepared.
+    let slow = json!({"version": {"argv": ["{bin}", "-c", "sleep 1.5; echo slowtool 9.9"]}});
+    let plan = base_plan("versions-1", 1, vec![sh_tool("alpha", slow)]);
+    let out = lab.run(&plan);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let versions: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(lab.evidence().join("tool-versions.json")).expect("tool-versions.json"),
+    )
+    .expect("json");
+    assert_eq!(versions["alpha"], "slowtool 9.9");
+    // The command's output was written before the first timed step began:
+    // no version command shares the machine with a measured one.
+    let answered = std::fs::metadata(lab.evidence().join("logs/alpha/version.out"))
+        .and_then(|m| m.modified())
+        .expect("version.out")
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis() as u64;
+    let records = lab.records();
+    let first_timed = records
+        .iter()
+        .filter(|r| r.timed)
+        .map(|r| r.started_unix_ms)
+        .min()
+        .expect("a timed step");
+    assert!(
+        answered <= first_timed,
+        "version answered at {answered}, first timed step began at {first_timed}"
+    );
+}

@@ -210,6 +210,7 @@ pub fn execute_with(
         storage: None,
         datasets,
         background: Background::default(),
+        versions: None,
     };
     let outcome = runner.run_all();
     if outcome.is_err() {
@@ -278,6 +279,9 @@ struct Runner<'p> {
     /// Removals going on beside untimed work; settled before every timed
     /// step (and every cache drop).
     background: Background,
+    /// The tools' version commands, from the dataset's generation until the
+    /// first timed step (or the run's end) collects them.
+    versions: Option<VersionProbe>,
 }
 
 /// One tool in one cycle: its directories and placeholders.
@@ -305,12 +309,12 @@ impl<'p> Runner<'p> {
             self.warn_once(warning)?;
         }
         self.start_storage()?;
-        // The tools' versions are asked for while the dataset is written,
-        // and in before the first timed step.
-        let versions = VersionProbe::start(self.plan, &self.ev);
+        // The tools' versions are asked for while the dataset is written
+        // and the first source tree is prepared, and are in before the
+        // first timed step (an interpreter's cold start took 20 s under
+        // emulation, longer than a small dataset's generation).
+        self.versions = Some(VersionProbe::start(self.plan, &self.ev));
         self.generate_pristine()?;
-        self.ev
-            .write_tool_versions(&versions.collect(tool_versions::DEADLINE))?;
         let plan = self.plan;
         for cycle in plan.cycle_numbers() {
             for (order, index) in cycle_order(plan.tools.len(), cycle, plan.rotate_tools)
@@ -333,6 +337,7 @@ impl<'p> Runner<'p> {
             }
         }
         self.stop_storage();
+        self.collect_versions()?;
         self.settle_background()?;
         self.keep_dataset()?;
         self.remove_tree(&self.root.clone());
@@ -426,6 +431,17 @@ impl<'p> Runner<'p> {
         for w in warnings {
             let _ = self.warn_once(w);
         }
+    }
+
+    /// Waits for the tools' version commands, if they are still asked,
+    /// and writes what they said. A run stopped before its first timed step
+    /// kills them instead (`VersionProbe`'s drop) and has no versions.
+    pub(super) fn collect_versions(&mut self) -> Result<(), Halt> {
+        if let Some(probe) = self.versions.take() {
+            self.ev
+                .write_tool_versions(&probe.collect(tool_versions::DEADLINE))?;
+        }
+        Ok(())
     }
 
     /// Waits for what runs in the background; gives its warnings.

@@ -118,6 +118,7 @@ impl<'p> Runner<'p> {
         // Nothing of the harness's may still use the disk when a timed step
         // starts, nor fill the cache again after it was dropped.
         if timed || how.drop_cache {
+            self.collect_versions()?;
             self.settle_background()?;
         }
         let cache_dropped = how.drop_cache && self.plan.drop_caches && self.drop_cache()?;
