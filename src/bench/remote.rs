@@ -104,25 +104,60 @@ impl PackedAgent {
         let dir = cache.join("agents");
         let kept = dir.join(format!("{sha256}.gz"));
         if kept.is_file() {
+            mark_used(&kept);
             return Ok(PackedAgent::Cached(kept));
         }
         let Ok(()) = std::fs::create_dir_all(&dir) else {
             return gzip_to_temp(local, None).map(PackedAgent::Temporary);
         };
         // Packed beside its final name and renamed: a cached file is whole.
-        match gzip_to_temp(local, Some(&dir)) {
-            Ok(packed) => Ok(match packed.persist(&kept) {
+        let packed = match gzip_to_temp(local, Some(&dir)) {
+            Ok(packed) => match packed.persist(&kept) {
                 Ok(_) => PackedAgent::Cached(kept),
                 Err(e) => PackedAgent::Temporary(e.file),
-            }),
-            Err(_) => gzip_to_temp(local, None).map(PackedAgent::Temporary),
-        }
+            },
+            Err(_) => gzip_to_temp(local, None).map(PackedAgent::Temporary)?,
+        };
+        remove_unused_packs(&dir, packed.path());
+        Ok(packed)
     }
 
     fn path(&self) -> &Path {
         match self {
             PackedAgent::Cached(p) => p,
             PackedAgent::Temporary(t) => t.path(),
+        }
+    }
+}
+
+/// A packed agent (or a packing left half-done by a killed run) not used
+/// for this long is removed when a new build is packed: each build of the
+/// agent leaves a 2 MB file, and a week keeps the ones a user switches
+/// between (and the one another run is pushing right now).
+const PACKS_KEPT_UNUSED_FOR: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// Dates a cached pack as used now, so it is kept while it is in use.
+fn mark_used(pack: &Path) {
+    if let Ok(file) = std::fs::File::options().append(true).open(pack) {
+        let _ = file.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Removes what the agents folder holds that was not used for a week,
+/// except `keep`. Best effort: the cache is only a saving.
+fn remove_unused_packs(dir: &Path, keep: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let unused_for = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if path != keep && unused_for.is_some_and(|d| d > PACKS_KEPT_UNUSED_FOR) {
+            let _ = std::fs::remove_file(&path);
         }
     }
 }
@@ -375,14 +410,13 @@ mod tests {
         let first = PackedAgent::of(&agent, "d1", &cache).unwrap();
         let kept = cache.join("agents/d1.gz");
         assert_eq!(first.path(), kept);
-        // The next run finds it: the file is not packed again.
-        let before = std::fs::metadata(&kept).unwrap().modified().unwrap();
+        // The next run finds it: the file is not packed again (a new pack
+        // would be renamed over it, a new inode; reuse only redates it).
+        use std::os::unix::fs::MetadataExt;
+        let before = std::fs::metadata(&kept).unwrap().ino();
         let again = PackedAgent::of(&agent, "d1", &cache).unwrap();
         assert_eq!(again.path(), kept);
-        assert_eq!(
-            std::fs::metadata(&kept).unwrap().modified().unwrap(),
-            before
-        );
+        assert_eq!(std::fs::metadata(&kept).unwrap().ino(), before);
         // Nothing half-written is left beside it.
         let names: Vec<_> = std::fs::read_dir(cache.join("agents")).unwrap().collect();
         assert_eq!(names.len(), 1);
@@ -393,6 +427,40 @@ mod tests {
         let temp = PackedAgent::of(&agent, "d1", &blocked).unwrap();
         assert!(matches!(temp, PackedAgent::Temporary(_)));
         assert!(temp.path().is_file());
+    }
+
+    #[test]
+    fn packs_unused_for_a_week_go_when_a_new_build_is_packed() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agent");
+        std::fs::write(&agent, vec![7u8; 1000]).unwrap();
+        let cache = dir.path().join("cache");
+        let agents = cache.join("agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        let aged = |name: &str, days: u64| {
+            let path = agents.join(name);
+            std::fs::write(&path, b"old").unwrap();
+            let then =
+                std::time::SystemTime::now() - std::time::Duration::from_secs(days * 24 * 3600);
+            std::fs::File::options()
+                .append(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+            path
+        };
+        let stale = aged("old.gz", 8);
+        let half_packed = aged(".tmpAbCdEf", 30);
+        let recent = aged("recent.gz", 2);
+        // In use again today: dated now, so it stays.
+        let reused = aged("reused.gz", 9);
+        PackedAgent::of(&agent, "reused", &cache).unwrap();
+
+        let new = PackedAgent::of(&agent, "new", &cache).unwrap();
+        assert!(new.path().is_file());
+        assert!(!stale.exists() && !half_packed.exists());
+        assert!(recent.exists() && reused.exists());
     }
 
     #[test]
