@@ -17,6 +17,11 @@ pub struct SessionFile {
     #[serde(default)]
     pub agent_pid: Option<u32>,
     pub started_unix: u64,
+    /// The hypervisor of the lab's pool the run's machine is on (`--host`,
+    /// or the host a pool run gave it), so `--attach` goes back to that
+    /// host without being told. `None`: the lab's only (or first) host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl SessionFile {
@@ -52,6 +57,7 @@ mod tests {
             },
             agent_pid: None,
             started_unix: 1,
+            host: None,
         };
         s.write(&path).unwrap();
         assert_eq!(SessionFile::read(&path).unwrap().agent_pid, None);

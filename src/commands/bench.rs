@@ -315,6 +315,7 @@ pub(crate) async fn prepare(
             remote,
             agent_pid: None,
             started_unix: started,
+            host: ctx.host.clone(),
         },
         session_path: host.session_file(),
     })
@@ -366,8 +367,9 @@ async fn attach(
     };
     let host = HostRun { dir };
     let mut s = SessionFile::read(&host.session_file())?;
-    let lab = Lab::load(Path::new(&s.lab_path))?;
-    let access = machine::resolve(ctx, &lab)?;
+    let lab = machine_lab(Lab::load(Path::new(&s.lab_path))?, &host)?;
+    let ctx = on_the_run_host(ctx, &s)?;
+    let access = machine::resolve(&ctx, &lab)?;
     display.note(&format!("attaching to run {}", s.run_id));
     let session = connect(&access).await?;
     let pid = match s.agent_pid {
@@ -688,6 +690,56 @@ fn locate_agent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         })
 }
 
+/// The lab whose machine a run used: a variant's run (`<run>/variants/<name>`)
+/// ran on that variant's machine, which may have another shape (its own VM)
+/// than the lab's.
+fn machine_lab(lab: Lab, host: &HostRun) -> anyhow::Result<Lab> {
+    let Some(name) = variant_of(&host.dir) else {
+        return Ok(lab);
+    };
+    let variants = lab.variants().map_err(|_| {
+        anyhow::anyhow!(
+            "{} no longer expands into its variants: the run's variant `{name}` cannot be found",
+            lab.source.file.display()
+        )
+    })?;
+    variants
+        .into_iter()
+        .find(|v| v.record.name == name)
+        .map(|v| v.lab)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} has no variant `{name}` any more: put it back to attach to its run",
+                lab.source.file.display()
+            )
+        })
+}
+
+/// The variant a run folder belongs to, if it is a variant's.
+fn variant_of(dir: &Path) -> Option<String> {
+    let parent = dir.parent()?;
+    (parent.file_name()? == labrun_evidence::variant::VARIANTS_DIR)
+        .then(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .flatten()
+}
+
+/// The context `--attach` connects with: the pool host the run is on, as its
+/// session file says, unless `--host` names it already. Another host is
+/// refused (the run's agent is not there).
+fn on_the_run_host(ctx: &Context, s: &SessionFile) -> anyhow::Result<Context> {
+    match (&ctx.host, &s.host) {
+        (Some(given), Some(ran)) if given != ran => bail!(
+            "run {} is on host `{ran}`, not `{given}`: attach without --host (or with --host {ran})",
+            s.run_id
+        ),
+        (None, Some(ran)) => Ok(Context {
+            host: Some(ran.clone()),
+            ..ctx.clone()
+        }),
+        _ => Ok(ctx.clone()),
+    }
+}
+
 /// What `--attach` takes for this run: its folder under `--results`
 /// (`<run>/variants/<name>` for a variant's run).
 fn attach_id(host: &HostRun, run_id: &str) -> String {
@@ -739,6 +791,49 @@ mod tests {
         assert_eq!(attach_id(&v, "lab-x.512m"), "lab-x/variants/512m");
         let plain = HostRun::new(Path::new("results"), "lab-x");
         assert_eq!(attach_id(&plain, "lab-x"), "lab-x");
+        // The same folders tell `--attach` whose machine the run used.
+        assert_eq!(variant_of(&v.dir).as_deref(), Some("512m"));
+        assert_eq!(variant_of(&plain.dir), None);
+    }
+
+    #[test]
+    fn attach_goes_to_the_pool_host_the_run_is_on() {
+        let ctx = |host: Option<&str>| Context {
+            lab_path: "lab.yaml".into(),
+            mirror: None,
+            cache_dir: "cache".into(),
+            state_root: "state".into(),
+            host: host.map(String::from),
+            force_host: false,
+        };
+        let session = |host: Option<&str>| SessionFile {
+            run_id: "lab-x.second".into(),
+            lab_path: "/lab.yaml".into(),
+            remote: RemoteRun {
+                base: "/srv/labrun".into(),
+                run_id: "lab-x.second".into(),
+            },
+            agent_pid: Some(7),
+            started_unix: 1,
+            host: host.map(String::from),
+        };
+        let on = |c: Option<&str>, s: Option<&str>| {
+            on_the_run_host(&ctx(c), &session(s)).map(|c| c.host)
+        };
+        // Not told: the host the run is on.
+        assert_eq!(on(None, Some("remote")).unwrap().as_deref(), Some("remote"));
+        assert_eq!(
+            on(Some("remote"), Some("remote")).unwrap().as_deref(),
+            Some("remote")
+        );
+        // A run of a lab with one host, or of an older labrun: as before.
+        assert_eq!(on(None, None).unwrap(), None);
+        assert_eq!(on(Some("here"), None).unwrap().as_deref(), Some("here"));
+        let other = on(Some("here"), Some("remote")).unwrap_err().to_string();
+        assert!(
+            other.contains("is on host `remote`, not `here`") && other.contains("--host remote"),
+            "{other}"
+        );
     }
 
     #[test]
