@@ -7,11 +7,13 @@
 //! share: its variants not yet run are named as not run, and the others go
 //! on.
 
+use crate::bench::layout::HostRun;
 use crate::bench::progress::{Display, plain_line};
 use crate::bench::variants::{self, RunOutcome, record_failure, start_variant};
 use crate::commands::bench::Args;
 use crate::context::Context;
 use labrun_evidence::Event;
+use labrun_evidence::variant::VARIANTS_DIR;
 use labrun_lab::{Lab, Variant};
 use std::cell::RefCell;
 use std::path::Path;
@@ -74,7 +76,9 @@ fn split_for<T: Clone>(groups: &[Vec<(usize, T)>], hosts: usize) -> Vec<Vec<(usi
     out
 }
 
-/// Runs every boot on its host, the hosts side by side.
+/// Runs every boot on its host, the hosts side by side. Returns the hosts
+/// whose connection was lost while a variant went on there (it can be
+/// finished with `bench --attach`).
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     ctx: &Context,
@@ -87,7 +91,7 @@ pub async fn run(
     run_dir: &Path,
     display: &mut dyn Display,
     failed: &mut Vec<String>,
-) {
+) -> Vec<String> {
     let groups = &split_for(groups, hosts.len());
     let weights: Vec<u64> = groups
         .iter()
@@ -118,6 +122,7 @@ pub async fn run(
             };
             let mut display = HostDisplay { host, shared };
             let mut failed = Vec::new();
+            let mut lost = false;
             let mut left = share.iter();
             for &g in left.by_ref() {
                 if variants::INTERRUPTED.load(Ordering::SeqCst) {
@@ -140,8 +145,24 @@ pub async fn run(
                     Ok(RunOutcome::Done) => {}
                     Ok(RunOutcome::ConnectionLost(_)) => {
                         display.note(&format!(
-                            "lost the connection to `{host}`: its running variant keeps what it measured; the host's other variants are not run"
+                            "lost the connection to `{host}`: its running variant goes on there and keeps what it measured; the host's other variants are not run"
                         ));
+                        lost = true;
+                        // The boot's variants that never began are said, as
+                        // those of the host's later boots are below.
+                        let reason = anyhow::anyhow!(
+                            "not run: the connection to host `{host}` was lost before this variant"
+                        );
+                        for (i, v) in group {
+                            let began = HostRun::new(&run_dir.join(VARIANTS_DIR), &v.record.name)
+                                .dir
+                                .exists();
+                            if !began
+                                && let Ok(dir) = start_variant(run_dir, v, *i, total, &mut display)
+                            {
+                                record_failure(&dir, &v.record.name, &reason, &mut failed);
+                            }
+                        }
                         break;
                     }
                     Err(e) => {
@@ -163,12 +184,15 @@ pub async fn run(
                     }
                 }
             }
-            failed
+            (failed, lost.then(|| host.clone()))
         }
     });
-    for f in futures::future::join_all(runs).await {
+    let mut lost_hosts = Vec::new();
+    for (f, lost) in futures::future::join_all(runs).await {
         failed.extend(f);
+        lost_hosts.extend(lost);
     }
+    lost_hosts
 }
 
 /// One host's view of the run's display: its lines say which host they are

@@ -65,8 +65,9 @@ pub async fn run_all(
     let mut failed: Vec<String> = Vec::new();
     let groups = boot_groups(&variants);
     let pool = crate::bench::pool::hosts_for(ctx, lab)?;
+    let mut lost_hosts = Vec::new();
     if pool.len() > 1 {
-        crate::bench::pool::run(
+        lost_hosts = crate::bench::pool::run(
             ctx,
             args,
             run_id,
@@ -116,6 +117,27 @@ pub async fn run_all(
             }
         }
         Err(e) => safe_eprintln!("labrun: the variants' comparison could not be made: {e}"),
+    }
+    if !lost_hosts.is_empty() {
+        // Not finished: a variant goes on where the connection was lost.
+        // Its `--attach` line is above; the comparison is made again by
+        // `labrun report` once it is back.
+        if !failed.is_empty() {
+            safe_eprintln!(
+                "labrun: variants with a failed step or no evidence: {}",
+                failed.join(", ")
+            );
+        }
+        safe_eprintln!(
+            "labrun: the connection to {} was lost while a variant ran there: finish it with the `labrun bench --attach` line above, then `labrun report {}` compares every variant",
+            lost_hosts
+                .iter()
+                .map(|h| format!("host `{h}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            run_dir.display()
+        );
+        return Ok(ExitCode::from(crate::commands::bench::EXIT_CONNECTION_LOST));
     }
     if failed.is_empty() && !INTERRUPTED.load(Ordering::SeqCst) {
         Ok(ExitCode::SUCCESS)
