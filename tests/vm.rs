@@ -1049,6 +1049,8 @@ fn variants_spread_over_a_local_and_a_remote_hypervisor() {
     assert!(remote_domains("after bench"));
     assert!(domain_exists(&lab.domain()));
 
+    lost_host_goes_on_and_is_attached_again(&lab, &base_yaml, &remote);
+
     let down = lab.run_ok(&["down"]);
     assert!(down.contains("on remote"), "{down}");
     lab.assert_nothing_left();
@@ -1077,6 +1079,106 @@ fn variants_spread_over_a_local_and_a_remote_hypervisor() {
     assert!(String::from_utf8_lossy(&labs.stdout).trim().is_empty());
     drop(lab);
     remote.stop().expect("the second hypervisor leaves nothing");
+}
+
+/// A pool host lost mid-run (both VMs up): once the remote variant's first
+/// step has begun, every connection to the remote host is cut. The other
+/// host's variant finishes; `bench` says the lost one goes on there and
+/// exits 3; `--attach`, without `--host` (the run's session file names its
+/// host), finishes it; `report` then compares both.
+fn lost_host_goes_on_and_is_attached_again(lab: &Lab, base_yaml: &str, remote: &RemoteHypervisor) {
+    use std::io::{BufRead, BufReader};
+    std::fs::write(
+        &lab.lab_file,
+        format!("{base_yaml}variants:\n  - {{name: first}}\n  - {{name: second, dataset: {{seed: 8}}}}\n"),
+    )
+    .unwrap();
+    let results = lab.root.join("lost-results");
+    let mut bench = lab
+        .cmd(&[
+            "bench",
+            "--tools",
+            "restic",
+            "--scale",
+            "0.001",
+            "--cycles",
+            "1",
+            "--plain",
+            "--results",
+            results.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut cut = 0;
+    for line in BufReader::new(bench.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        eprintln!("bench: {line}");
+        if cut == 0 && line.starts_with("[remote] restic") && line.contains(" init ...") {
+            cut = remote.cut_connections();
+            eprintln!("cut the remote host's connections: {cut} sshd processes killed");
+            assert!(cut > 0, "no connection to the remote host to cut");
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = bench.wait().unwrap();
+    assert!(cut > 0, "the remote variant's init never began:\n{said}");
+    assert_eq!(status.code(), Some(3), "{said}");
+    assert!(said.contains("lost the connection to `remote`"), "{said}");
+    assert!(
+        said.contains("the connection to host `remote` was lost"),
+        "{said}"
+    );
+    let run = only_run_dir(&results);
+    let first = records(&run.join("variants/first"));
+    assert!(
+        first
+            .iter()
+            .any(|r| r["step"] == "verify" && r["verify"]["passed"] == true),
+        "the other host's variant did not finish:\n{said}"
+    );
+    let attach = said
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("reconnect with: labrun bench --attach ")
+        })
+        .unwrap_or_else(|| panic!("no --attach line:\n{said}"))
+        .trim()
+        .to_string();
+    assert_eq!(
+        attach,
+        format!(
+            "{}/variants/second",
+            run.file_name().unwrap().to_string_lossy()
+        )
+    );
+
+    let again = lab.run(&[
+        "bench",
+        "--attach",
+        &attach,
+        "--plain",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(
+        again.status.success(),
+        "attaching to the lost variant failed"
+    );
+    let second = records(&run.join("variants/second"));
+    assert!(
+        second
+            .iter()
+            .any(|r| r["step"] == "verify" && r["verify"]["passed"] == true),
+        "the lost variant did not finish in its guest: {second:?}"
+    );
+    lab.run_ok(&["report", run.to_str().unwrap()]);
+    let comparison = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(comparison.contains("| Variant | Host |"), "{comparison}");
 }
 
 /// `make bench-pool`: the same two-variant lab (restic, two seeds, 1 cycle,

@@ -330,6 +330,33 @@ impl RemoteHypervisor {
         processes_of(self.uid)
     }
 
+    /// Cuts every SSH connection to the host at once, as a failing network
+    /// or host would: each connection's sshd processes are killed, so the
+    /// clients' sockets close. The listener stays, so the host answers new
+    /// connections afterwards. Returns how many processes it killed.
+    pub fn cut_connections(&self) -> usize {
+        let listener = self.sshd.as_ref().map(Child::id);
+        let pids: Vec<String> = self
+            .fixture_processes_in_namespace()
+            .into_iter()
+            .filter(|p| Some(p.pid) != listener && p.cmdline.starts_with("sshd"))
+            .map(|p| p.pid.to_string())
+            .collect();
+        if !pids.is_empty() {
+            let mut args = vec!["-KILL", "--"];
+            args.extend(pids.iter().map(String::as_str));
+            let _ = run("kill", &args);
+        }
+        pids.len()
+    }
+
+    fn fixture_processes_in_namespace(&self) -> Vec<Process> {
+        host::processes()
+            .into_iter()
+            .filter(|p| !p.zombie && self.in_namespace(p))
+            .collect()
+    }
+
     /// Whether a process lives in the fixture's network namespace.
     pub fn in_namespace(&self, p: &Process) -> bool {
         host::namespace_id(&self.namespace()).is_some_and(|id| p.net_ns == id)
