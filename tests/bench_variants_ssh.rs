@@ -18,6 +18,29 @@ const VARIANTS: &str = r#"variants:
     tools: {restic: {args: {backup: [--compression, max]}}}
 "#;
 
+/// A lab on the test's sshd (restic, seed 7, scale 0.001) with `variants`
+/// appended.
+fn lab_with_variants(
+    dir: &Path,
+    sshd: &Sshd,
+    name: &str,
+    cycles: u32,
+    variants: &str,
+) -> std::path::PathBuf {
+    let lab = common::target_lab(
+        dir,
+        sshd,
+        "lab.yaml",
+        name,
+        "dataset: {kind: synthetic, seed: 7, scale: 0.001}",
+        cycles,
+    );
+    let mut text = std::fs::read_to_string(&lab).unwrap();
+    text.push_str(variants);
+    std::fs::write(&lab, text).unwrap();
+    lab
+}
+
 fn manifest_digest(variant: &Path) -> String {
     let rec = records(variant)
         .into_iter()
@@ -30,17 +53,7 @@ fn manifest_digest(variant: &Path) -> String {
 fn every_variant_runs_as_a_run_of_its_own_and_is_compared() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
-    let lab = common::target_lab(
-        dir.path(),
-        &sshd,
-        "lab.yaml",
-        "variants",
-        "dataset: {kind: synthetic, seed: 7, scale: 0.001}",
-        1,
-    );
-    let mut text = std::fs::read_to_string(&lab).unwrap();
-    text.push_str(VARIANTS);
-    std::fs::write(&lab, text).unwrap();
+    let lab = lab_with_variants(dir.path(), &sshd, "variants", 1, VARIANTS);
     let results = dir.path().join("results");
 
     let out = common::bench_ok(&lab, &results, "restic", &[], &sshd);
@@ -142,16 +155,11 @@ fn starts(run: &Path, names: &[&str]) -> Vec<(u64, String, u64)> {
 fn variants_sharing_the_machine_run_cycle_by_cycle_and_generate_each_dataset_once() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
-    let lab = common::target_lab(
+    let lab = lab_with_variants(
         dir.path(),
         &sshd,
-        "lab.yaml",
         "rounds",
-        "dataset: {kind: synthetic, seed: 7, scale: 0.001}",
         2,
-    );
-    let mut text = std::fs::read_to_string(&lab).unwrap();
-    text.push_str(
         r#"variants:
   - name: baseline
   - name: tuned
@@ -160,7 +168,6 @@ fn variants_sharing_the_machine_run_cycle_by_cycle_and_generate_each_dataset_onc
     dataset: {seed: 9}
 "#,
     );
-    std::fs::write(&lab, text).unwrap();
     let results = dir.path().join("results");
 
     let out = common::bench_ok(&lab, &results, "restic", &[], &sshd);
