@@ -617,9 +617,20 @@ fn bench_restic_variants(
     variants: &str,
     results: &str,
 ) -> (Output, PathBuf) {
+    let results = write_restic_variants(lab, base_yaml, variants, results);
+    let bench = lab.run(&restic_variants_bench(&results));
+    (bench, results)
+}
+
+/// The lab's file with `variants` added; where their results go.
+fn write_restic_variants(lab: &Lab, base_yaml: &str, variants: &str, results: &str) -> PathBuf {
     std::fs::write(&lab.lab_file, format!("{base_yaml}variants:\n{variants}")).unwrap();
-    let results = lab.root.join(results);
-    let bench = lab.run(&[
+    lab.root.join(results)
+}
+
+/// `bench` of restic alone at the smallest scale, one cycle.
+fn restic_variants_bench(results: &Path) -> [&str; 10] {
+    [
         "bench",
         "--tools",
         "restic",
@@ -630,8 +641,7 @@ fn bench_restic_variants(
         "--plain",
         "--results",
         results.to_str().unwrap(),
-    ]);
-    (bench, results)
+    ]
 }
 
 /// `kill -9` of `labrun up` while it makes files, right after the domain
@@ -1088,25 +1098,14 @@ fn variants_spread_over_a_local_and_a_remote_hypervisor() {
 /// host), finishes it; `report` then compares both.
 fn lost_host_goes_on_and_is_attached_again(lab: &Lab, base_yaml: &str, remote: &RemoteHypervisor) {
     use std::io::{BufRead, BufReader};
-    std::fs::write(
-        &lab.lab_file,
-        format!("{base_yaml}variants:\n  - {{name: first}}\n  - {{name: second, dataset: {{seed: 8}}}}\n"),
-    )
-    .unwrap();
-    let results = lab.root.join("lost-results");
+    let results = write_restic_variants(
+        lab,
+        base_yaml,
+        "  - {name: first}\n  - {name: second, dataset: {seed: 8}}\n",
+        "lost-results",
+    );
     let mut bench = lab
-        .cmd(&[
-            "bench",
-            "--tools",
-            "restic",
-            "--scale",
-            "0.001",
-            "--cycles",
-            "1",
-            "--plain",
-            "--results",
-            results.to_str().unwrap(),
-        ])
+        .cmd(&restic_variants_bench(&results))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
