@@ -10,7 +10,7 @@ pub struct Access {
     /// Folder in the machine under which labrun keeps its agent and runs.
     pub remote_base: String,
     /// `kvm` or `tcg` for a VM; None for an existing machine.
-    pub acceleration: Option<String>,
+    pub acceleration: Option<labrun_vm::Acceleration>,
     pub disk_cache: Option<String>,
     /// The VM disk's profile; None for an existing machine.
     pub disk_profile: Option<labrun_lab::DiskProfile>,
@@ -86,10 +86,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
     // What the domain got at `up`, not what the lab says now.
     let disk_profile = state.as_ref().map(|s| s.disk_profile);
     let hypervisor = state.as_ref().and_then(|s| s.remote.clone());
-    let acceleration = state.map(|s| match s.acceleration {
-        labrun_vm::Acceleration::Kvm => "kvm".to_string(),
-        labrun_vm::Acceleration::Tcg => "tcg".to_string(),
-    });
+    let acceleration = state.map(|s| s.acceleration);
     Ok(Access {
         target,
         remote_base: VM_WORKDIR.to_string(),

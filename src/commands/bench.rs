@@ -645,7 +645,9 @@ async fn say_estimate(
         Ok(o) => estimate::MachineRates::parse(&String::from_utf8_lossy(&o.stdout)),
         Err(_) => None,
     };
-    let emulated = access.acceleration.as_deref() == Some("tcg");
+    let emulated = access
+        .acceleration
+        .is_some_and(labrun_vm::Acceleration::is_emulated);
     match rates {
         Some(rates) => {
             let tool_steps = labrun_evidence::protocol::flat(&plan.protocol)
@@ -668,7 +670,7 @@ async fn environment_of(
     access: &Access,
 ) -> labrun_report::Environment {
     let mut env = environment::capture(session, access.hypervisor.as_ref()).await;
-    env.acceleration = access.acceleration.clone();
+    env.acceleration = access.acceleration;
     env.disk_cache = access.disk_cache.clone();
     env.disk_profile = access.disk_profile.map(|p| p.name().to_string());
     env.disk_iotune = access.disk_profile.map(|p| p.iotune());

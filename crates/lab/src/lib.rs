@@ -17,7 +17,6 @@ mod error;
 mod history;
 mod load;
 mod locate;
-pub mod names;
 mod plan;
 mod redact;
 mod schema;
@@ -27,17 +26,18 @@ mod units;
 mod validate;
 mod validate_storage;
 pub mod variant;
-pub mod vm_limits;
 
 pub use artifact_check::{ArtifactUse, validate_artifact};
 pub use error::{LabError, Problem};
-pub use labrun_evidence::{CommandTemplate, DiskProfile, IoTune, ProtocolStep, ToolCommands};
+pub use labrun_evidence::{CommandTemplate, ProtocolStep, ToolCommands};
+// The words the lab shares with the VM and the report (`labrun_vocab`).
+pub use labrun_vocab::{Accel, DiskCache, DiskProfile, IoTune};
 pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};
 pub use schema::{
-    Accel, CompareSpec, DatasetSpec, DiskCache, EverySpec, HostExpect, HostSpec, ImageSpec, Lab,
-    Machine, TargetSpec, Timeouts, ToolSpec, VmSpec,
+    CompareSpec, DatasetSpec, EverySpec, HostExpect, HostSpec, ImageSpec, Lab, Machine, TargetSpec,
+    Timeouts, ToolSpec, VmSpec,
 };
 pub use units::{ByteSize, Duration};
 pub use validate::{check_scale, placeholders};

@@ -4,7 +4,8 @@
 
 use crate::units::{ByteSize, Duration};
 use labrun_artifact::ArtifactSpec;
-use labrun_evidence::{DiskProfile, ProtocolStep, ToolCommands};
+use labrun_evidence::{ProtocolStep, ToolCommands};
+use labrun_vocab::{Accel, DiskCache, DiskProfile};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -105,7 +106,7 @@ pub struct VmSpec {
     /// page cache from hiding the guest's cold-cache reads.
     pub disk_cache: DiskCache,
     /// How fast the guest's disk may go: `unthrottled` (the default),
-    /// `hdd`, `ssd`, or libvirt's iotune fields (`labrun_evidence::disk_profile`).
+    /// `hdd`, `ssd`, or libvirt's iotune fields (`labrun_vocab::disk_profile`).
     pub disk_profile: DiskProfile,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout: Duration,
@@ -153,56 +154,6 @@ impl ImageSpec {
             ImageSpec::Debian12 => Some("bookworm"),
             ImageSpec::Debian(suite) => Some(suite),
             ImageSpec::Cloud(_) => None,
-        }
-    }
-}
-
-/// What a lab asks for; the VM crate uses this type as it is (one type,
-/// one default: `auto`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    /// KVM where it boots a stock kernel, else TCG (with a loud warning).
-    #[default]
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-/// libvirt's disk `cache=` modes, as the lab writes them and the VM crate
-/// uses them. `none` (the default) also sets `io='native'`: O_DIRECT on the
-/// host, so the host page cache does not flatter the guest's disk numbers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DiskCache {
-    #[default]
-    #[serde(rename = "none")]
-    NoCache,
-    Writeback,
-    Writethrough,
-    Directsync,
-    Unsafe,
-}
-
-impl DiskCache {
-    /// The libvirt `<driver cache=...>` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiskCache::NoCache => "none",
-            DiskCache::Writeback => "writeback",
-            DiskCache::Writethrough => "writethrough",
-            DiskCache::Directsync => "directsync",
-            DiskCache::Unsafe => "unsafe",
-        }
-    }
-}
-
-impl Accel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Accel::Auto => "auto",
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
         }
     }
 }

@@ -40,22 +40,10 @@ impl ByteSize {
         self.0
     }
 
-    /// `3GiB`, `512MiB`, `1.5GiB`, or plain bytes when no binary unit is exact.
+    /// `3GiB`, `512MiB`, `1.5GiB`, or plain bytes when no binary unit is exact
+    /// (`labrun_vocab::human_bytes`: the VM limits say sizes the same way).
     pub fn human(self) -> String {
-        for (unit, mult) in [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)] {
-            if self.0 >= mult {
-                let v = self.0 as f64 / mult as f64;
-                return if self.0.is_multiple_of(mult) {
-                    format!("{}{unit}", self.0 / mult)
-                } else {
-                    format!("{v:.2}{unit}")
-                };
-            }
-        }
-        if self.0 >= 1 << 10 {
-            return format!("{:.1}KiB", self.0 as f64 / 1024.0);
-        }
-        format!("{}B", self.0)
+        labrun_vocab::human_bytes(self.0)
     }
 }
 

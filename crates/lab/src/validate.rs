@@ -5,9 +5,9 @@
 use crate::artifact_check::{ArtifactUse, validate_artifact};
 use crate::error::Problem;
 use crate::schema::{DatasetSpec, ImageSpec, Lab, TargetSpec, ToolSpec, VmSpec};
-use crate::vm_limits;
 use labrun_artifact::Extract;
 use labrun_evidence::{CommandTemplate, PLACEHOLDERS};
+use labrun_vocab::vm_limits;
 use std::collections::BTreeSet;
 
 /// Host key algorithms an OpenSSH `known_hosts` line can carry.
@@ -35,7 +35,7 @@ impl Lab {
     /// The lab as written, its variants aside.
     pub(crate) fn validate_without_variants(&self) -> Vec<Problem> {
         let mut out = Vec::new();
-        if let Err(msg) = crate::names::check_lab_name(&self.name) {
+        if let Err(msg) = labrun_vocab::names::check_lab_name(&self.name) {
             out.push(Problem::new("name", msg));
         }
         if self.vm.is_some() && self.target.is_some() {
@@ -100,7 +100,7 @@ impl Lab {
         let mut seen = BTreeSet::new();
         for (i, h) in self.hosts.iter().enumerate() {
             let at = format!("hosts[{i}]");
-            if let Err(msg) = crate::names::check_lab_name(&h.name) {
+            if let Err(msg) = labrun_vocab::names::check_lab_name(&h.name) {
                 out.push(Problem::new(format!("{at}.name"), msg));
             }
             if !seen.insert(h.name.as_str()) {

@@ -2,6 +2,7 @@
 //! host. Every field is optional and unknown fields are ignored, so an older
 //! or newer bench, or a hand-made run on dedicated hardware, still reads.
 
+use labrun_vocab::Acceleration;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -25,8 +26,10 @@ pub struct Environment {
     pub libvirt_version: Option<String>,
     /// e.g. `7.2.19`; absent for an SSH target.
     pub qemu_version: Option<String>,
-    /// How the guest CPU ran: `kvm` (hardware) or `tcg` (software emulation).
-    pub acceleration: Option<String>,
+    /// How the guest CPU ran: `kvm` (hardware) or `tcg` (software emulation);
+    /// one this labrun does not know reads as unknown.
+    #[serde(deserialize_with = "labrun_vocab::accel::known_or_none")]
+    pub acceleration: Option<Acceleration>,
     /// The guest disk's cache mode as given to QEMU, e.g. `none`, `writeback`.
     pub disk_cache: Option<String>,
     /// The guest disk's profile as the lab named it (`unthrottled`, `hdd`,
@@ -35,7 +38,7 @@ pub struct Environment {
     pub disk_profile: Option<String>,
     /// The limits libvirt's `<iotune>` put on it (empty: none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub disk_iotune: Option<labrun_evidence::IoTune>,
+    pub disk_iotune: Option<labrun_vocab::IoTune>,
     /// Tool name to what the tool's version command printed (first line).
     /// The agent asks them during the run (`tool-versions.json`, which the
     /// report reads into here); runs before it had them in this file.
@@ -103,9 +106,7 @@ impl Environment {
     /// True when the guest ran under QEMU's software emulation (TCG): every
     /// time is then several times longer than on hardware virtualization.
     pub fn is_software_emulation(&self) -> bool {
-        self.acceleration
-            .as_deref()
-            .is_some_and(|a| a.trim().eq_ignore_ascii_case("tcg"))
+        self.acceleration.is_some_and(Acceleration::is_emulated)
     }
 }
 

@@ -467,7 +467,7 @@ mod tests {
             records: vec![oom, record(Step::RESTORE, false, None)],
             environment: Some(Environment {
                 disk_profile: Some("hdd".into()),
-                disk_iotune: Some(labrun_evidence::DiskProfile::Hdd.iotune()),
+                disk_iotune: Some(labrun_vocab::DiskProfile::Hdd.iotune()),
                 ..Environment::default()
             }),
             ..RawRun::default()

@@ -157,8 +157,8 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     assert_eq!(warning_kinds(&s), [WarningKind::StepsFailed]);
     assert_eq!(s.binaries.len(), 2);
     assert_eq!(
-        s.environment.as_ref().unwrap().acceleration.as_deref(),
-        Some("kvm")
+        s.environment.as_ref().unwrap().acceleration,
+        Some(labrun_vocab::Acceleration::Kvm)
     );
 
     // One sample per measured figure per record, the failed ones included.

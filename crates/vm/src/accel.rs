@@ -4,33 +4,15 @@
 //! vmx/svm in the CPU flags) KVM only runs PVM-enlightened guest kernels and a
 //! stock kernel hangs with an empty console. Those hosts get TCG.
 
-use crate::config::Accel;
 use crate::error::VmError;
-use serde::{Deserialize, Serialize};
+pub use labrun_vocab::{Accel, Acceleration};
 use std::path::Path;
 
-/// What the domain runs with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Acceleration {
-    Kvm,
-    Tcg,
-}
-
-impl Acceleration {
-    /// libvirt's `<domain type=...>`.
-    pub fn domain_type(self) -> &'static str {
-        match self {
-            Acceleration::Kvm => "kvm",
-            Acceleration::Tcg => "qemu",
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Acceleration::Kvm => "kvm",
-            Acceleration::Tcg => "tcg",
-        }
+/// libvirt's `<domain type=...>` for the acceleration the domain runs with.
+pub fn domain_type(a: Acceleration) -> &'static str {
+    match a {
+        Acceleration::Kvm => "kvm",
+        Acceleration::Tcg => "qemu",
     }
 }
 
@@ -125,7 +107,7 @@ mod tests {
         let p = probe(true, true, NO_VIRT);
         let (a, warn) = choose(Accel::Auto, &p).unwrap();
         assert_eq!(a, Acceleration::Tcg);
-        assert_eq!(a.domain_type(), "qemu");
+        assert_eq!(domain_type(a), "qemu");
         assert!(warn.unwrap().contains("NOT comparable"));
         let err = choose(Accel::Kvm, &p).unwrap_err().to_string();
         assert!(err.contains("PVM") && err.contains("accel: auto"), "{err}");
@@ -151,9 +133,35 @@ mod tests {
         );
     }
 
+    /// `read_host` reads this host's real /dev/kvm, /sys/module and CPU
+    /// flags (read here on their own), and `choose` follows what it read.
     #[test]
-    fn this_host_is_probed_without_panicking() {
+    fn this_host_is_probed_from_its_real_files() {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo is readable");
+        let virt_flags = cpuinfo
+            .lines()
+            .filter(|l| l.split(':').next().map(str::trim) == Some("flags"))
+            .flat_map(|l| l.split(':').nth(1).unwrap_or("").split_whitespace())
+            .any(|f| f == "vmx" || f == "svm");
+        let want = AccelProbe {
+            dev_kvm: Path::new("/dev/kvm").exists(),
+            kvm_pvm_loaded: Path::new("/sys/module/kvm_pvm").exists(),
+            cpu_virt_flags: virt_flags,
+        };
         let p = AccelProbe::read_host();
-        let _ = choose(Accel::Auto, &p).unwrap();
+        assert_eq!(p, want);
+
+        let usable = want.dev_kvm && !want.kvm_pvm_loaded && want.cpu_virt_flags;
+        let (a, warning) = choose(Accel::Auto, &p).unwrap();
+        assert_eq!(a == Acceleration::Kvm, usable, "{p:?} chose {a}");
+        match p.kvm_unusable_reason() {
+            None => assert!(usable && warning.is_none()),
+            Some(reason) => {
+                assert!(!usable);
+                let warning = warning.expect("TCG is chosen with a warning");
+                assert!(warning.contains(&reason), "{warning}");
+                assert!(choose(Accel::Kvm, &p).is_err());
+            }
+        }
     }
 }

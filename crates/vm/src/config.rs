@@ -1,15 +1,15 @@
 //! The VM's own typed settings. The lab file's `vm:` section converts into
-//! this; the rules both apply (the lab name, the VM's limits) are the lab
-//! crate's (`labrun_lab::names`, `labrun_lab::vm_limits`), so that what
-//! `labrun check` accepts, `labrun up` accepts.
+//! this; the rules both apply (the lab name, the VM's limits) are the shared
+//! vocabulary's (`labrun_vocab::names`, `labrun_vocab::vm_limits`), so that
+//! what `labrun check` accepts, `labrun up` accepts.
 
 use crate::error::VmError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
-// The lab's own types: what `labrun check` reads is what the domain gets.
-pub use labrun_lab::{Accel, DiskCache, DiskProfile, IoTune};
+// The words the lab shares: what `labrun check` reads is what the domain gets.
+pub use labrun_vocab::{Accel, DiskCache, DiskProfile, IoTune};
 
 /// How the base image is made. Everything here is part of the cache key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,7 +114,7 @@ impl CloudImage {
 }
 
 fn check_disk_gib(disk_gib: u32) -> Result<(), VmError> {
-    if let Err(reason) = labrun_lab::vm_limits::check_disk(u64::from(disk_gib) << 30) {
+    if let Err(reason) = labrun_vocab::vm_limits::check_disk(u64::from(disk_gib) << 30) {
         return Err(VmError::Config {
             field: "disk",
             reason,
@@ -197,7 +197,7 @@ impl VmConfig {
     /// Checks every field without touching the host.
     pub fn validate(&self) -> Result<(), VmError> {
         let bad = |field, reason: String| Err(VmError::Config { field, reason });
-        if let Err(reason) = labrun_lab::names::check_lab_name(&self.lab_name) {
+        if let Err(reason) = labrun_vocab::names::check_lab_name(&self.lab_name) {
             return bad("lab_name", reason);
         }
         if !self.lab_path.is_absolute() {
@@ -213,7 +213,7 @@ impl VmConfig {
             );
         }
         // The lab's rules, so that `up` refuses exactly what `check` does.
-        use labrun_lab::vm_limits;
+        use labrun_vocab::vm_limits;
         vm_limits::check_vcpus(self.vcpus).or_else(|r| bad("vcpus", r))?;
         vm_limits::check_memory(self.memory_mib.saturating_mul(1 << 20))
             .or_else(|r| bad("memory", r))?;

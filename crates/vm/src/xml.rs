@@ -130,7 +130,7 @@ pub fn domain_xml(s: &DomainSpec) -> String {
   </qemu:commandline>
 </domain>
 "#,
-        dtype = s.acceleration.domain_type(),
+        dtype = crate::accel::domain_type(s.acceleration),
         name = esc(&s.name),
         p = METADATA_PREFIX,
         ns = METADATA_NS,

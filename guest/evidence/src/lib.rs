@@ -13,7 +13,6 @@ pub mod command;
 pub mod compare;
 pub mod dataset_profile;
 pub mod digest;
-pub mod disk_profile;
 pub mod event;
 pub mod human;
 pub mod manifest;
@@ -29,7 +28,6 @@ pub mod variant;
 
 pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use dataset_profile::DatasetProfile;
-pub use disk_profile::{DiskProfile, IoTune};
 pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};
 pub use marker::{AgentMarker, ProcessId};

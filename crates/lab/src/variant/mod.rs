@@ -25,8 +25,8 @@ mod matrix;
 pub use expand::{Variant, boots};
 pub use matrix::{Axis, Matrix};
 
-use crate::schema::DiskCache;
 use crate::units::ByteSize;
+use labrun_vocab::DiskCache;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -72,7 +72,7 @@ pub struct VmOverride {
     pub vcpus: Option<u32>,
     pub memory: Option<ByteSize>,
     pub disk_cache: Option<DiskCache>,
-    pub disk_profile: Option<labrun_evidence::DiskProfile>,
+    pub disk_profile: Option<labrun_vocab::DiskProfile>,
 }
 
 /// The synthetic dataset's settings a variant may change.

@@ -26,9 +26,11 @@ pub fn differences(a: Option<&Environment>, b: Option<&Environment>) -> Vec<Stri
             ];
         }
     };
+    let accel = |e: &Environment| e.acceleration.map(|x| x.to_string());
+    let (accel_a, accel_b) = (accel(a), accel(b));
     let fields: [(&str, &Option<String>, &Option<String>); 3] = [
         ("host CPU", &a.host.cpu_model, &b.host.cpu_model),
-        ("acceleration", &a.acceleration, &b.acceleration),
+        ("acceleration", &accel_a, &accel_b),
         ("guest kernel", &a.guest.kernel, &b.guest.kernel),
     ];
     // Two hosts of one pool may be alike, but are still two machines; a run
@@ -70,7 +72,7 @@ mod tests {
     fn env(cpu: &str, accel: &str, kernel: &str) -> Environment {
         let mut e = Environment::default();
         e.host.cpu_model = Some(cpu.into());
-        e.acceleration = Some(accel.into());
+        e.acceleration = accel.parse().ok();
         e.guest.kernel = Some(kernel.into());
         e
     }

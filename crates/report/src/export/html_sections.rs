@@ -443,8 +443,8 @@ pub fn environment(s: &Summary) -> Section {
     match &s.environment {
         None => body.push_str("<p>Not recorded (no readable raw/environment.json).</p>\n"),
         Some(env) => {
-            let accel = match env.acceleration.as_deref() {
-                Some(a) if env.is_software_emulation() => format!("{a} (software emulation)"),
+            let accel = match env.acceleration {
+                Some(a) if a.is_emulated() => format!("{a} (software emulation)"),
                 Some(a) => a.to_string(),
                 None => "unknown".into(),
             };

@@ -192,8 +192,8 @@ fn page(s: &Summary) -> String {
 }
 
 fn environment(out: &mut String, env: &Environment) {
-    let accel = match env.acceleration.as_deref() {
-        Some(a) if env.is_software_emulation() => format!("{a} (software emulation)"),
+    let accel = match env.acceleration {
+        Some(a) if a.is_emulated() => format!("{a} (software emulation)"),
         Some(a) => a.to_string(),
         None => "unknown".into(),
     };

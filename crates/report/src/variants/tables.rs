@@ -243,8 +243,7 @@ fn host_class(v: &VariantColumn) -> String {
             .map_or("?".into(), |mib| format!("{:.0}", mib as f64 / 1024.0)),
         m.kernel.as_deref().unwrap_or("?"),
         env.acceleration
-            .as_deref()
-            .unwrap_or("unknown acceleration"),
+            .map_or("unknown acceleration", |a| a.as_str()),
     )
 }
 

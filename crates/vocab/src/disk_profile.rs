@@ -1,7 +1,6 @@
 //! The guest disk's speed: a lab's `vm: {disk_profile: ...}`, the limits
-//! libvirt's `<iotune>` applies to it, and what `environment.json` records.
-//! Here (not in the lab crate) because the report, which reads only
-//! evidence, records the same type the lab asked for.
+//! libvirt's `<iotune>` applies to it, and what `environment.json` records:
+//! the report reads back the same type the lab asked for.
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
