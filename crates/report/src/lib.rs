@@ -25,6 +25,7 @@ pub mod fidelity;
 pub mod format;
 pub mod history;
 pub mod meter_cost;
+pub mod pack;
 pub mod sample;
 pub mod stats;
 pub mod summary;
