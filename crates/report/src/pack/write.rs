@@ -86,7 +86,11 @@ pub fn write(run_dir: &Path, out: &Path) -> Result<Packed, PackError> {
         path: out.to_path_buf(),
         source,
     };
-    let temp = tempfile::NamedTempFile::new_in(out_dir).map_err(write_err)?;
+    // Readable by all as any file written with the usual umask, not 0600.
+    let temp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(out_dir)
+        .map_err(write_err)?;
     let gz = GzBuilder::new()
         .mtime(0)
         .operating_system(GZIP_OS_UNKNOWN)
