@@ -79,6 +79,7 @@ mod tests {
             &context(),
             Args {
                 run_dir: tmp.path().into(),
+                out: None,
             },
         )
         .await
@@ -101,6 +102,7 @@ mod tests {
             &context(),
             Args {
                 run_dir: tmp.path().into(),
+                out: None,
             },
         )
         .await
