@@ -11,8 +11,9 @@ pub struct Args {
     /// The run folder, e.g. `results/default-20261129T1851Z-3fa2c1` (the one
     /// holding `raw/`).
     pub run_dir: PathBuf,
-    /// The pack to write (default: RUN_DIR.tar.gz beside the folder).
-    #[arg(short = 'o', long = "output")]
+    /// The pack to write (default: RUN_DIR.tar.gz beside the folder); the
+    /// same run always packs to the same bytes.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 

@@ -10,12 +10,15 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// The run folder, e.g. `results/default-20261129T1851Z-3fa2c1` (the one
-    /// holding `raw/`), or a pack of one made by `labrun pack`.
+    /// holding `raw/`), or a pack of one made by `labrun pack` (checked
+    /// against its manifest first).
+    #[arg(value_name = "RUN")]
     pub run_dir: PathBuf,
     /// Where the summary files go. Default: the run folder itself; for a
-    /// pack, a folder named after the run beside the pack (for
-    /// `results/run.tar.gz` of run `run`, `results/run/`).
-    #[arg(long = "out")]
+    /// pack, which is never changed, a folder named after the run beside the
+    /// pack (`results/<run-id>.tar.gz` -> `results/<run-id>/`), which gets
+    /// the re-made summaries only, not raw/.
+    #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 

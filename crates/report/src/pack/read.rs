@@ -117,6 +117,7 @@ pub fn open(path: &Path) -> Result<OpenedRun, PackError> {
     open_with(path, &Limits::default())
 }
 
+/// [`open`] with other bounds (tests use small ones).
 pub fn open_with(path: &Path, limits: &Limits) -> Result<OpenedRun, PackError> {
     if !path.is_file() {
         // A folder, or nothing: the evidence reader says what is missing.
