@@ -71,4 +71,6 @@ pub enum Command {
     Report(commands::report::Args),
     /// Verdicts between two tools of a run, or two runs: slower, faster, no change, inconclusive.
     Compare(commands::compare::Args),
+    /// Pack a run folder into one file with a SHA-256 manifest, to share or commit it.
+    Pack(commands::pack::Args),
 }

@@ -14,7 +14,7 @@
 //!   [`TOOL_WORK`] times the hashing of the bytes;
 //! - the agent generates, changes and verifies: [`AGENT_PASSES`] hash passes.
 //!
-//! Calibrated on the runs committed under `docs/` (`make bench` at 0.01,
+//! Calibrated on the runs committed (packed) under `docs/` (`make bench` at 0.01,
 //! bench-scale's 0.002-0.02, both runs at 0.1, the memory ladder and the
 //! regression lab; restic, borg and kopia under TCG on 2-core hosts whose
 //! probe hashed at 5 to 37 MB/s): the constants below are the least-squares
@@ -164,7 +164,7 @@ mod tests {
     fn the_committed_runs_come_out_near_what_they_took() {
         // (dataset bytes, tools, cycles run, tool steps per cycle, the
         // probe's rates, seconds from the first step to the last), from
-        // each run's raw/estimate.json and records.jsonl under docs/.
+        // each run's raw/estimate.json and records.jsonl, in its pack under docs/.
         type Run = (u64, usize, u32, usize, (f64, f64, f64), f64, &'static str);
         #[rustfmt::skip]
         let runs: &[Run] = &[

@@ -6,6 +6,7 @@
 
 use crate::context::Context;
 use labrun_report::compare::{self, Request, Settings, parse_fraction};
+use labrun_report::pack::OpenedRun;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,10 +17,12 @@ const NOT_COMPARED: u8 = 2;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The run folder (results/<run-id>): both tools' run, or the baseline's
-    /// when RUN_B is given.
+    /// The run folder (results/<run-id>) or its pack: both tools' run, or
+    /// the baseline's when RUN_B is given.
     pub run: PathBuf,
-    /// A second run folder, the candidate's: an unpaired comparison.
+    /// A second run folder or pack, the candidate's: an unpaired comparison.
+    /// compare.md and compare.json go into the candidate's folder; for a
+    /// pack, into a folder named after its run beside the pack.
     pub run_b: Option<PathBuf>,
     /// The baseline tool, e.g. `restic@0.14.0`.
     #[arg(long, requires = "candidate", required_unless_present = "tool")]
@@ -74,22 +77,23 @@ fn alpha(text: &str) -> Result<f64, String> {
 }
 
 impl Args {
-    fn request(&self) -> Request {
+    /// `run` and `run_b` are the folders to read (a pack's unpacked one).
+    fn request(&self, run: PathBuf, run_b: Option<PathBuf>) -> Request {
         let (baseline, candidate) = match (&self.tool, &self.baseline, &self.candidate) {
             (Some(t), _, _) => (t.clone(), t.clone()),
             (None, Some(b), Some(c)) => (b.clone(), c.clone()),
             // clap requires --baseline and --candidate together, or --tool.
             _ => (String::new(), String::new()),
         };
-        match &self.run_b {
+        match run_b {
             None => Request::Paired {
-                run: self.run.clone(),
+                run,
                 baseline,
                 candidate,
             },
             Some(run_b) => Request::Unpaired {
-                baseline_run: self.run.clone(),
-                candidate_run: run_b.clone(),
+                baseline_run: run,
+                candidate_run: run_b,
                 baseline,
                 candidate,
                 force: self.force,
@@ -98,17 +102,42 @@ impl Args {
     }
 }
 
+/// The baseline's run, then the candidate's if it is another.
+fn open_runs(args: &Args) -> Result<Vec<OpenedRun>, labrun_report::pack::PackError> {
+    let mut opened = vec![labrun_report::pack::open(&args.run)?];
+    if let Some(run_b) = &args.run_b {
+        opened.push(labrun_report::pack::open(run_b)?);
+    }
+    Ok(opened)
+}
+
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let settings = Settings {
         margin: args.margin,
         alpha: args.alpha,
         noise: args.noise,
     };
-    let request = args.request();
-    let result = compare::compare(&request, &settings).and_then(|c| {
-        let written = compare::write(&c, request.candidate_run())?;
-        Ok((c, written))
-    });
+    let opened = match open_runs(&args) {
+        Ok(opened) => opened,
+        Err(e) => {
+            safe_eprintln!("labrun: error: {e}");
+            return Ok(ExitCode::from(NOT_COMPARED));
+        }
+    };
+    let (run, run_b) = (&opened[0], opened.get(1));
+    let candidate = run_b.unwrap_or(run);
+    let request = args.request(
+        run.dir().to_path_buf(),
+        run_b.map(|r| r.dir().to_path_buf()),
+    );
+    let result = compare::compare(&request, &settings)
+        .map_err(anyhow::Error::from)
+        .and_then(|c| {
+            let written = compare::write(&c, request.candidate_run())?;
+            let out = candidate.default_output_dir();
+            let written = candidate.publish(&written, &out)?;
+            Ok((c, written))
+        });
     let (comparison, written) = match result {
         Ok(done) => done,
         Err(e) => {

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod down;
 pub mod fetch;
 pub mod image;
+pub mod pack;
 pub mod pin;
 pub mod report;
 pub mod ssh;
@@ -29,5 +30,6 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Bench(a) => bench::run(ctx, a).await,
         Command::Report(a) => report::run(ctx, a).await,
         Command::Compare(a) => compare::run(ctx, a).await,
+        Command::Pack(a) => pack::run(ctx, a).await,
     }
 }

@@ -1,5 +1,7 @@
-//! `labrun report RUN_DIR`: re-makes a run's summary from its `raw/` folder
-//! alone, writes the summary files beside it, prints the table and the paths.
+//! `labrun report RUN`: re-makes a run's summary from its `raw/` folder
+//! alone, writes the summary files, prints the table and the paths. RUN is a
+//! run folder or a pack (`labrun pack`), which is checked against its
+//! manifest first and never changed.
 
 use crate::context::Context;
 use std::path::PathBuf;
@@ -8,24 +10,42 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// The run folder, e.g. `results/default-20261129T1851Z-3fa2c1` (the one
-    /// holding `raw/`).
+    /// holding `raw/`), or a pack of one made by `labrun pack` (checked
+    /// against its manifest first).
+    #[arg(value_name = "RUN")]
     pub run_dir: PathBuf,
+    /// Where the summary files go. Default: the run folder itself; for a
+    /// pack, which is never changed, a folder named after the run beside the
+    /// pack (`results/<run-id>.tar.gz` -> `results/<run-id>/`), which gets
+    /// the re-made summaries only, not raw/.
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let opened = labrun_report::pack::open(&args.run_dir)?;
+    let dir = opened.dir();
     // A run with variants: each variant's summary, then their comparison.
-    let (table, written) = if labrun_report::variants::is_variants_run(&args.run_dir) {
-        let (comparison, written) = labrun_report::variants::make_report(&args.run_dir)?;
+    let (table, written) = if labrun_report::variants::is_variants_run(dir) {
+        let (comparison, written) = labrun_report::variants::make_report(dir)?;
         (
             labrun_report::variants::render_terminal(&comparison),
             written,
         )
     } else {
-        let (summary, written) = labrun_report::make_report(&args.run_dir)?;
+        let (summary, written) = labrun_report::make_report(dir)?;
         (labrun_report::render_terminal(&summary), written)
     };
+    let out = args.out.unwrap_or_else(|| opened.default_output_dir());
+    let written = opened.publish(&written, &out)?;
     safe_print!("{table}");
     safe_println!();
+    if let (Some(pack), Some(digest)) = (opened.pack(), opened.manifest_sha256()) {
+        safe_println!(
+            "read {} (manifest sha256:{digest}, every file matches)",
+            pack.display()
+        );
+    }
     for path in &written {
         safe_println!("wrote {}", path.display());
     }
@@ -62,6 +82,7 @@ mod tests {
             &context(),
             Args {
                 run_dir: tmp.path().into(),
+                out: None,
             },
         )
         .await
@@ -84,6 +105,7 @@ mod tests {
             &context(),
             Args {
                 run_dir: tmp.path().into(),
+                out: None,
             },
         )
         .await

@@ -6,7 +6,8 @@
 //! `summary.md`, `summary.json`, `summary.csv` and SVG charts beside `raw/`
 //! ([`export::write_all`]). Nothing but `raw/` is read, so a summary can be
 //! re-made, and checked, by anyone who has the evidence. [`compare`] judges
-//! two tools of a run, or two runs, against each other.
+//! two tools of a run, or two runs, against each other. [`pack`] makes a
+//! run one file with a SHA-256 manifest and opens one as a folder.
 //!
 //! ```no_run
 //! let run = std::path::Path::new("results/default-20261129T1851Z-3fa2c1");
@@ -25,6 +26,7 @@ pub mod fidelity;
 pub mod format;
 pub mod history;
 pub mod meter_cost;
+pub mod pack;
 pub mod sample;
 pub mod stats;
 pub mod summary;

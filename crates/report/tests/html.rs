@@ -285,7 +285,8 @@ fn same_summary_same_bytes() {
 // ---- In a browser ----
 
 /// A committed run with 3 tools, 3 cycles, timelines and a fidelity table.
-const RUN: &str = "../../docs/scale/harness-20261202T005609Z/harness-20261202T005609Z-2f74e6";
+const RUN: &str =
+    "../../docs/scale/harness-20261202T005609Z/harness-20261202T005609Z-2f74e6.tar.gz";
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn chromium() -> PathBuf {
@@ -299,10 +300,12 @@ fn chromium() -> PathBuf {
     })
 }
 
-/// A copy of a run's `raw/` in a temp folder, summarized there.
-fn render_run(run: &Path, into: &Path) -> (Summary, PathBuf) {
-    let raw = run.join("raw");
-    assert!(raw.is_dir(), "no committed run at {}", run.display());
+/// A copy of a packed run's `raw/` in a temp folder, summarized there.
+fn render_run(pack: &Path, into: &Path) -> (Summary, PathBuf) {
+    let opened = labrun_report::pack::open(pack)
+        .unwrap_or_else(|e| panic!("no committed run at {}: {e}", pack.display()));
+    let raw = opened.dir().join("raw");
+    assert!(raw.is_dir(), "no raw/ in {}", pack.display());
     copy_dir(&raw, &into.join("raw"));
     let (summary, written) = labrun_report::make_report(into).unwrap();
     let page = into.join("report.html");

@@ -571,28 +571,31 @@ fn tree_meters_are_shown_beside_the_largest_process() {
     assert!(!warning_kinds(&s).contains(&WarningKind::UnreadableTimeline));
 }
 
-/// Every committed reproduction (docs/reproduction/<run-id>/) is re-made
-/// from its raw/ alone, byte for byte the summary.md committed beside it.
+/// Every committed reproduction (docs/reproduction/<run-id>.tar.gz) is
+/// re-made from its pack's raw/ alone, byte for byte the summary.md packed
+/// with it when the run was made.
 #[test]
 fn committed_reproductions_are_remade_from_their_raw_evidence() {
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/reproduction");
     let mut seen = 0;
-    for run in std::fs::read_dir(&docs).expect("docs/reproduction") {
-        let run = run.unwrap().path();
-        if !run.join("raw").is_dir() {
+    for pack in std::fs::read_dir(&docs).expect("docs/reproduction") {
+        let pack = pack.unwrap().path();
+        if !pack.to_string_lossy().ends_with(".tar.gz") {
             continue;
         }
+        let opened = labrun_report::pack::open(&pack)
+            .unwrap_or_else(|e| panic!("{} does not open: {e}", pack.display()));
+        let committed = std::fs::read_to_string(opened.dir().join("summary.md")).unwrap();
         let (_t, copy) = {
             let t = tempfile::tempdir().unwrap();
             let copy = t.path().join("run");
             std::fs::create_dir(&copy).unwrap();
-            copy_dir(&run.join("raw"), &copy.join("raw"));
+            copy_dir(&opened.dir().join("raw"), &copy.join("raw"));
             (t, copy)
         };
         make_report(&copy).unwrap();
         let remade = std::fs::read_to_string(copy.join("summary.md")).unwrap();
-        let committed = std::fs::read_to_string(run.join("summary.md")).unwrap();
-        assert_eq!(remade, committed, "{} re-made differs", run.display());
+        assert_eq!(remade, committed, "{} re-made differs", pack.display());
         seen += 1;
     }
     assert!(seen > 0, "no reproduction under {}", docs.display());
