@@ -4,6 +4,7 @@
 //! aligned, so it can neither drive the terminal nor break the table.
 
 use super::cells;
+use crate::figures;
 use crate::summary::Summary;
 use labrun_evidence::printable::{printable, printable_text};
 
@@ -19,13 +20,17 @@ pub fn render_terminal(s: &Summary) -> String {
         "repo after full",
         "growth",
         "peak MiB full/incr/restore",
+        "tree MiB full/incr/restore",
+        "tree CPU s full/incr/restore",
+        "disk read full/incr/restore",
+        "disk written full/incr/restore",
         "restore check",
     ]
     .map(String::from)
     .to_vec();
     let mut rows = vec![header];
     for t in &s.tools {
-        let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, &p));
+        let [full, incr, restore] = s.roles.headline().map(|p| cells::phase_time(s, t, p));
         rows.push(vec![
             cells::tool_label(t),
             full,
@@ -33,7 +38,11 @@ pub fn render_terminal(s: &Summary) -> String {
             restore,
             cells::repo_size(t),
             cells::growth(t),
-            cells::memory_medians(t),
+            cells::medians(&s.roles, t, &figures::PEAK_MEMORY),
+            cells::medians(&s.roles, t, &figures::TREE_MEMORY),
+            cells::medians(&s.roles, t, &figures::TREE_CPU),
+            cells::medians(&s.roles, t, &figures::DISK_READ),
+            cells::medians(&s.roles, t, &figures::DISK_WRITTEN),
             cells::restore_check(t),
         ]);
     }
