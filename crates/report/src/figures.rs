@@ -90,6 +90,11 @@ pub struct PhaseColumn {
     pub column: &'static str,
     /// The stem of its `summary.csv` columns (`<stem>_median_<unit>`).
     pub csv: &'static str,
+    /// Its header in the terminal table, which shows its medians in the
+    /// three headline phases ("peak MiB full/incr/restore"); None: not
+    /// shown there (times have columns of their own; CPU parts are in the
+    /// tree's figure).
+    pub terminal: Option<&'static str>,
 }
 
 #[derive(Debug)]
@@ -147,6 +152,7 @@ pub const WALL_TIME: Figure = Figure {
         key: "wall_secs",
         column: "Wall time",
         csv: "wall",
+        terminal: None,
     }),
 };
 
@@ -161,6 +167,7 @@ pub const USER_CPU: Figure = Figure {
         key: "user_secs",
         column: "User CPU",
         csv: "user_cpu",
+        terminal: None,
     }),
 };
 
@@ -175,6 +182,7 @@ pub const SYSTEM_CPU: Figure = Figure {
         key: "sys_secs",
         column: "System CPU",
         csv: "system_cpu",
+        terminal: None,
     }),
 };
 
@@ -202,6 +210,7 @@ pub const PEAK_MEMORY: Figure = Figure {
         key: "peak_memory_mib",
         column: "Peak memory (largest process)",
         csv: "peak_memory",
+        terminal: Some("peak MiB"),
     }),
 };
 
@@ -216,6 +225,7 @@ pub const TREE_MEMORY: Figure = Figure {
         key: "tree_memory_mib",
         column: "Peak memory (whole tree)",
         csv: "tree_memory",
+        terminal: Some("tree MiB"),
     }),
 };
 
@@ -243,6 +253,7 @@ pub const TREE_CPU: Figure = Figure {
         key: "tree_cpu_secs",
         column: "CPU (whole tree)",
         csv: "tree_cpu",
+        terminal: Some("tree CPU s"),
     }),
 };
 
@@ -267,6 +278,7 @@ pub const DISK_WRITTEN: Figure = Figure {
         key: "disk_written_bytes",
         column: "Disk written (whole tree)",
         csv: "disk_written",
+        terminal: Some("disk written"),
     }),
 };
 

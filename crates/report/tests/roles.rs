@@ -2,7 +2,9 @@
 //! from its name: a lab whose backups are `b1`/`b2` and whose restore is
 //! `r1` gets the same full Results table as the published cycle.
 
-use labrun_evidence::{ExitStatus, ProtocolStep, RunStep, Step, StepRecord, VerifyOutcome};
+use labrun_evidence::{
+    ExitStatus, ProtocolStep, RunStep, Step, StepRecord, TreeMeters, VerifyOutcome,
+};
 use labrun_report::evidence::{PlanTool, PlanView, RawRun};
 use labrun_report::export::{Exporter, csv::Csv, markdown};
 use labrun_report::{figures, render_terminal, summarize_raw};
@@ -44,6 +46,14 @@ fn record(cycle: u32, step: &str, wall: f64, repo: Option<u64>) -> StepRecord {
         timed: step != "check",
         cache_dropped: true,
         repo_size_bytes: repo,
+        tree: Some(TreeMeters {
+            user_secs: Some(wall * 0.9),
+            sys_secs: Some(wall * 0.1),
+            resident_peak_bytes: Some(200 << 20),
+            disk_read_bytes: Some(5_000_000),
+            disk_write_bytes: Some(7_000_000),
+            ..TreeMeters::default()
+        }),
         ..StepRecord::blank("renamed", "restic", cycle, Step::named(step), 0)
     }
 }
@@ -113,13 +123,22 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
     assert_eq!(
         results,
         "| restic 0.19.1 | 92 s, range 91-93 | 7.0 s | 40 s | 3.00 GB | 200 MB | \
-         100 / 100 / 100 | - / - / - | 74/9.2, 5.6/0.7, 32/4.0 | pass (3/3) |"
+         100 / 100 / 100 | 200 / 200 / 200 | 74/9.2, 5.6/0.7, 32/4.0 | pass (3/3) |"
     );
     assert!(md.contains("### Full backup (`b1`)"), "{md}");
     assert!(md.contains("### Incremental backup (`b2`)"), "{md}");
     assert!(md.contains("### Restore (`r1`)"), "{md}");
 
+    // The terminal line, whole-tree figures included (the README's promise).
     let table = render_terminal(&s);
+    let header = table.lines().nth(1).expect("the header");
+    for h in [
+        "tree MiB full/incr/restore",
+        "tree CPU s full/incr/restore",
+        "disk written full/incr/restore",
+    ] {
+        assert!(header.contains(h), "{h} missing from {header:?}");
+    }
     let row = table.lines().nth(3).expect("the tool's line");
     for cell in [
         "92 s, range 91-93",
@@ -127,6 +146,10 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
         "40 s",
         "3.00 GB",
         "200 MB",
+        "100 / 100 / 100",
+        "200 / 200 / 200",
+        "92 / 7.0 / 40",
+        "7.00 MB / 7.00 MB / 7.00 MB",
         "pass (3/3)",
     ] {
         assert!(row.contains(cell), "{cell} missing from {row:?}");
@@ -153,6 +176,9 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
         "200000002.0"
     );
     assert_eq!(row_of("r1")[col("restore_checks_passed")], "3");
+    assert_eq!(row_of("b2")[col("tree_memory_median_mib")], "200.0");
+    assert_eq!(row_of("b2")[col("tree_cpu_median_s")], "7.0");
+    assert_eq!(row_of("b2")[col("disk_written_median_bytes")], "7000000.0");
     assert_eq!(row_of("b1")[col("restore_checks_passed")], "");
 
     // The roles travel with the summary, since they are not the published ones.
