@@ -264,7 +264,12 @@ pub const DISK_READ: Figure = Figure {
     worse: Worse::Larger,
     kind: Kind::Timed,
     read: |r| Some(tree(r)?.disk_read_bytes? as f64),
-    phase: None,
+    phase: Some(PhaseColumn {
+        key: "disk_read_bytes",
+        column: "Disk read (whole tree)",
+        csv: "disk_read",
+        terminal: Some("disk read"),
+    }),
 };
 
 pub const DISK_WRITTEN: Figure = Figure {

@@ -128,6 +128,10 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
     assert!(md.contains("### Full backup (`b1`)"), "{md}");
     assert!(md.contains("### Incremental backup (`b2`)"), "{md}");
     assert!(md.contains("### Restore (`r1`)"), "{md}");
+    assert!(
+        md.contains("| CPU (whole tree) | Disk read (whole tree) | Disk written (whole tree) |"),
+        "{md}"
+    );
 
     // The terminal line, whole-tree figures included (the README's promise).
     let table = render_terminal(&s);
@@ -135,6 +139,7 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
     for h in [
         "tree MiB full/incr/restore",
         "tree CPU s full/incr/restore",
+        "disk read full/incr/restore",
         "disk written full/incr/restore",
     ] {
         assert!(header.contains(h), "{h} missing from {header:?}");
@@ -149,6 +154,7 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
         "100 / 100 / 100",
         "200 / 200 / 200",
         "92 / 7.0 / 40",
+        "5.00 MB / 5.00 MB / 5.00 MB",
         "7.00 MB / 7.00 MB / 7.00 MB",
         "pass (3/3)",
     ] {
@@ -178,6 +184,7 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
     assert_eq!(row_of("r1")[col("restore_checks_passed")], "3");
     assert_eq!(row_of("b2")[col("tree_memory_median_mib")], "200.0");
     assert_eq!(row_of("b2")[col("tree_cpu_median_s")], "7.0");
+    assert_eq!(row_of("b2")[col("disk_read_median_bytes")], "5000000.0");
     assert_eq!(row_of("b2")[col("disk_written_median_bytes")], "7000000.0");
     assert_eq!(row_of("b1")[col("restore_checks_passed")], "");
 
