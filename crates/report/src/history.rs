@@ -59,7 +59,7 @@ pub fn rows(tools: &[String], roles: &Roles, records: &[StepRecord]) -> Vec<Snap
             };
             let backups = of(Roles::is_backup);
             let checks: Vec<&&StepRecord> =
-                recs.iter().filter(|r| r.step == Step::VERIFY).collect();
+                recs.iter().filter(|r| roles.is_verify(&r.step)).collect();
             SnapshotRow {
                 tool: tools[t].clone(),
                 index,

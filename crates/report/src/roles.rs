@@ -4,8 +4,8 @@
 //! gets the same Results table as the published cycle.
 
 use crate::evidence::PlanView;
+use labrun_evidence::Step;
 use labrun_evidence::protocol::{self, ProtocolStep};
-use labrun_evidence::{Step, StepRecord};
 use serde::{Deserialize, Serialize};
 
 /// The steps the Results table shows side by side. A role the protocol has
@@ -27,6 +27,10 @@ pub struct Roles {
     /// Every step that restores one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restores: Vec<Step>,
+    /// Every step that checks a restore against its snapshot's tree (the
+    /// agent's `verify`, whatever the lab named it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verifies: Vec<Step>,
 }
 
 impl Default for Roles {
@@ -41,6 +45,14 @@ impl Roles {
     pub fn of_protocol(steps: &[ProtocolStep]) -> Roles {
         let mut backups: Vec<Step> = Vec::new();
         let mut restores: Vec<Step> = Vec::new();
+        let mut verifies: Vec<Step> = Vec::new();
+        for s in protocol::flat(steps) {
+            if let ProtocolStep::Verify { name } = s
+                && !verifies.contains(name)
+            {
+                verifies.push(name.clone());
+            }
+        }
         for r in protocol::flat(steps).filter_map(ProtocolStep::as_run) {
             let into = if r.makes.is_some() {
                 &mut backups
@@ -59,6 +71,7 @@ impl Roles {
             restore: restores.first().cloned(),
             backups,
             restores,
+            verifies,
         }
     }
 
@@ -94,9 +107,8 @@ impl Roles {
         self.restores.contains(step)
     }
 
-    /// Whether a record is the first backup of its cycle.
-    pub fn is_full(&self, r: &StepRecord) -> bool {
-        self.full.as_ref() == Some(&r.step)
+    pub fn is_verify(&self, step: &Step) -> bool {
+        self.verifies.contains(step)
     }
 }
 
@@ -147,6 +159,9 @@ mod tests {
                 snapshot: Some("a".into()),
                 ..run("backup_full", "forget")
             }),
+            ProtocolStep::Verify {
+                name: Step::named("v1"),
+            },
         ];
         let r = Roles::of_protocol(&steps);
         assert_eq!(
@@ -159,6 +174,7 @@ mod tests {
         );
         assert_eq!(r.backups.len(), 3);
         assert!(!r.is_backup(&Step::BACKUP_FULL), "a name is not a role");
+        assert!(r.is_verify(&Step::named("v1")) && !r.is_verify(&Step::VERIFY));
         assert!(!r.is_published());
     }
 }

@@ -351,7 +351,10 @@ fn summarize_tool(
         .filter_map(|&c| {
             let restore_step = roles.restore.clone()?;
             let restore = of_step(restore_step).find(|r| r.cycle == c)?;
-            let verify = of_step(Step::VERIFY).find(|r| r.cycle == c);
+            let verify = mine
+                .iter()
+                .copied()
+                .find(|r| r.cycle == c && roles.is_verify(&r.step));
             Some(restore_check(c, restore, verify))
         })
         .collect();

@@ -1,13 +1,14 @@
 //! The headline results come from what the plan says each step does, not
 //! from its name: a lab whose backups are `b1`/`b2` and whose restore is
-//! `r1` gets the same full Results table as the published cycle.
+//! `r1` (checked by `v1`) gets the same full Results table as the
+//! published cycle.
 
 use labrun_evidence::{
     ExitStatus, ProtocolStep, RunStep, Step, StepRecord, TreeMeters, VerifyOutcome,
 };
 use labrun_report::evidence::{PlanTool, PlanView, RawRun};
 use labrun_report::export::{Exporter, csv::Csv, markdown};
-use labrun_report::{figures, render_terminal, summarize_raw};
+use labrun_report::{CheckOutcome, figures, render_terminal, summarize_raw};
 
 fn protocol() -> Vec<ProtocolStep> {
     let run = |name: &str, command: &str| RunStep::new(Step::named(name), command);
@@ -28,7 +29,9 @@ fn protocol() -> Vec<ProtocolStep> {
             repo_size: false,
             ..run("r1", "restore")
         }),
-        ProtocolStep::Verify { name: Step::VERIFY },
+        ProtocolStep::Verify {
+            name: Step::named("v1"),
+        },
     ]
 }
 
@@ -77,7 +80,7 @@ fn run() -> RawRun {
                 passed: true,
                 ..VerifyOutcome::default()
             }),
-            ..StepRecord::blank("renamed", "restic", cycle, Step::VERIFY, 0)
+            ..StepRecord::blank("renamed", "restic", cycle, Step::named("v1"), 0)
         });
     }
     RawRun {
@@ -114,6 +117,7 @@ fn backups_named_b1_b2_and_restore_r1_fill_the_results_table() {
     let growth = t.growth_after_incremental.expect("growth after b2");
     assert_eq!((growth.median, growth.n), (200_000_002.0, 3));
     assert_eq!(t.restore_checks.len(), 3, "r1 is the restore");
+    assert_eq!(t.checks_with(CheckOutcome::Pass), 3, "v1 checks it");
 
     let md = markdown::render(&s);
     let results = md
