@@ -26,6 +26,7 @@ pub mod figures;
 pub mod format;
 pub mod history;
 pub mod meter_cost;
+pub mod phase_figures;
 pub mod roles;
 pub mod sample;
 pub mod stats;
