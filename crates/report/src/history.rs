@@ -7,12 +7,12 @@
 //! User and system CPU stand beside wall time on purpose: the study's point
 //! was a tool whose CPU time far exceeded its elapsed time.
 
+use crate::figures::{self, Figure};
+use crate::roles::Roles;
 use crate::stats::Stat;
 use labrun_evidence::{Step, StepRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-const KIB_PER_MIB: f64 = 1024.0;
 
 /// One tool at one snapshot of the series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,7 +40,7 @@ pub struct Timing {
 
 /// The rows of a history run, tools in `tools` order then snapshot order;
 /// empty when no record belongs to a series.
-pub fn rows(tools: &[String], records: &[StepRecord]) -> Vec<SnapshotRow> {
+pub fn rows(tools: &[String], roles: &Roles, records: &[StepRecord]) -> Vec<SnapshotRow> {
     let mut by_point: BTreeMap<(usize, u32), Vec<&StepRecord>> = BTreeMap::new();
     for r in records {
         let (Some(point), Some(t)) = (&r.history, tools.iter().position(|t| *t == r.tool)) else {
@@ -51,15 +51,15 @@ pub fn rows(tools: &[String], records: &[StepRecord]) -> Vec<SnapshotRow> {
     by_point
         .into_iter()
         .map(|((t, index), recs)| {
-            let of = |steps: &[Step]| -> Vec<&StepRecord> {
+            let of = |role: fn(&Roles, &Step) -> bool| -> Vec<&StepRecord> {
                 recs.iter()
                     .copied()
-                    .filter(|r| steps.contains(&r.step) && r.ok)
+                    .filter(|r| role(roles, &r.step) && r.ok)
                     .collect()
             };
-            let backups = of(&[Step::BACKUP_FULL, Step::BACKUP_INCREMENTAL]);
+            let backups = of(Roles::is_backup);
             let checks: Vec<&&StepRecord> =
-                recs.iter().filter(|r| r.step == Step::VERIFY).collect();
+                recs.iter().filter(|r| roles.is_verify(&r.step)).collect();
             SnapshotRow {
                 tool: tools[t].clone(),
                 index,
@@ -75,7 +75,7 @@ pub fn rows(tools: &[String], records: &[StepRecord]) -> Vec<SnapshotRow> {
                         .filter_map(|r| r.repo_size_bytes)
                         .map(|b| b as f64),
                 ),
-                restore: timing(&of(&[Step::RESTORE])),
+                restore: timing(&of(Roles::is_restore)),
                 verified: checks.iter().filter(|r| r.ok).count() as u32,
                 restores_checked: checks.len() as u32,
             }
@@ -84,14 +84,11 @@ pub fn rows(tools: &[String], records: &[StepRecord]) -> Vec<SnapshotRow> {
 }
 
 fn timing(recs: &[&StepRecord]) -> Option<Timing> {
+    let stat = |f: &Figure| Stat::of(recs.iter().filter_map(|r| f.of(r)));
     Some(Timing {
-        wall_secs: Stat::of(recs.iter().map(|r| r.wall_secs))?,
-        user_secs: Stat::of(recs.iter().map(|r| r.user_secs)),
-        sys_secs: Stat::of(recs.iter().map(|r| r.sys_secs)),
-        peak_memory_mib: Stat::of(
-            recs.iter()
-                .filter(|r| r.max_rss_kib > 0)
-                .map(|r| r.max_rss_kib as f64 / KIB_PER_MIB),
-        ),
+        wall_secs: stat(&figures::WALL_TIME)?,
+        user_secs: stat(&figures::USER_CPU),
+        sys_secs: stat(&figures::SYSTEM_CPU),
+        peak_memory_mib: stat(&figures::PEAK_MEMORY),
     })
 }

@@ -40,11 +40,10 @@ pub fn of(records: &[StepRecord]) -> Option<MeterCost> {
     let mut worst = (String::new(), -1.0);
     let mut over_limit = Vec::new();
     for r in records.iter().filter(|r| r.timed) {
-        let Some(t) = r.tree.as_ref() else { continue };
-        let (Some(user), Some(sys)) = (t.user_secs, t.sys_secs) else {
+        let (Some(t), Some(tree_cpu)) = (r.tree.as_ref(), crate::figures::TREE_CPU.of(r)) else {
             continue;
         };
-        let step_base = (user + sys).max(r.wall_secs).max(1e-9);
+        let step_base = tree_cpu.max(r.wall_secs).max(1e-9);
         let share = t.agent_cpu_secs / step_base;
         steps += 1;
         agent += t.agent_cpu_secs;

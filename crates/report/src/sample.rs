@@ -7,13 +7,11 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
-    /// `wall_time`, `user_cpu`, `system_cpu`, `peak_memory` (largest
-    /// process), `tree_peak_memory`, `tree_charged_memory`, `tree_cpu`,
-    /// `disk_read`, `disk_written`, `repo_size`,
-    /// `bytes`, `files`.
+    /// A figure's name in [`crate::figures::FIGURES`] (`wall_time`,
+    /// `peak_memory`, `disk_read`, ...).
     pub metric: String,
     pub value: f64,
-    /// `s`, `MiB`, `bytes`, `files`.
+    /// The figure's unit: `s`, `MiB`, `bytes`, `files`.
     pub unit: String,
     pub metadata: SampleMetadata,
 }
@@ -44,45 +42,9 @@ fn from_record(r: &StepRecord) -> Vec<Sample> {
         ok: r.ok,
         timed: r.timed,
     };
-    let mut figures = vec![("wall_time", r.wall_secs, "s")];
-    // CPU times come from measuring a process (`exit` is set); steps the
-    // agent does in-process (change, verify) have none, not zero.
-    if r.exit.is_some() {
-        figures.push(("user_cpu", r.user_secs, "s"));
-        figures.push(("system_cpu", r.sys_secs, "s"));
-    }
-    // 0 KiB means "not measured" (the field defaults to it), not a figure.
-    if r.max_rss_kib > 0 {
-        figures.push(("peak_memory", r.max_rss_kib as f64 / 1024.0, "MiB"));
-    }
-    if let Some(t) = &r.tree {
-        if let Some(b) = t.resident_peak_bytes {
-            figures.push(("tree_peak_memory", b as f64 / 1048576.0, "MiB"));
-        }
-        if let Some(b) = t.charged_peak_bytes {
-            figures.push(("tree_charged_memory", b as f64 / 1048576.0, "MiB"));
-        }
-        if let (Some(u), Some(y)) = (t.user_secs, t.sys_secs) {
-            figures.push(("tree_cpu", u + y, "s"));
-        }
-        if let Some(b) = t.disk_read_bytes {
-            figures.push(("disk_read", b as f64, "bytes"));
-        }
-        if let Some(b) = t.disk_write_bytes {
-            figures.push(("disk_written", b as f64, "bytes"));
-        }
-    }
-    if let Some(b) = r.repo_size_bytes {
-        figures.push(("repo_size", b as f64, "bytes"));
-    }
-    if let Some(b) = r.bytes {
-        figures.push(("bytes", b as f64, "bytes"));
-    }
-    if let Some(f) = r.files {
-        figures.push(("files", f as f64, "files"));
-    }
-    figures
-        .into_iter()
+    crate::figures::FIGURES
+        .iter()
+        .filter_map(|f| Some((f.name, (f.read)(r)?, f.unit.symbol())))
         .map(|(metric, value, unit)| Sample {
             metric: metric.to_string(),
             value,

@@ -3,6 +3,9 @@
 use crate::environment::Environment;
 use crate::error::Result;
 use crate::evidence::{self, BinaryDigest, PlanView, RawRun};
+use crate::figures::{self, Figure};
+pub use crate::phase_figures::PhaseFigures;
+use crate::roles::Roles;
 use crate::sample::{self, Sample};
 use crate::stats::Stat;
 use crate::warning::Warning;
@@ -14,14 +17,17 @@ use std::path::Path;
 /// Version of the `summary.json` layout, bumped when a field changes meaning.
 pub const SUMMARY_VERSION: u32 = 1;
 
-const KIB_PER_MIB: f64 = 1024.0;
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub summary_version: u32,
     pub run_id: String,
     /// Cycles the plan asked for; None without a readable plan.
     pub cycles_planned: Option<u32>,
+    /// Which steps are the first backup, the later one and the restore
+    /// (from the plan's `makes:` and `restores:`). Absent from JSON when
+    /// they are the published cycle's.
+    #[serde(default, skip_serializing_if = "Roles::is_published")]
+    pub roles: Roles,
     /// In the plan's order, then any tool only the records name.
     pub tools: Vec<ToolSummary>,
     pub environment: Option<Environment>,
@@ -65,9 +71,10 @@ pub struct ToolSummary {
     pub cycles_finished: u32,
     /// The timed phases, in protocol order.
     pub phases: Vec<PhaseSummary>,
-    /// Repository size after the full backup, bytes.
+    /// Repository size after the first backup ([`Roles::full`]), bytes.
     pub repo_size_after_full: Option<Stat>,
-    /// Size after the incremental backup minus size after the full one, bytes.
+    /// Size after the first later backup minus size after the first one
+    /// ([`Roles::incremental`], [`Roles::full`]), bytes.
     pub growth_after_incremental: Option<Stat>,
     /// One per cycle that has a restore record.
     pub restore_checks: Vec<RestoreCheck>,
@@ -78,23 +85,11 @@ pub struct PhaseSummary {
     pub phase: Step,
     /// Records of this phase (one per cycle that reached it).
     pub recorded: u32,
-    /// Of those, the ones that succeeded: only these make the figures below.
+    /// Of those, the ones that succeeded: only these make the figures.
     pub ok: u32,
-    pub wall_secs: Option<Stat>,
-    pub user_secs: Option<Stat>,
-    pub sys_secs: Option<Stat>,
-    /// Peak resident memory of the largest single process (`/usr/bin/time
-    /// -v`'s figure, the write-up's); records without one (0) are left out.
-    pub peak_memory_mib: Option<Stat>,
-    /// Peak resident memory of the step's whole process tree (its cgroup).
-    #[serde(default)]
-    pub tree_memory_mib: Option<Stat>,
-    /// User + system CPU of the whole tree.
-    #[serde(default)]
-    pub tree_cpu_secs: Option<Stat>,
-    /// Bytes the tree wrote to disk (`io.stat`).
-    #[serde(default)]
-    pub disk_written_bytes: Option<Stat>,
+    /// Every per-phase figure of [`crate::figures`], under its key.
+    #[serde(flatten)]
+    pub figures: PhaseFigures,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -150,6 +145,13 @@ impl Summary {
     }
 }
 
+impl PhaseSummary {
+    /// One figure of the table, if this phase has it.
+    pub fn stat(&self, figure: &Figure) -> Option<Stat> {
+        self.figures.get(figure)
+    }
+}
+
 impl ToolSummary {
     pub fn phase(&self, step: &Step) -> Option<&PhaseSummary> {
         self.phases.iter().find(|p| p.phase == *step)
@@ -183,9 +185,10 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
             p.timed_steps()
         });
 
+    let roles = Roles::of_plan(raw.plan.as_ref());
     let tools: Vec<ToolSummary> = tool_names(&raw)
         .into_iter()
-        .map(|(name, version)| summarize_tool(&name, version, &raw.records, &timed_steps))
+        .map(|(name, version)| summarize_tool(&name, version, &raw.records, &timed_steps, &roles))
         .collect();
 
     let failed_steps = raw
@@ -208,6 +211,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         summary_version: SUMMARY_VERSION,
         run_id,
         cycles_planned: raw.plan.as_ref().and_then(PlanView::run_cycles),
+        roles,
         tools,
         environment: raw.environment.clone(),
         binaries: raw.binaries.clone(),
@@ -223,7 +227,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
     };
     summary.warnings.extend(unmade);
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
-    summary.history = crate::history::rows(&names, &raw.records);
+    summary.history = crate::history::rows(&names, &summary.roles, &raw.records);
     summary.fidelity = crate::fidelity::rows(&names, &raw.records);
     let more = crate::checks::warnings(&summary, &raw.records);
     summary.warnings.extend(more);
@@ -251,6 +255,7 @@ fn summarize_tool(
     version: Option<String>,
     records: &[StepRecord],
     timed_steps: &[Step],
+    roles: &Roles,
 ) -> ToolSummary {
     let mine: Vec<&StepRecord> = records.iter().filter(|r| r.tool == tool).collect();
     let of_step = |step: Step| mine.iter().copied().filter(move |r| r.step == step);
@@ -279,28 +284,31 @@ fn summarize_tool(
         })
         .count() as u32;
 
-    let size_after = |step: Step, cycle: u32| {
-        of_step(step)
-            .find(|r| r.cycle == cycle && r.ok)
-            .and_then(|r| r.repo_size_bytes)
+    let ok_of = |step: &Option<Step>, cycle: u32| {
+        let step = step.as_ref()?;
+        mine.iter()
+            .copied()
+            .find(|r| r.step == *step && r.cycle == cycle && r.ok)
     };
     let repo_size_after_full = Stat::of(
         cycles
             .iter()
-            .filter_map(|&c| size_after(Step::BACKUP_FULL, c))
-            .map(|b| b as f64),
+            .filter_map(|&c| figures::REPO_SIZE.of(ok_of(&roles.full, c)?)),
     );
-    let growth_after_incremental = Stat::of(cycles.iter().filter_map(|&c| {
-        let full = size_after(Step::BACKUP_FULL, c)?;
-        let incr = size_after(Step::BACKUP_INCREMENTAL, c)?;
-        Some(incr as f64 - full as f64)
-    }));
+    let growth_after_incremental =
+        Stat::of(cycles.iter().filter_map(|&c| {
+            figures::growth(ok_of(&roles.full, c)?, ok_of(&roles.incremental, c)?)
+        }));
 
     let restore_checks = cycles
         .iter()
         .filter_map(|&c| {
-            let restore = of_step(Step::RESTORE).find(|r| r.cycle == c)?;
-            let verify = of_step(Step::VERIFY).find(|r| r.cycle == c);
+            let restore_step = roles.restore.clone()?;
+            let restore = of_step(restore_step).find(|r| r.cycle == c)?;
+            let verify = mine
+                .iter()
+                .copied()
+                .find(|r| r.cycle == c && roles.is_verify(&r.step));
             Some(restore_check(c, restore, verify))
         })
         .collect();
@@ -323,26 +331,7 @@ fn summarize_phase<'a>(step: Step, records: impl Iterator<Item = &'a StepRecord>
         phase: step,
         recorded: records.len() as u32,
         ok: ok.len() as u32,
-        wall_secs: Stat::of(ok.iter().map(|r| r.wall_secs)),
-        user_secs: Stat::of(ok.iter().map(|r| r.user_secs)),
-        sys_secs: Stat::of(ok.iter().map(|r| r.sys_secs)),
-        peak_memory_mib: Stat::of(
-            ok.iter()
-                .filter(|r| r.max_rss_kib > 0)
-                .map(|r| r.max_rss_kib as f64 / KIB_PER_MIB),
-        ),
-        tree_memory_mib: Stat::of(ok.iter().filter_map(|r| {
-            let b = r.tree.as_ref()?.resident_peak_bytes?;
-            Some(b as f64 / (KIB_PER_MIB * 1024.0))
-        })),
-        tree_cpu_secs: Stat::of(ok.iter().filter_map(|r| {
-            let t = r.tree.as_ref()?;
-            Some(t.user_secs? + t.sys_secs?)
-        })),
-        disk_written_bytes: Stat::of(
-            ok.iter()
-                .filter_map(|r| r.tree.as_ref()?.disk_write_bytes.map(|b| b as f64)),
-        ),
+        figures: PhaseFigures::of(&ok),
     }
 }
 

@@ -5,6 +5,7 @@
 //! screenshot is not blank.
 
 use labrun_report::export::{html, markdown};
+use labrun_report::figures;
 use labrun_report::{Summary, Warning, WarningKind, format, summarize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -103,7 +104,7 @@ fn assert_headline_figures(s: &Summary, cells: &[String], what: &str) {
     let mut checked = 0;
     for t in &s.tools {
         for p in &t.phases {
-            if let Some(wall) = p.wall_secs {
+            if let Some(wall) = p.stat(&figures::WALL_TIME) {
                 let want = format::secs_range(&wall);
                 assert!(
                     cells.iter().any(|c| c.starts_with(&want)),
@@ -113,7 +114,7 @@ fn assert_headline_figures(s: &Summary, cells: &[String], what: &str) {
                 );
                 checked += 1;
             }
-            if let Some(mem) = p.peak_memory_mib {
+            if let Some(mem) = p.stat(&figures::PEAK_MEMORY) {
                 let want = format::mib_range(&mem);
                 assert!(
                     cells.iter().any(|c| c.starts_with(&want)),

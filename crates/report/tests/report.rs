@@ -5,6 +5,7 @@
 //! labrun-report` rewrites them (review the diff before committing).
 
 use labrun_evidence::Step;
+use labrun_report::figures;
 use labrun_report::{
     CheckOutcome, ReportError, Summary, WarningKind, make_report, render_terminal, summarize,
 };
@@ -119,7 +120,11 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     assert_eq!(names, ["restic", "borg"], "the plan's order");
 
     let restic = &s.tools[0];
-    let full = restic.phase(&Step::BACKUP_FULL).unwrap().wall_secs.unwrap();
+    let full = restic
+        .phase(&Step::BACKUP_FULL)
+        .unwrap()
+        .stat(&figures::WALL_TIME)
+        .unwrap();
     assert_eq!(
         (full.median, full.min, full.max, full.n),
         (95.1, 93.4, 97.8, 3)
@@ -132,7 +137,7 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     // The restore ran fine in every cycle; its verification failed once.
     let restore = borg.phase(&Step::RESTORE).unwrap();
     assert_eq!((restore.recorded, restore.ok), (3, 3));
-    let wall = restore.wall_secs.unwrap();
+    let wall = restore.stat(&figures::WALL_TIME).unwrap();
     assert_eq!(
         (wall.median, wall.min, wall.max, wall.n),
         (41.2, 39.8, 43.5, 3)
@@ -140,7 +145,7 @@ fn two_tools_three_cycles_with_a_failed_restore() {
     let mem = borg
         .phase(&Step::BACKUP_FULL)
         .unwrap()
-        .peak_memory_mib
+        .stat(&figures::PEAK_MEMORY)
         .unwrap();
     assert_eq!(mem.median.floor(), 117.0);
     assert_eq!(borg.checks_with(CheckOutcome::Fail), 1);
@@ -251,7 +256,11 @@ fn software_emulation_and_warm_cache_are_flagged() {
     assert!(warm.contains("kopia cycle 1 init"), "{warm}");
     // Two cycles: every median is the mean of the two values.
     let kopia = &s.tools[0];
-    let full = kopia.phase(&Step::BACKUP_FULL).unwrap().wall_secs.unwrap();
+    let full = kopia
+        .phase(&Step::BACKUP_FULL)
+        .unwrap()
+        .stat(&figures::WALL_TIME)
+        .unwrap();
     assert!((full.median - 7.2).abs() < 1e-9);
     // The checks come from separate verify records.
     assert_eq!(kopia.checks_with(CheckOutcome::Pass), 2);
@@ -520,8 +529,8 @@ fn tree_meters_are_shown_beside_the_largest_process() {
     let s = summarize(&run).unwrap();
     let borg = s.tools.iter().find(|t| t.tool == "borg").unwrap();
     let full = borg.phase(&Step::BACKUP_FULL).unwrap();
-    assert_eq!(full.tree_memory_mib.as_ref().unwrap().median, 200.0);
-    assert_eq!(full.tree_cpu_secs.as_ref().unwrap().median, 185.0);
+    assert_eq!(full.stat(&figures::TREE_MEMORY).unwrap().median, 200.0);
+    assert_eq!(full.stat(&figures::TREE_CPU).unwrap().median, 185.0);
     assert!(warning_kinds(&s).contains(&WarningKind::LeftoverProcesses));
     assert!(!warning_kinds(&s).contains(&WarningKind::AgentOverhead));
     let leftover = s

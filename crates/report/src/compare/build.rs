@@ -3,13 +3,15 @@
 //! call it on the records it holds after every cycle.
 
 use super::error::CompareError;
-use super::figure::{CpuSource, Figure, growth, tree_cpu};
+use super::figure::{CpuSource, Figure};
 use super::method;
 use super::model::{COMPARISON_VERSION, Comparison, Design, Side};
 use super::row::{exact_row, timed_row};
 use super::settings::Settings;
 use super::verdict::{apply_holm, set_verdict};
 use crate::evidence::{PlanView, RawRun};
+use crate::figures::{self, growth};
+use crate::roles::Roles;
 use labrun_evidence::{Step, StepRecord};
 use std::collections::BTreeMap;
 
@@ -152,16 +154,17 @@ fn phases(runs: &[&RawRun]) -> Vec<Step> {
 }
 
 fn build(design: Design, base: &SideRun, cand: &SideRun, settings: &Settings) -> Comparison {
+    let roles = Roles::of_plan(base.run.plan.as_ref());
     let mut rows = Vec::new();
     for phase in phases(&[base.run, cand.run]) {
         let (b, c) = (base.ok_records(&phase), cand.ok_records(&phase));
         for figure in Figure::ALL {
             let cpu = cpu_source(figure, &b, &c);
             let (bv, cv) = if figure == Figure::Growth {
-                if phase != Step::BACKUP_INCREMENTAL {
+                if roles.incremental.as_ref() != Some(&phase) {
                     continue;
                 }
-                (growths(base, &b), growths(cand, &c))
+                (growths(base, &roles, &b), growths(cand, &roles, &c))
             } else {
                 (values(&b, figure, cpu), values(&c, figure, cpu))
             };
@@ -175,7 +178,7 @@ fn build(design: Design, base: &SideRun, cand: &SideRun, settings: &Settings) ->
             };
             row.phase = phase.clone();
             row.figure = figure;
-            row.unit = figure.unit().to_string();
+            row.unit = figure.def().unit.symbol().to_string();
             row.cpu_source = (figure == Figure::Cpu).then_some(cpu);
             let verdict = row.verdict;
             set_verdict(&mut row, verdict);
@@ -191,6 +194,7 @@ fn build(design: Design, base: &SideRun, cand: &SideRun, settings: &Settings) ->
         candidate: cand.side.clone(),
         settings: *settings,
         method: method::text(design, settings, max_pairs),
+        roles,
         rows,
         warnings: Vec::new(),
         added_pairs: None,
@@ -204,7 +208,10 @@ fn cpu_source(
     b: &BTreeMap<Key, &StepRecord>,
     c: &BTreeMap<Key, &StepRecord>,
 ) -> CpuSource {
-    let all_tree = b.values().chain(c.values()).all(|r| tree_cpu(r).is_some());
+    let all_tree = b
+        .values()
+        .chain(c.values())
+        .all(|r| figures::TREE_CPU.of(r).is_some());
     if figure == Figure::Cpu && all_tree && !(b.is_empty() && c.is_empty()) {
         CpuSource::Tree
     } else {
@@ -224,9 +231,16 @@ fn values(
         .collect()
 }
 
-/// Growth per cycle: the incremental backup's size minus the full one's.
-fn growths(side: &SideRun, incremental: &BTreeMap<Key, &StepRecord>) -> BTreeMap<Key, f64> {
-    let full = side.ok_records(&Step::BACKUP_FULL);
+/// Growth per cycle: the later backup's size minus the first one's.
+fn growths(
+    side: &SideRun,
+    roles: &Roles,
+    incremental: &BTreeMap<Key, &StepRecord>,
+) -> BTreeMap<Key, f64> {
+    let Some(first) = &roles.full else {
+        return BTreeMap::new();
+    };
+    let full = side.ok_records(first);
     incremental
         .iter()
         .filter_map(|(k, r)| {

@@ -1,9 +1,9 @@
-//! The figures a comparison judges, and how each is read from a record.
+//! The figures a comparison judges: a choice among the report's table of
+//! figures ([`crate::figures`]), which says how each is read and shown.
 
+use crate::figures;
 use labrun_evidence::StepRecord;
 use serde::{Deserialize, Serialize};
-
-const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -41,69 +41,46 @@ impl Figure {
         Figure::Growth,
     ];
 
-    pub fn title(self) -> &'static str {
+    /// Its entry in the report's table of figures (CPU: the process's;
+    /// a row says when it judged the tree's instead).
+    pub fn def(self) -> &'static figures::Figure {
         match self {
-            Figure::WallTime => "wall time",
-            Figure::Cpu => "CPU (user+sys)",
-            Figure::PeakMemory => "peak memory (largest process)",
-            Figure::TreeMemory => "peak memory (tree)",
-            Figure::RepoSize => "repository size",
-            Figure::Growth => "growth",
+            Figure::WallTime => &figures::WALL_TIME,
+            Figure::Cpu => &figures::PROCESS_CPU,
+            Figure::PeakMemory => &figures::PEAK_MEMORY,
+            Figure::TreeMemory => &figures::TREE_MEMORY,
+            Figure::RepoSize => &figures::REPO_SIZE,
+            Figure::Growth => &figures::GROWTH,
         }
     }
 
-    pub fn unit(self) -> &'static str {
+    pub fn title(self) -> &'static str {
         match self {
-            Figure::WallTime | Figure::Cpu => "s",
-            Figure::PeakMemory | Figure::TreeMemory => "MiB",
-            Figure::RepoSize | Figure::Growth => "bytes",
+            // The table's title says which CPU; a comparison's CPU row may
+            // be either, and its `cpu_source` says which.
+            Figure::Cpu => "CPU (user+sys)",
+            other => other.def().title,
         }
     }
 
     /// Sizes do not vary with the machine's noise: compared exactly, with
     /// no interval and no test.
     pub fn is_exact(self) -> bool {
-        matches!(self, Figure::RepoSize | Figure::Growth)
+        self.def().is_exact()
     }
 
     /// The words for a worse and a better candidate: times are slower or
     /// faster, memory and sizes larger or smaller (larger is worse).
     pub fn words(self) -> (&'static str, &'static str) {
-        match self {
-            Figure::WallTime | Figure::Cpu => ("slower", "faster"),
-            _ => ("larger", "smaller"),
-        }
+        self.def().worse.words()
     }
 
-    /// The figure of one record; None where it has none (0 KiB of memory
-    /// means "not measured"; CPU needs a measured process). Growth needs two
-    /// records and is read by [`growth`].
+    /// The figure of one record; None where it has none. Growth needs two
+    /// records and is read by [`figures::growth`].
     pub fn value(self, r: &StepRecord, cpu: CpuSource) -> Option<f64> {
-        match self {
-            Figure::WallTime => Some(r.wall_secs),
-            Figure::Cpu => match cpu {
-                CpuSource::Tree => tree_cpu(r),
-                CpuSource::Process => r.exit.is_some().then_some(r.user_secs + r.sys_secs),
-            },
-            Figure::PeakMemory => (r.max_rss_kib > 0).then(|| r.max_rss_kib as f64 / 1024.0),
-            Figure::TreeMemory => r
-                .tree
-                .as_ref()?
-                .resident_peak_bytes
-                .map(|b| b as f64 / BYTES_PER_MIB),
-            Figure::RepoSize => r.repo_size_bytes.map(|b| b as f64),
-            Figure::Growth => None,
+        match (self, cpu) {
+            (Figure::Cpu, CpuSource::Tree) => figures::TREE_CPU.of(r),
+            _ => (self.def().read)(r),
         }
     }
-}
-
-pub fn tree_cpu(r: &StepRecord) -> Option<f64> {
-    let t = r.tree.as_ref()?;
-    Some(t.user_secs? + t.sys_secs?)
-}
-
-/// Size after the incremental backup minus size after the full one, for
-/// records of one tool cycle.
-pub fn growth(full: &StepRecord, incremental: &StepRecord) -> Option<f64> {
-    Some(incremental.repo_size_bytes? as f64 - full.repo_size_bytes? as f64)
 }

@@ -19,6 +19,11 @@ pub struct Comparison {
     pub settings: Settings,
     /// The method in words, with this comparison's settings.
     pub method: String,
+    /// Which steps are the first backup, the later one and the restore (the
+    /// baseline run's plan); absent from JSON when they are the published
+    /// cycle's.
+    #[serde(default, skip_serializing_if = "crate::roles::Roles::is_published")]
+    pub roles: crate::roles::Roles,
     /// Per timed phase (protocol order) and figure.
     pub rows: Vec<Row>,
     /// Differences a `--force` let through, and similar caveats.

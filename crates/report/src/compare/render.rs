@@ -5,7 +5,6 @@
 use super::figure::{CpuSource, Figure};
 use super::method::percent;
 use super::model::{Comparison, Design, Row, SideFigure, Verdict};
-use crate::format;
 use labrun_evidence::printable::{printable, printable_text};
 use std::fmt::Write;
 
@@ -86,7 +85,7 @@ fn markdown_body(c: &Comparison, sub: &str) -> String {
             let n = r.note.as_ref()?;
             Some(format!(
                 "- {}, {}: {n}",
-                crate::export::cells::phase_title(&r.phase),
+                crate::export::cells::phase_title(&c.roles, &r.phase),
                 r.figure.title()
             ))
         })
@@ -171,7 +170,7 @@ pub fn table(c: &Comparison) -> Vec<Vec<String>> {
     ];
     for r in &c.rows {
         rows.push(vec![
-            crate::export::cells::phase_title(&r.phase),
+            crate::export::cells::phase_title(&c.roles, &r.phase),
             figure_title(r),
             side(r.figure, &r.baseline),
             side(r.figure, &r.candidate),
@@ -203,11 +202,7 @@ fn side(figure: Figure, s: &SideFigure) -> String {
     let Some(center) = s.center else {
         return NONE.into();
     };
-    let value = match figure.unit() {
-        "s" => format::secs(center),
-        "MiB" => format::mib(center),
-        _ => format::bytes(center),
-    };
+    let value = figure.def().unit.value(center);
     match s.rsd {
         Some(rsd) => format!(
             "{value} ±{}{}",

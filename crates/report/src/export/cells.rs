@@ -1,8 +1,9 @@
 //! The text of each table cell, shared by the Markdown and terminal tables
 //! so both always say the same thing.
 
+use crate::figures::{self, Figure, Unit};
 use crate::format;
-use crate::stats::Stat;
+use crate::roles::Roles;
 use crate::summary::{CheckOutcome, PhaseSummary, Summary, ToolSummary};
 use labrun_evidence::Step;
 
@@ -23,30 +24,28 @@ pub const RESULT_COLUMNS: [&str; 10] = [
     "Restore check",
 ];
 
-/// The columns of a phase's table, in every format.
-pub const PHASE_COLUMNS: [&str; 9] = [
-    "Tool",
-    "Wall time",
-    "User CPU",
-    "System CPU",
-    "Peak memory (largest process)",
-    "Peak memory (whole tree)",
-    "CPU (whole tree)",
-    "Disk written (whole tree)",
-    "Cycles ok",
-];
+/// The columns of a phase's table, in every format: the tool, every
+/// per-phase figure of the table, the cycles that succeeded.
+pub fn phase_columns() -> Vec<&'static str> {
+    let mut columns = vec!["Tool"];
+    columns.extend(figures::per_phase().map(|(_, c)| c.column));
+    columns.push("Cycles ok");
+    columns
+}
 
-/// The three phases the published comparison shows side by side.
-pub const HEADLINE_PHASES: [Step; 3] = [Step::BACKUP_FULL, Step::BACKUP_INCREMENTAL, Step::RESTORE];
-
-/// A phase's title: the published steps' in words, a lab's own by name.
-pub fn phase_title(step: &Step) -> String {
-    match step.as_str() {
-        "init" => "Init".into(),
-        "backup_full" => "Full backup".into(),
-        "backup_incremental" => "Incremental backup".into(),
-        "restore" => "Restore".into(),
-        other => other.into(),
+/// A phase's title: the headline roles in words, other steps by name.
+pub fn phase_title(roles: &Roles, step: &Step) -> String {
+    let [full, incremental, restore] = roles.headline();
+    if full == Some(step) {
+        "Full backup".into()
+    } else if incremental == Some(step) {
+        "Incremental backup".into()
+    } else if restore == Some(step) {
+        "Restore".into()
+    } else if *step == Step::INIT {
+        "Init".into()
+    } else {
+        step.to_string()
     }
 }
 
@@ -69,60 +68,39 @@ fn expected(summary: &Summary, p: &PhaseSummary) -> usize {
 }
 
 /// "140 s, range 122-168", with "(2 of 3)" when some cycles are missing or failed.
-fn counted(
-    summary: &Summary,
-    p: &PhaseSummary,
-    stat: Option<&Stat>,
-    text: fn(&Stat) -> String,
-) -> String {
-    match stat {
+fn counted(summary: &Summary, p: &PhaseSummary, figure: &Figure) -> String {
+    match p.stat(figure) {
         None => NONE.into(),
         Some(s) => {
+            let text = figure.unit.range(&s);
             let want = expected(summary, p);
             if s.n < want {
-                format!("{} ({} of {want})", text(s), s.n)
+                format!("{text} ({} of {want})", s.n)
             } else {
-                text(s)
+                text
             }
         }
     }
 }
 
-pub fn phase_time(summary: &Summary, t: &ToolSummary, step: &Step) -> String {
-    match t.phase(step) {
-        Some(p) => counted(summary, p, p.wall_secs.as_ref(), format::secs_range),
+/// The wall time of a tool's phase, if the phase is there at all.
+pub fn phase_time(summary: &Summary, t: &ToolSummary, step: Option<&Step>) -> String {
+    match step.and_then(|s| t.phase(s)) {
+        Some(p) => counted(summary, p, &figures::WALL_TIME),
         None => NONE.into(),
     }
 }
 
-pub fn phase_cpu(summary: &Summary, p: &PhaseSummary, user: bool) -> String {
-    let stat = if user { &p.user_secs } else { &p.sys_secs };
-    counted(summary, p, stat.as_ref(), format::secs_range)
+/// One figure of a phase.
+pub fn phase_figure(summary: &Summary, p: &PhaseSummary, figure: &Figure) -> String {
+    counted(summary, p, figure)
 }
 
-pub fn phase_memory(summary: &Summary, p: &PhaseSummary) -> String {
-    counted(summary, p, p.peak_memory_mib.as_ref(), format::mib_range)
-}
-
-pub fn phase_tree_memory(summary: &Summary, p: &PhaseSummary) -> String {
-    counted(summary, p, p.tree_memory_mib.as_ref(), format::mib_range)
-}
-
-pub fn phase_tree_cpu(summary: &Summary, p: &PhaseSummary) -> String {
-    counted(summary, p, p.tree_cpu_secs.as_ref(), format::secs_range)
-}
-
-pub fn phase_disk_written(summary: &Summary, p: &PhaseSummary) -> String {
-    counted(
-        summary,
-        p,
-        p.disk_written_bytes.as_ref(),
-        format::bytes_range,
-    )
-}
-
-pub fn phase_wall(summary: &Summary, p: &PhaseSummary) -> String {
-    counted(summary, p, p.wall_secs.as_ref(), format::secs_range)
+/// Every per-phase figure of a phase, in the table's order.
+pub fn phase_figures(summary: &Summary, p: &PhaseSummary) -> Vec<String> {
+    figures::per_phase()
+        .map(|(f, _)| phase_figure(summary, p, f))
+        .collect()
 }
 
 pub fn repo_size(t: &ToolSummary) -> String {
@@ -137,43 +115,41 @@ pub fn growth(t: &ToolSummary) -> String {
         .map_or(NONE.into(), format::bytes_range)
 }
 
-/// Medians of the headline phases' largest-process peaks: "117 / 109 / 104".
-pub fn memory_medians(t: &ToolSummary) -> String {
-    medians(t, |p| p.peak_memory_mib)
-}
-
-/// The same for the whole process tree.
-pub fn tree_memory_medians(t: &ToolSummary) -> String {
-    medians(t, |p| p.tree_memory_mib)
-}
-
-fn medians(t: &ToolSummary, stat: fn(&PhaseSummary) -> Option<Stat>) -> String {
-    HEADLINE_PHASES
+/// Medians of a figure in the headline phases, seconds and MiB without
+/// their unit (the header names it), sizes with theirs: "117 / 109 / 104".
+pub fn medians(roles: &Roles, t: &ToolSummary, figure: &Figure) -> String {
+    roles
+        .headline()
         .iter()
         .map(|s| {
-            t.phase(s)
-                .and_then(stat)
-                .map_or(NONE.into(), |m| format::mib_value(m.median))
+            s.and_then(|s| t.phase(s))
+                .and_then(|p| p.stat(figure))
+                .map_or(NONE.into(), |m| match figure.unit {
+                    Unit::Secs => format::secs_value(m.median),
+                    Unit::Mib => format::mib_value(m.median),
+                    Unit::Bytes | Unit::Files => figure.unit.value(m.median),
+                })
         })
         .collect::<Vec<_>>()
         .join(" / ")
 }
 
 /// Medians of user/system CPU of the headline phases: "52/9.1, 6.1/1.2, 20/4.0".
-pub fn cpu_medians(t: &ToolSummary) -> String {
-    HEADLINE_PHASES
+pub fn cpu_medians(roles: &Roles, t: &ToolSummary) -> String {
+    roles
+        .headline()
         .iter()
-        .map(|s| match t.phase(s) {
-            Some(PhaseSummary {
-                user_secs: Some(u),
-                sys_secs: Some(y),
-                ..
-            }) => format!(
-                "{}/{}",
-                format::secs_value(u.median),
-                format::secs_value(y.median)
-            ),
-            _ => NONE.into(),
+        .map(|s| {
+            let p = s.and_then(|s| t.phase(s));
+            let stat = |f: &Figure| p.and_then(|p| p.stat(f));
+            match (stat(&figures::USER_CPU), stat(&figures::SYSTEM_CPU)) {
+                (Some(u), Some(y)) => format!(
+                    "{}/{}",
+                    format::secs_value(u.median),
+                    format::secs_value(y.median)
+                ),
+                _ => NONE.into(),
+            }
         })
         .collect::<Vec<_>>()
         .join(", ")

@@ -5,6 +5,7 @@
 use super::Exporter;
 use super::cells;
 use crate::error::{ReportError, Result};
+use crate::figures::{self, Figure};
 use crate::stats::Stat;
 use crate::summary::Summary;
 use plotters::prelude::*;
@@ -23,7 +24,7 @@ impl Exporter for TimeChart {
         "chart-time.svg"
     }
     fn serialize(&self, s: &Summary) -> Result<Vec<u8>> {
-        let rows = per_phase(s, |p| p.wall_secs);
+        let rows = per_phase(s, &figures::WALL_TIME);
         draw(
             self.file_name(),
             "Time per phase (median, min-max range)",
@@ -82,7 +83,7 @@ impl Exporter for MemoryChart {
         "chart-memory.svg"
     }
     fn serialize(&self, s: &Summary) -> Result<Vec<u8>> {
-        let rows = per_phase(s, |p| p.peak_memory_mib);
+        let rows = per_phase(s, &figures::PEAK_MEMORY);
         draw(
             self.file_name(),
             "Peak memory per phase (median, min-max range)",
@@ -106,13 +107,13 @@ impl Bar {
 }
 
 /// One bar per phase and tool, grouped by phase.
-fn per_phase(s: &Summary, figure: fn(&crate::summary::PhaseSummary) -> Option<Stat>) -> Vec<Bar> {
+fn per_phase(s: &Summary, figure: &Figure) -> Vec<Bar> {
     let mut rows = Vec::new();
     for phase in s.phase_steps() {
         for (i, t) in s.tools.iter().enumerate() {
-            if let Some(st) = t.phase(&phase).and_then(figure) {
+            if let Some(st) = t.phase(&phase).and_then(|p| p.stat(figure)) {
                 rows.push(Bar::new(
-                    format!("{}: {}", t.tool, cells::phase_title(&phase)),
+                    format!("{}: {}", t.tool, cells::phase_title(&s.roles, &phase)),
                     i,
                     st,
                 ));

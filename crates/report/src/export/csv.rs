@@ -1,50 +1,47 @@
-//! `summary.csv`: one row per tool and phase with the summary's figures, in
-//! plain units (seconds, MiB, bytes) at full precision. Repository size is on
-//! the full-backup row, growth on the incremental row, restore checks on the
-//! restore row; other rows leave those cells empty.
+//! `summary.csv`: one row per tool and phase with every per-phase figure of
+//! the table ([`crate::figures`]), in plain units (seconds, MiB, bytes) at
+//! full precision. Repository size is on the first backup's row, growth on
+//! the later backup's, restore checks on the restore's (the steps' roles in
+//! the plan); other rows leave those cells empty.
 
 use super::Exporter;
 use crate::error::{ReportError, Result};
+use crate::figures;
 use crate::stats::Stat;
 use crate::summary::{CheckOutcome, Summary};
-use labrun_evidence::Step;
-use serde::Serialize;
 
 pub struct Csv;
 
-#[derive(Serialize)]
-struct Row<'a> {
-    run_id: &'a str,
-    tool: &'a str,
-    version: &'a str,
-    phase: &'a str,
-    cycles_recorded: u32,
-    cycles_ok: u32,
-    wall_median_s: Option<f64>,
-    wall_min_s: Option<f64>,
-    wall_max_s: Option<f64>,
-    user_cpu_median_s: Option<f64>,
-    user_cpu_min_s: Option<f64>,
-    user_cpu_max_s: Option<f64>,
-    system_cpu_median_s: Option<f64>,
-    system_cpu_min_s: Option<f64>,
-    system_cpu_max_s: Option<f64>,
-    peak_memory_median_mib: Option<f64>,
-    peak_memory_min_mib: Option<f64>,
-    peak_memory_max_mib: Option<f64>,
-    repo_size_after_full_median_bytes: Option<f64>,
-    repo_size_after_full_min_bytes: Option<f64>,
-    repo_size_after_full_max_bytes: Option<f64>,
-    growth_after_incremental_median_bytes: Option<f64>,
-    growth_after_incremental_min_bytes: Option<f64>,
-    growth_after_incremental_max_bytes: Option<f64>,
-    restore_checks_passed: Option<usize>,
-    restore_checks_failed: Option<usize>,
-    restore_checks_not_checked: Option<usize>,
+const STATS: [&str; 3] = ["median", "min", "max"];
+
+fn header() -> Vec<String> {
+    let mut h: Vec<String> = [
+        "run_id",
+        "tool",
+        "version",
+        "phase",
+        "cycles_recorded",
+        "cycles_ok",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut figure = |stem: &str, unit: &str| {
+        h.extend(STATS.map(|s| format!("{stem}_{s}_{}", unit.to_lowercase())));
+    };
+    for (f, c) in figures::per_phase() {
+        figure(c.csv, f.unit.symbol());
+    }
+    figure("repo_size_after_full", "bytes");
+    figure("growth_after_incremental", "bytes");
+    h.extend(["passed", "failed", "not_checked"].map(|o| format!("restore_checks_{o}")));
+    h
 }
 
-fn parts(s: Option<&Stat>) -> (Option<f64>, Option<f64>, Option<f64>) {
-    (s.map(|s| s.median), s.map(|s| s.min), s.map(|s| s.max))
+/// Median, min and max (as the csv crate writes a float: `241.0`); empty
+/// cells without a figure.
+fn parts(s: Option<Stat>) -> [String; 3] {
+    let cell = |v: fn(&Stat) -> f64| s.as_ref().map_or(String::new(), |s| format!("{:?}", v(s)));
+    [cell(|s| s.median), cell(|s| s.min), cell(|s| s.max)]
 }
 
 impl Exporter for Csv {
@@ -57,56 +54,44 @@ impl Exporter for Csv {
             what: "summary.csv",
             message: e.to_string(),
         };
+        let roles = &summary.roles;
         let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(header()).map_err(err)?;
         for t in &summary.tools {
             for p in &t.phases {
-                let (wall_median_s, wall_min_s, wall_max_s) = parts(p.wall_secs.as_ref());
-                let (user_cpu_median_s, user_cpu_min_s, user_cpu_max_s) =
-                    parts(p.user_secs.as_ref());
-                let (system_cpu_median_s, system_cpu_min_s, system_cpu_max_s) =
-                    parts(p.sys_secs.as_ref());
-                let (peak_memory_median_mib, peak_memory_min_mib, peak_memory_max_mib) =
-                    parts(p.peak_memory_mib.as_ref());
-                let size = (p.phase == Step::BACKUP_FULL)
-                    .then_some(t.repo_size_after_full)
-                    .flatten();
-                let growth = (p.phase == Step::BACKUP_INCREMENTAL)
-                    .then_some(t.growth_after_incremental)
-                    .flatten();
-                let (s_med, s_min, s_max) = parts(size.as_ref());
-                let (g_med, g_min, g_max) = parts(growth.as_ref());
-                let restore = p.phase == Step::RESTORE;
-                let count = |o: CheckOutcome| restore.then(|| t.checks_with(o));
-                w.serialize(Row {
-                    run_id: &summary.run_id,
-                    tool: &t.tool,
-                    version: t.version.as_deref().unwrap_or(""),
-                    phase: p.phase.as_str(),
-                    cycles_recorded: p.recorded,
-                    cycles_ok: p.ok,
-                    wall_median_s,
-                    wall_min_s,
-                    wall_max_s,
-                    user_cpu_median_s,
-                    user_cpu_min_s,
-                    user_cpu_max_s,
-                    system_cpu_median_s,
-                    system_cpu_min_s,
-                    system_cpu_max_s,
-                    peak_memory_median_mib,
-                    peak_memory_min_mib,
-                    peak_memory_max_mib,
-                    repo_size_after_full_median_bytes: s_med,
-                    repo_size_after_full_min_bytes: s_min,
-                    repo_size_after_full_max_bytes: s_max,
-                    growth_after_incremental_median_bytes: g_med,
-                    growth_after_incremental_min_bytes: g_min,
-                    growth_after_incremental_max_bytes: g_max,
-                    restore_checks_passed: count(CheckOutcome::Pass),
-                    restore_checks_failed: count(CheckOutcome::Fail),
-                    restore_checks_not_checked: count(CheckOutcome::NotChecked),
-                })
-                .map_err(err)?;
+                let mut row = vec![
+                    summary.run_id.clone(),
+                    t.tool.clone(),
+                    t.version.clone().unwrap_or_default(),
+                    p.phase.to_string(),
+                    p.recorded.to_string(),
+                    p.ok.to_string(),
+                ];
+                for (f, _) in figures::per_phase() {
+                    row.extend(parts(p.stat(f)));
+                }
+                let on = |step: &Option<labrun_evidence::Step>| step.as_ref() == Some(&p.phase);
+                row.extend(parts(
+                    on(&roles.full).then_some(t.repo_size_after_full).flatten(),
+                ));
+                row.extend(parts(
+                    on(&roles.incremental)
+                        .then_some(t.growth_after_incremental)
+                        .flatten(),
+                ));
+                let restore = on(&roles.restore);
+                for o in [
+                    CheckOutcome::Pass,
+                    CheckOutcome::Fail,
+                    CheckOutcome::NotChecked,
+                ] {
+                    row.push(if restore {
+                        t.checks_with(o).to_string()
+                    } else {
+                        String::new()
+                    });
+                }
+                w.write_record(&row).map_err(err)?;
             }
         }
         w.into_inner().map_err(|e| ReportError::Render {

@@ -2,11 +2,12 @@
 //! Markdown writer's own (`cells`, `format`), so the page and `summary.md`
 //! always say the same thing in the same words; only the markup differs.
 
-use super::cells::{self, HEADLINE_PHASES, NONE};
+use super::cells::{self, NONE};
 use super::html::Section;
 use super::html_markup::{Cell, facts, list, svg_data_uri, table, text};
 use crate::environment::{Environment, Machine};
 use crate::error::Result;
+use crate::figures;
 use crate::format;
 use crate::stats::Stat;
 use crate::summary::{CheckOutcome, PhaseSummary, Summary, ToolSummary};
@@ -196,18 +197,21 @@ fn check_failed(t: &ToolSummary) -> bool {
 pub fn results(s: &Summary) -> Section {
     let rows = s.tools.iter().map(|t| {
         let mut row = vec![Cell::plain(cells::tool_label(t))];
-        for p in &HEADLINE_PHASES {
+        for p in s.roles.headline() {
             row.push(Cell::figure(
                 cells::phase_time(s, t, p),
-                median(t.phase(p).and_then(|p| p.wall_secs)),
+                median(
+                    p.and_then(|p| t.phase(p))
+                        .and_then(|p| p.stat(&figures::WALL_TIME)),
+                ),
             ));
         }
         row.extend([
             Cell::figure(cells::repo_size(t), median(t.repo_size_after_full)),
             Cell::figure(cells::growth(t), median(t.growth_after_incremental)),
-            Cell::plain(cells::memory_medians(t)),
-            Cell::plain(cells::tree_memory_medians(t)),
-            Cell::plain(cells::cpu_medians(t)),
+            Cell::plain(cells::medians(&s.roles, t, &figures::PEAK_MEMORY)),
+            Cell::plain(cells::medians(&s.roles, t, &figures::TREE_MEMORY)),
+            Cell::plain(cells::cpu_medians(&s.roles, t)),
             Cell::plain(cells::restore_check(t)).strong(check_failed(t)),
         ]);
         row
@@ -356,28 +360,24 @@ pub fn phases(s: &Summary) -> Section {
         let _ = writeln!(
             body,
             "<h3>{} (<code>{}</code>)</h3>",
-            text(&cells::phase_title(&phase)),
+            text(&cells::phase_title(&s.roles, &phase)),
             text(phase.as_str())
         );
         body.push_str(&table(
-            &cells::PHASE_COLUMNS,
+            &cells::phase_columns(),
             s.tools.iter().filter_map(|t| {
                 let p: &PhaseSummary = t.phase(&phase)?;
-                Some(vec![
-                    Cell::plain(cells::tool_label(t)),
-                    Cell::figure(cells::phase_wall(s, p), median(p.wall_secs)),
-                    Cell::figure(cells::phase_cpu(s, p, true), median(p.user_secs)),
-                    Cell::figure(cells::phase_cpu(s, p, false), median(p.sys_secs)),
-                    Cell::figure(cells::phase_memory(s, p), median(p.peak_memory_mib)),
-                    Cell::figure(cells::phase_tree_memory(s, p), median(p.tree_memory_mib)),
-                    Cell::figure(cells::phase_tree_cpu(s, p), median(p.tree_cpu_secs)),
-                    Cell::figure(
-                        cells::phase_disk_written(s, p),
-                        median(p.disk_written_bytes),
-                    ),
+                let mut row = vec![Cell::plain(cells::tool_label(t))];
+                row.extend(
+                    figures::per_phase().map(|(f, _)| {
+                        Cell::figure(cells::phase_figure(s, p, f), median(p.stat(f)))
+                    }),
+                );
+                row.push(
                     Cell::figure(cells::cycles_ok(s, p), Some(f64::from(p.ok)))
                         .strong(p.ok < p.recorded),
-                ])
+                );
+                Some(row)
             }),
         ));
     }

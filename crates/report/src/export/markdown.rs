@@ -10,6 +10,7 @@ use super::Exporter;
 use super::cells::{self, NONE};
 use crate::environment::{Environment, Machine};
 use crate::error::Result;
+use crate::figures;
 use crate::summary::Summary;
 use std::fmt::Write;
 
@@ -52,7 +53,7 @@ fn page(s: &Summary) -> String {
         &mut out,
         &cells::RESULT_COLUMNS,
         s.tools.iter().map(|t| {
-            let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, &p));
+            let [full, incr, restore] = s.roles.headline().map(|p| cells::phase_time(s, t, p));
             vec![
                 cells::tool_label(t),
                 full,
@@ -60,9 +61,9 @@ fn page(s: &Summary) -> String {
                 restore,
                 cells::repo_size(t),
                 cells::growth(t),
-                cells::memory_medians(t),
-                cells::tree_memory_medians(t),
-                cells::cpu_medians(t),
+                cells::medians(&s.roles, t, &figures::PEAK_MEMORY),
+                cells::medians(&s.roles, t, &figures::TREE_MEMORY),
+                cells::cpu_medians(&s.roles, t),
                 cells::restore_check(t),
             ]
         }),
@@ -76,23 +77,20 @@ fn page(s: &Summary) -> String {
     super::fidelity::markdown(&mut out, s);
     out.push_str("## Per phase\n\n");
     for phase in s.phase_steps() {
-        let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(&phase));
+        let _ = writeln!(
+            out,
+            "### {} (`{phase}`)\n",
+            cells::phase_title(&s.roles, &phase)
+        );
         table(
             &mut out,
-            &cells::PHASE_COLUMNS,
+            &cells::phase_columns(),
             s.tools.iter().filter_map(|t| {
                 let p = t.phase(&phase)?;
-                Some(vec![
-                    cells::tool_label(t),
-                    cells::phase_wall(s, p),
-                    cells::phase_cpu(s, p, true),
-                    cells::phase_cpu(s, p, false),
-                    cells::phase_memory(s, p),
-                    cells::phase_tree_memory(s, p),
-                    cells::phase_tree_cpu(s, p),
-                    cells::phase_disk_written(s, p),
-                    cells::cycles_ok(s, p),
-                ])
+                let mut row = vec![cells::tool_label(t)];
+                row.extend(cells::phase_figures(s, p));
+                row.push(cells::cycles_ok(s, p));
+                Some(row)
             }),
         );
     }

@@ -4,6 +4,7 @@
 //! aligned, so it can neither drive the terminal nor break the table.
 
 use super::cells;
+use crate::figures::{self, Figure};
 use crate::summary::Summary;
 use labrun_evidence::printable::{printable, printable_text};
 
@@ -11,31 +12,35 @@ const GAP: &str = "  ";
 
 /// The results table and warnings as plain text, one line per tool.
 pub fn render_terminal(s: &Summary) -> String {
-    let header = [
+    let shown: Vec<(&Figure, &str)> = figures::per_phase()
+        .filter_map(|(f, c)| Some((f, c.terminal?)))
+        .collect();
+    let mut header: Vec<String> = [
         "tool",
         "full backup",
         "incremental",
         "restore",
         "repo after full",
         "growth",
-        "peak MiB full/incr/restore",
-        "restore check",
     ]
     .map(String::from)
     .to_vec();
+    header.extend(shown.iter().map(|(_, h)| format!("{h} full/incr/restore")));
+    header.push("restore check".into());
     let mut rows = vec![header];
     for t in &s.tools {
-        let [full, incr, restore] = cells::HEADLINE_PHASES.map(|p| cells::phase_time(s, t, &p));
-        rows.push(vec![
+        let [full, incr, restore] = s.roles.headline().map(|p| cells::phase_time(s, t, p));
+        let mut row = vec![
             cells::tool_label(t),
             full,
             incr,
             restore,
             cells::repo_size(t),
             cells::growth(t),
-            cells::memory_medians(t),
-            cells::restore_check(t),
-        ]);
+        ];
+        row.extend(shown.iter().map(|(f, _)| cells::medians(&s.roles, t, f)));
+        row.push(cells::restore_check(t));
+        rows.push(row);
     }
     let rows: Vec<Vec<String>> = rows
         .iter()

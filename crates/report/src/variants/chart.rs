@@ -5,13 +5,12 @@ use super::VariantsComparison;
 use crate::error::Result;
 use crate::export::cells;
 use crate::export::chart::{Bar, draw};
-use crate::stats::Stat;
-use crate::summary::PhaseSummary;
+use crate::figures::{self, Figure};
 
 /// Each chart's file name and bytes.
 pub fn render_all(c: &VariantsComparison) -> Result<Vec<(&'static str, Vec<u8>)>> {
-    let time = bars(c, |p| p.wall_secs);
-    let memory = bars(c, |p| p.peak_memory_mib);
+    let time = bars(c, &figures::WALL_TIME);
+    let memory = bars(c, &figures::PEAK_MEMORY);
     let mut out = Vec::new();
     if !time.is_empty() {
         out.push((
@@ -38,14 +37,23 @@ pub fn render_all(c: &VariantsComparison) -> Result<Vec<(&'static str, Vec<u8>)>
     Ok(out)
 }
 
-fn bars(c: &VariantsComparison, figure: fn(&PhaseSummary) -> Option<Stat>) -> Vec<Bar> {
+fn bars(c: &VariantsComparison, figure: &Figure) -> Vec<Bar> {
+    let roles = c.roles();
     let mut rows = Vec::new();
     for step in &c.phases {
         for tool in &c.tools {
             for (i, v) in c.variants.iter().enumerate() {
-                if let Some(st) = v.tool(tool).and_then(|t| t.phase(step)).and_then(figure) {
+                if let Some(st) = v
+                    .tool(tool)
+                    .and_then(|t| t.phase(step))
+                    .and_then(|p| p.stat(figure))
+                {
                     rows.push(Bar::new(
-                        format!("{tool} {}: {}", v.record.name, cells::phase_title(step)),
+                        format!(
+                            "{tool} {}: {}",
+                            v.record.name,
+                            cells::phase_title(&roles, step)
+                        ),
                         i,
                         st,
                     ));

@@ -73,6 +73,16 @@ impl VariantsComparison {
     pub fn column(&self, name: &str) -> Option<&VariantColumn> {
         self.variants.iter().find(|v| v.record.name == name)
     }
+
+    /// The steps' roles: the variants of a lab run one protocol, so the
+    /// first variant with evidence says them.
+    pub fn roles(&self) -> crate::roles::Roles {
+        self.variants
+            .iter()
+            .find_map(|v| v.summary.as_ref())
+            .map(|s| s.roles.clone())
+            .unwrap_or_default()
+    }
 }
 
 impl VariantColumn {

@@ -4,6 +4,7 @@
 
 use super::{VariantColumn, VariantsComparison};
 use crate::export::cells::{self, NONE};
+use crate::figures::{self, Figure};
 use crate::format;
 use crate::summary::PhaseSummary;
 use labrun_evidence::Step;
@@ -98,19 +99,20 @@ pub fn tables(c: &VariantsComparison, quote: &str) -> Vec<Table> {
         }
     }));
     let rows = |cell: &dyn Fn(&VariantColumn, &str) -> String| rows(c, &order, cell);
+    let roles = c.roles();
     for step in &c.phases {
-        let title = cells::phase_title(step);
+        let title = cells::phase_title(&roles, step);
         let mut figures = vec![
-            (format!("{title}: time"), Figure::Time),
+            (format!("{title}: time"), &figures::WALL_TIME),
             (
                 format!("{title}: peak memory, largest process (MiB)"),
-                Figure::Memory,
+                &figures::PEAK_MEMORY,
             ),
         ];
         if c.variants.iter().any(|v| has_tree_memory(v, step)) {
             figures.push((
                 format!("{title}: peak memory, whole process tree (MiB)"),
-                Figure::TreeMemory,
+                &figures::TREE_MEMORY,
             ));
         }
         for (title, figure) in figures {
@@ -196,13 +198,6 @@ pub fn notes(c: &VariantsComparison) -> Vec<String> {
     out
 }
 
-#[derive(Clone, Copy)]
-enum Figure {
-    Time,
-    Memory,
-    TreeMemory,
-}
-
 fn rows(
     c: &VariantsComparison,
     order: &[usize],
@@ -261,7 +256,7 @@ fn host_classes(c: &VariantsComparison) -> Vec<(String, Vec<usize>)> {
     out
 }
 
-fn phase_cell(v: &VariantColumn, tool: &str, step: &Step, figure: Figure) -> String {
+fn phase_cell(v: &VariantColumn, tool: &str, step: &Step, figure: &Figure) -> String {
     let (Some(summary), Some(t)) = (v.summary.as_ref(), v.tool(tool)) else {
         return NONE.into();
     };
@@ -271,11 +266,7 @@ fn phase_cell(v: &VariantColumn, tool: &str, step: &Step, figure: Figure) -> Str
     if p.ok == 0 && p.recorded > 0 {
         return "failed".into();
     }
-    match figure {
-        Figure::Time => cells::phase_time(summary, t, step),
-        Figure::Memory => cells::phase_memory(summary, p),
-        Figure::TreeMemory => cells::phase_tree_memory(summary, p),
-    }
+    cells::phase_figure(summary, p, figure)
 }
 
 fn has_tree_memory(v: &VariantColumn, step: &Step) -> bool {
@@ -283,7 +274,7 @@ fn has_tree_memory(v: &VariantColumn, step: &Step) -> bool {
         s.tools
             .iter()
             .filter_map(|t| t.phase(step))
-            .any(|p: &PhaseSummary| p.tree_memory_mib.is_some())
+            .any(|p: &PhaseSummary| p.stat(&figures::TREE_MEMORY).is_some())
     })
 }
 
