@@ -12,7 +12,6 @@ use crate::bench::log_puller::{SessionLogs, pull_all};
 use crate::bench::progress::Display;
 use crate::bench::remote::{self, AgentState};
 use crate::bench::request::EXIT_CONNECTION_LOST;
-use crate::bench::start::summarize;
 use crate::bench::tail::{EventTail, FollowEnd};
 use anyhow::Context as _;
 use labrun_ssh::Session;
@@ -126,4 +125,14 @@ async fn wait_for_exit(session: &Session, remote: &RemoteRun, pid: u32) {
             _ => return,
         }
     }
+}
+
+/// Writes the summary files and prints the table.
+pub fn summarize(host: &HostRun) -> anyhow::Result<ExitCode> {
+    let (summary, written) = labrun_report::make_report(&host.dir)?;
+    safe_print!("{}", labrun_report::render_terminal(&summary));
+    for p in written {
+        safe_println!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -11,11 +11,12 @@
 //! in the machine's dataset store for the next round that uses it, so it is
 //! generated once, not once per round.
 
+use crate::bench::follow::summarize;
 use crate::bench::layout::HostRun;
 use crate::bench::prepare::{OnTarget, prepare};
 use crate::bench::progress::Display;
 use crate::bench::request::{BenchRequest, EXIT_CONNECTION_LOST};
-use crate::bench::start::{summarize, until_conclusive};
+use crate::bench::start::until_conclusive;
 use crate::bench::variants::{
     INTERRUPTED, RunOutcome, record_failure, start_variant, variant_overrides,
 };

@@ -2,6 +2,7 @@
 //! its variants ([`crate::bench::variants`]) or its one plan run on its
 //! machine, `--until-conclusive` adding pairs after, and the summary made.
 
+use crate::bench::follow::summarize;
 use crate::bench::layout::HostRun;
 use crate::bench::prepare::{OnTarget, prepare};
 use crate::bench::progress::Display;
@@ -80,14 +81,4 @@ pub async fn until_conclusive(
             })
         }
     }
-}
-
-/// Writes the summary files and prints the table.
-pub fn summarize(host: &HostRun) -> anyhow::Result<ExitCode> {
-    let (summary, written) = labrun_report::make_report(&host.dir)?;
-    safe_print!("{}", labrun_report::render_terminal(&summary));
-    for p in written {
-        safe_println!("wrote {}", p.display());
-    }
-    Ok(ExitCode::SUCCESS)
 }
