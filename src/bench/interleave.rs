@@ -11,15 +11,15 @@
 //! in the machine's dataset store for the next round that uses it, so it is
 //! generated once, not once per round.
 
+use crate::bench::follow::summarize;
 use crate::bench::layout::HostRun;
+use crate::bench::prepare::{OnTarget, prepare};
 use crate::bench::progress::Display;
+use crate::bench::request::{BenchRequest, EXIT_CONNECTION_LOST};
+use crate::bench::start::until_conclusive;
 use crate::bench::variants::{
     INTERRUPTED, RunOutcome, record_failure, start_variant, variant_overrides,
 };
-use crate::commands::bench::{
-    Args, EXIT_CONNECTION_LOST, OnTarget, prepare, summarize, until_conclusive,
-};
-use crate::context::Context;
 use labrun_lab::Variant;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -39,8 +39,7 @@ struct Running<'v> {
 /// The names of the variants that failed go into `failed`.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_group(
-    ctx: &Context,
-    args: &Args,
+    req: &BenchRequest,
     run_id: &str,
     started: u64,
     group: &[(usize, &Variant)],
@@ -54,8 +53,8 @@ pub async fn run_group(
         let name = &v.record.name;
         let host = start_variant(run_dir, v, *i, total, display)?;
         let sub_id = format!("{run_id}.{name}");
-        let o = variant_overrides(args, v);
-        match prepare(ctx, args, &v.lab, &o, &sub_id, started, &host, display).await {
+        let o = variant_overrides(req, v);
+        match prepare(req, &v.lab, &o, &sub_id, started, &host, display).await {
             Ok(on) => running.push(Running {
                 variant: v,
                 host,
@@ -127,7 +126,7 @@ pub async fn run_group(
             continue;
         }
         let mut code = r.code;
-        if let Some(max) = args.until_conclusive
+        if let Some(max) = req.until_conclusive
             && !INTERRUPTED.load(Ordering::SeqCst)
         {
             code = until_conclusive(&mut r.on, &r.host, max, code, display).await?;

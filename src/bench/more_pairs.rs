@@ -6,8 +6,8 @@
 //! verdict says how many of its pairs came after the lab's own cycles.
 
 use crate::bench::layout::HostRun;
+use crate::bench::prepare::OnTarget;
 use crate::bench::progress::Display;
-use crate::commands::bench::OnTarget;
 use anyhow::Context as _;
 use labrun_evidence::compare::{ADDED_PAIRS, AddedPairs, AddedRound};
 use std::process::ExitCode;

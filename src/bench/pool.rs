@@ -9,8 +9,8 @@
 
 use crate::bench::layout::HostRun;
 use crate::bench::progress::{Display, plain_line};
+use crate::bench::request::BenchRequest;
 use crate::bench::variants::{self, RunOutcome, record_failure, start_variant};
-use crate::commands::bench::Args;
 use crate::context::Context;
 use labrun_evidence::Event;
 use labrun_evidence::variant::VARIANTS_DIR;
@@ -81,8 +81,7 @@ fn split_for<T: Clone>(groups: &[Vec<(usize, T)>], hosts: usize) -> Vec<Vec<(usi
 /// finished with `bench --attach`).
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
-    ctx: &Context,
-    args: &Args,
+    req: &BenchRequest,
     run_id: &str,
     started: u64,
     hosts: &[String],
@@ -116,10 +115,10 @@ pub async fn run(
     let runs = hosts.iter().zip(&shares).map(|(host, share)| {
         let shared = &shared;
         async move {
-            let ctx = Context {
+            let req = req.on(Context {
                 host: Some(host.clone()),
-                ..ctx.clone()
-            };
+                ..req.ctx.clone()
+            });
             let mut display = HostDisplay { host, shared };
             let mut failed = Vec::new();
             let mut lost = false;
@@ -130,8 +129,7 @@ pub async fn run(
                 }
                 let group = &groups[g];
                 match variants::run_boot(
-                    &ctx,
-                    args,
+                    &req,
                     run_id,
                     started,
                     group,

@@ -8,8 +8,8 @@
 
 use crate::bench::layout::HostRun;
 use crate::bench::progress::Display;
-use crate::commands::bench::{Args, EXIT_CONNECTION_LOST, overrides, run_lab};
-use crate::context::Context;
+use crate::bench::request::{BenchRequest, EXIT_CONNECTION_LOST};
+use crate::bench::start::run_lab;
 use anyhow::Context as _;
 use labrun_evidence::variant::{VARIANT_FILE, VARIANTS_DIR, VARIANTS_INDEX, VariantsIndex};
 use labrun_lab::{Lab, Machine, PlanOverrides, Variant};
@@ -22,8 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 pub async fn run_all(
-    ctx: &Context,
-    args: &Args,
+    req: &BenchRequest,
     lab: &Lab,
     run_id: &str,
     started: u64,
@@ -40,7 +39,7 @@ pub async fn run_all(
                 .join("; ")
         )
     })?;
-    let run_dir = args.results.join(run_id);
+    let run_dir = req.results.join(run_id);
     std::fs::create_dir_all(&run_dir)
         .with_context(|| format!("cannot create {}", run_dir.display()))?;
     let index = VariantsIndex {
@@ -64,12 +63,11 @@ pub async fn run_all(
     });
     let mut failed: Vec<String> = Vec::new();
     let groups = boot_groups(&variants);
-    let pool = crate::bench::pool::hosts_for(ctx, lab)?;
+    let pool = crate::bench::pool::hosts_for(&req.ctx, lab)?;
     let mut lost_hosts = Vec::new();
     if pool.len() > 1 {
         lost_hosts = crate::bench::pool::run(
-            ctx,
-            args,
+            req,
             run_id,
             started,
             &pool,
@@ -86,8 +84,7 @@ pub async fn run_all(
                 break;
             }
             let outcome = run_boot(
-                ctx,
-                args,
+                req,
                 run_id,
                 started,
                 group,
@@ -137,7 +134,7 @@ pub async fn run_all(
                 .join(", "),
             run_dir.display()
         );
-        return Ok(ExitCode::from(crate::commands::bench::EXIT_CONNECTION_LOST));
+        return Ok(ExitCode::from(EXIT_CONNECTION_LOST));
     }
     if failed.is_empty() && !INTERRUPTED.load(Ordering::SeqCst) {
         Ok(ExitCode::SUCCESS)
@@ -168,8 +165,7 @@ fn boot_groups(variants: &[Variant]) -> Vec<Vec<(usize, &Variant)>> {
 /// One boot's variants on one machine: in rounds when there are several.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_boot(
-    ctx: &Context,
-    args: &Args,
+    req: &BenchRequest,
     run_id: &str,
     started: u64,
     group: &[(usize, &Variant)],
@@ -179,16 +175,13 @@ pub async fn run_boot(
     failed: &mut Vec<String>,
 ) -> anyhow::Result<RunOutcome> {
     if let [(i, v)] = group {
-        return run_one(
-            ctx, args, run_id, started, v, *i, total, run_dir, display, failed,
-        )
-        .await;
+        return run_one(req, run_id, started, v, *i, total, run_dir, display, failed).await;
     }
     let (_, first) = group[0];
-    match ensure_machine(ctx, args, first, display).await {
+    match ensure_machine(req, first, display).await {
         Ok(()) => {
             crate::bench::interleave::run_group(
-                ctx, args, run_id, started, group, total, run_dir, display, failed,
+                req, run_id, started, group, total, run_dir, display, failed,
             )
             .await
         }
@@ -248,8 +241,7 @@ pub fn record_failure(host: &HostRun, name: &str, e: &anyhow::Error, failed: &mu
 /// A variant alone on its machine: its whole run, then the next.
 #[allow(clippy::too_many_arguments)]
 async fn run_one(
-    ctx: &Context,
-    args: &Args,
+    req: &BenchRequest,
     run_id: &str,
     started: u64,
     v: &Variant,
@@ -262,10 +254,10 @@ async fn run_one(
     let name = &v.record.name;
     let host = start_variant(run_dir, v, i, total, display)?;
     let outcome = async {
-        ensure_machine(ctx, args, v, display).await?;
-        let o = variant_overrides(args, v);
+        ensure_machine(req, v, display).await?;
+        let o = variant_overrides(req, v);
         let sub_id = format!("{run_id}.{name}");
-        run_lab(ctx, args, &v.lab, &o, &sub_id, started, &host, display).await
+        run_lab(req, &v.lab, &o, &sub_id, started, &host, display).await
     }
     .await;
     match outcome {
@@ -284,8 +276,8 @@ async fn run_one(
 
 /// What the command line changes for a variant: all it says, but the scale
 /// of a variant that sets its own (a scale ladder).
-pub fn variant_overrides(args: &Args, v: &Variant) -> PlanOverrides {
-    let mut o = overrides(args);
+pub fn variant_overrides(req: &BenchRequest, v: &Variant) -> PlanOverrides {
+    let mut o = req.overrides.clone();
     if v.record.changes.iter().any(|c| c.field == "dataset.scale") {
         o.scale = None;
     }
@@ -295,14 +287,14 @@ pub fn variant_overrides(args: &Args, v: &Variant) -> PlanOverrides {
 /// For a VM lab: the VM up in this variant's shape. A VM up in another
 /// shape is taken down first (its boot belongs to the variants before).
 async fn ensure_machine(
-    ctx: &Context,
-    args: &Args,
+    req: &BenchRequest,
     v: &Variant,
     display: &mut dyn Display,
 ) -> anyhow::Result<()> {
     if !matches!(v.lab.machine(), Machine::Vm(_)) {
         return Ok(());
     }
+    let ctx = &req.ctx;
     let cfg = crate::lab_vm::vm_of(&v.lab, ctx)?;
     let dir = labrun_vm::LabDir::for_config(&ctx.state_root, &cfg);
     let wanted = cfg.shape();
@@ -319,10 +311,10 @@ async fn ensure_machine(
             },
             v.record.name
         ));
-        crate::commands::down::take_down(ctx).await?;
+        req.machines.down(ctx).await?;
     }
     display.note(&format!("booting the VM as {wanted} (not timed)"));
-    let code = crate::commands::up::bring_up_lab(ctx, &v.lab, args.tools.as_deref()).await?;
+    let code = req.machines.up(ctx, &v.lab, req.tools()).await?;
     if code != ExitCode::SUCCESS {
         anyhow::bail!(
             "bringing the VM up as {wanted} failed (see above); `labrun down` cleans up what is left"
