@@ -26,6 +26,7 @@ mod suggest;
 mod units;
 mod validate;
 mod validate_storage;
+mod validate_uri;
 pub mod variant;
 pub mod vm_limits;
 

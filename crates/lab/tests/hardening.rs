@@ -1,0 +1,169 @@
+//! Issue 33, the second hostile test: what `check` accepted and the run
+//! then refused, misused or leaked. Each case is refused by `check` with
+//! the field, the value and why.
+
+use labrun_lab::Lab;
+
+const BASE: &str = r#"name: mini
+vm:
+  vcpus: 4
+  memory: 3GiB
+dataset:
+  kind: synthetic
+  seed: 7
+  scale: 0.5
+cycles: 3
+tools:
+  - name: restic
+    version: 0.19.1
+    artifact:
+      url: https://example.invalid/restic_0.19.1_linux_amd64.bz2
+      sha256: f415415624dcc452f2a02b8c33641791a8c6d6d3b65bbb3543fcf9a25151585c
+      extract: bz2
+    env:
+      RESTIC_PASSWORD: pw-not-secret
+    secret_env: [RESTIC_PASSWORD]
+    commands:
+      init: ["{bin}", init, -r, "{repo}"]
+      backup: ["{bin}", backup, -r, "{repo}", "{source}"]
+      restore: ["{bin}", restore, "{snapshot}", -r, "{repo}", --target, "{target}"]
+"#;
+
+const HOST_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDYCZFgOBmVSFzHX7jn1QRTq3YwwYgdCKmVASoHTtMtL";
+
+fn lab(extra: &str) -> Result<Lab, String> {
+    Lab::from_text(&format!("{BASE}{extra}"), "lab.yaml").map_err(|e| e.to_string())
+}
+
+/// A pool of this host and `rack2`, its URI and its SSH `workdir` as given.
+fn pool(uri: &str, ssh_host: &str, workdir: &str) -> String {
+    format!(
+        "hosts:\n  - name: here\n  - name: rack2\n    uri: {uri}\n    ssh: {{host: {ssh_host}, user: bench, key: /root/.ssh/bench, host_key: {HOST_KEY}, workdir: {workdir}}}\n"
+    )
+}
+
+fn refused(extra: &str, says: &[&str]) {
+    let err = lab(extra).expect_err(extra);
+    for s in says {
+        assert!(err.contains(s), "{extra}\n--- expected {s:?} in:\n{err}");
+    }
+}
+
+// Item 1: a pool host's libvirt URI runs nothing, switches no verification
+// off, and names the machine `ssh:` pins.
+
+#[test]
+fn pool_uris_labrun_supports_are_accepted() {
+    for uri in [
+        "\"qemu+libssh://bench@10.0.0.2/session?keyfile=/root/.ssh/bench&known_hosts=/root/.ssh/rack2_known_hosts&sshauth=privkey\"",
+        "qemu+libssh://bench@10.0.0.2/system",
+        "qemu+ssh://bench@10.0.0.2/system",
+        "\"qemu+ssh://bench@10.0.0.2/system?keyfile=/root/.ssh/bench\"",
+        "\"qemu+libssh://bench@10.0.0.2/system?known_hosts_verify=normal\"",
+    ] {
+        lab(&pool(uri, "10.0.0.2", "/var/tmp/labrun")).expect(uri);
+    }
+    lab(&pool(
+        "\"qemu+libssh://bench@[fd00::2]:2222/session\"",
+        "fd00::2, port: 2222",
+        "/var/tmp/labrun",
+    ))
+    .expect("an IPv6 address with a port");
+}
+
+#[test]
+fn pool_uris_that_run_programs_or_skip_verification_are_refused() {
+    let at_10 = |uri: &str| pool(uri, "10.0.0.2", "/var/tmp/labrun");
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "\"qemu+ext:///system?command=/tmp/prog\"",
+            &["hosts[1].uri", "`qemu+ext`", "runs a program"],
+        ),
+        (
+            "\"qemu+libssh://bench@10.0.0.2/system?no_verify=1\"",
+            &["hosts[1].uri", "`no_verify`"],
+        ),
+        (
+            "\"qemu+libssh://bench@10.0.0.2/system?known_hosts_verify=ignore\"",
+            &["`known_hosts_verify=ignore`", "normal"],
+        ),
+        (
+            "\"qemu+ssh://bench@10.0.0.2/system?netcat=/tmp/nc\"",
+            &["`netcat`"],
+        ),
+        (
+            "\"qemu+libssh://bench@10.0.0.2/system?socket=/tmp/s\"",
+            &["`socket`"],
+        ),
+        (
+            "\"qemu+ssh://bench@10.0.0.2/system?no%5Fverify=1\"",
+            &["`%`"],
+        ),
+        (
+            "\"qemu+ssh://bench@10.0.0.2/system?keyfile=k;no_verify=1\"",
+            &["`;`"],
+        ),
+        (
+            "qemu+tcp://10.0.0.2/system",
+            &["`qemu+tcp`", "not encrypted"],
+        ),
+        ("xen+ssh://bench@10.0.0.2/system", &["`xen+ssh`", "QEMU"]),
+        ("\"--help\"", &["hosts[1].uri", "`--help`"]),
+        (
+            "\"-qemu+ssh://bench@10.0.0.2/system\"",
+            &["starts with `-`"],
+        ),
+        (
+            "\"qemu+ssh://bench@10.0.0.2/system\\nqemu+ext:///system\"",
+            &["control character"],
+        ),
+        (
+            "qemu+libssh://bench@10.0.0.9/system",
+            &["hosts[1].uri", "`10.0.0.9`", "`10.0.0.2`", "same machine"],
+        ),
+        (
+            "qemu+libssh://bench@10.0.0.2:2222/system",
+            &["port 2222", "port 22"],
+        ),
+        ("qemu+libssh:///system", &["names no host"]),
+        (
+            "qemu+libssh://bench@10.0.0.2/",
+            &["`/system` or `/session`"],
+        ),
+    ];
+    for (uri, says) in cases {
+        refused(&at_10(uri), says);
+    }
+}
+
+#[test]
+fn a_pool_host_workdir_of_the_root_or_with_dotdot_is_refused() {
+    let uri = "qemu+libssh://bench@10.0.0.2/system";
+    refused(
+        &pool(uri, "10.0.0.2", "/"),
+        &["hosts[1].ssh.workdir", "`/`"],
+    );
+    refused(
+        &pool(uri, "10.0.0.2", "/var/tmp/../../etc"),
+        &["hosts[1].ssh.workdir", "`..`"],
+    );
+}
+
+#[test]
+fn the_vm_uri_takes_the_same_transports() {
+    let err = Lab::from_text(
+        &BASE.replace(
+            "  vcpus: 4\n",
+            "  vcpus: 4\n  uri: \"qemu+ext:///system?command=/tmp/prog\"\n",
+        ),
+        "lab.yaml",
+    )
+    .map(|_| ())
+    .expect_err("qemu+ext as vm.uri")
+    .to_string();
+    assert!(
+        err.contains("vm.uri") && err.contains("`qemu+ext`"),
+        "{err}"
+    );
+}
