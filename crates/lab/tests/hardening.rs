@@ -167,3 +167,39 @@ fn the_vm_uri_takes_the_same_transports() {
         "{err}"
     );
 }
+
+// Item 2: one variant's secret is in no copy of the lab.
+
+#[test]
+fn no_variant_keeps_another_variants_secret() {
+    let l = lab(r#"variants:
+  - {name: a, tools: {restic: {env: {RESTIC_PASSWORD: hunter2-only-in-a}}}}
+  - {name: b}
+"#)
+    .unwrap();
+    assert!(!l.redacted_source().contains("hunter2-only-in-a"));
+    for v in l.variants().unwrap() {
+        let text = v.lab.redacted_source();
+        assert!(
+            !text.contains("hunter2-only-in-a") && !text.contains("pw-not-secret"),
+            "variant {}: {text}",
+            v.record.name
+        );
+        Lab::from_text(&text, "raw/lab.yaml").expect("the lab as run parses");
+    }
+    // The same through a matrix axis.
+    let l = lab(r#"matrix:
+  pw:
+    - {name: a, tools: {restic: {env: {RESTIC_PASSWORD: "hunter3-\x41"}}}}
+    - {name: b}
+"#)
+    .unwrap();
+    for v in l.variants().unwrap() {
+        let text = v.lab.redacted_source();
+        assert!(
+            !text.contains("hunter3"),
+            "variant {}: {text}",
+            v.record.name
+        );
+    }
+}
