@@ -203,3 +203,36 @@ fn no_variant_keeps_another_variants_secret() {
         );
     }
 }
+
+// Item 4: snapshot labels follow a rule like step names.
+
+#[test]
+fn snapshot_labels_with_shell_characters_or_dotdot_are_refused() {
+    for label in [
+        "\"s;touch X\"",
+        "\"..\"",
+        "\"../s1\"",
+        "\"s 1\"",
+        "\"$(id)\"",
+        "S1",
+    ] {
+        let extra = format!(
+            "protocol:\n  - source\n  - {{run: init}}\n  - {{run: backup, makes: {label}}}\n  - {{run: restore, restores: {label}}}\n  - verify\n"
+        );
+        refused(&extra, &["protocol[2]", "snapshot label"]);
+    }
+    lab("protocol:\n  - source\n  - {run: init}\n  - {run: backup, makes: s1_full}\n  - {run: restore, restores: s1_full}\n  - verify\n")
+        .expect("a plain label");
+}
+
+// Item 13: a kill point the agent cannot wait for.
+
+#[test]
+fn a_kill_after_beyond_any_step_is_refused() {
+    for secs in ["18446744073709551615", "1e300", "604801"] {
+        let extra = format!(
+            "protocol:\n  - source\n  - {{run: init}}\n  - {{run: backup, makes: s1, kill_after_secs: {secs}}}\n  - {{run: restore, restores: s1}}\n  - verify\n"
+        );
+        refused(&extra, &["kill_after_secs", "at most 604800"]);
+    }
+}
