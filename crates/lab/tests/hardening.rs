@@ -225,6 +225,37 @@ fn snapshot_labels_with_shell_characters_or_dotdot_are_refused() {
         .expect("a plain label");
 }
 
+// Item 9: expansion is counted before it is made.
+
+#[test]
+fn a_matrix_too_large_to_run_is_refused_before_it_is_expanded() {
+    let mut extra = String::from("matrix:\n");
+    for a in 0..10 {
+        extra.push_str(&format!("  a{a}:\n"));
+        for v in 0..10 {
+            extra.push_str(&format!("    - {{name: v{v}}}\n"));
+        }
+    }
+    let started = std::time::Instant::now();
+    refused(&extra, &["matrix", "10000000000 variants", "at most 256"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // 2^64 and beyond is counted without overflow.
+    let mut extra = String::from("matrix:\n");
+    for a in 0..70 {
+        extra.push_str(&format!("  a{a}: [{{name: x}}, {{name: y}}]\n"));
+    }
+    refused(&extra, &["matrix", "more than"]);
+}
+
+#[test]
+fn too_many_listed_variants_are_refused() {
+    let mut extra = String::from("variants:\n");
+    for v in 0..300 {
+        extra.push_str(&format!("  - {{name: v{v}}}\n"));
+    }
+    refused(&extra, &["variants", "300 variants", "at most 256"]);
+}
+
 // Item 13: a kill point the agent cannot wait for.
 
 #[test]
@@ -235,4 +266,13 @@ fn a_kill_after_beyond_any_step_is_refused() {
         );
         refused(&extra, &["kill_after_secs", "at most 604800"]);
     }
+}
+
+// Item 14: a matrix's joined name must fit the variant's run id.
+
+#[test]
+fn a_matrix_name_too_long_for_a_run_id_is_refused() {
+    let long = "x".repeat(39);
+    let extra = format!("matrix:\n  a: [{{name: {long}a}}]\n  b: [{{name: {long}b}}]\n");
+    refused(&extra, &["matrix", "81 characters", "at most 64"]);
 }
