@@ -25,6 +25,7 @@ mod suggest;
 mod units;
 mod validate;
 mod validate_storage;
+mod validate_uri;
 pub mod variant;
 
 pub use artifact_check::{ArtifactUse, validate_artifact};

@@ -25,30 +25,63 @@ impl Lab {
     /// is still written literally anywhere else (a comment) is replaced
     /// too. Fails closed: if the text cannot be walked, nothing of it is
     /// returned but a note.
+    ///
+    /// A variant's lab is the whole file with one variant applied: the text
+    /// also holds every other variant's secrets, so they are read from the
+    /// text itself, not only from this lab's tools.
     pub fn redacted_source(&self) -> String {
-        let secrets = self.secret_values();
-        redact(&self.source.text, &secrets)
+        let mut secrets = self.secret_values();
+        if !self.source.text.is_empty() {
+            match crate::load::parse_unchecked(&self.source.text) {
+                Some(family) => secrets.extend(family.secret_values()),
+                None => return NOT_KEPT.to_string(),
+            }
+        }
+        redact(&self.source.text, &longest_first(secrets))
     }
 
     /// Every non-empty value of an environment variable a tool names in
-    /// `secret_env`, longest first (so that one secret that contains
-    /// another is cut whole).
+    /// `secret_env`, as the lab sets it and as each of its variants (or
+    /// matrix values) does, longest first (so that one secret that
+    /// contains another is cut whole).
     pub fn secret_values(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .tools
+        let own = self.tools.iter().flat_map(|t| {
+            t.secret_env
+                .iter()
+                .filter_map(|name| t.env.get(name))
+                .cloned()
+        });
+        let specs = self
+            .variants
             .iter()
-            .flat_map(|t| {
-                t.secret_env
+            .chain(self.matrix.0.iter().flat_map(|a| a.values.iter()));
+        let by_variants = specs.flat_map(|spec| {
+            spec.tools.iter().flat_map(|(tool, o)| {
+                let secret_env = self
+                    .tools
                     .iter()
-                    .filter_map(|name| t.env.get(name))
-                    .filter(|v| !v.is_empty())
-                    .cloned()
+                    .find(|t| t.name == *tool)
+                    .map(|t| t.secret_env.as_slice())
+                    .unwrap_or_default();
+                o.env
+                    .iter()
+                    .filter(|(k, _)| secret_env.contains(k))
+                    .map(|(_, v)| v.clone())
             })
-            .collect();
-        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        out.dedup();
-        out
+        });
+        longest_first(own.chain(by_variants).collect())
     }
+}
+
+/// What stands in for a lab file that cannot be walked to redact it.
+const NOT_KEPT: &str = "# labrun could not parse this lab file again to redact its secrets: \
+                the file as run is not kept (raw/plan.json has the settings)\n";
+
+fn longest_first(mut secrets: Vec<String>) -> Vec<String> {
+    secrets.retain(|s| !s.is_empty());
+    secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    secrets.dedup();
+    secrets
 }
 
 /// [`Lab::redacted_source`] on any text.
@@ -57,9 +90,7 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
         return text.to_string();
     }
     let Some(ranges) = secret_scalars(text, secrets) else {
-        return "# labrun could not parse this lab file again to redact its secrets: \
-                the file as run is not kept (raw/plan.json has the settings)\n"
-            .to_string();
+        return NOT_KEPT.to_string();
     };
     let mut out = String::with_capacity(text.len());
     let mut at = 0;

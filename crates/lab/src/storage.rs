@@ -83,7 +83,7 @@ impl TryFrom<String> for Latency {
             .filter(|v| v.is_finite() && *v >= 0.0)
             .ok_or_else(|| format!("`{s}`: `{number}` is not a number of {unit}"))?;
         let ms = value * mult;
-        if ms > 10_000.0 {
+        if ms > labrun_evidence::storage::MAX_RTT_MS {
             return Err(format!(
                 "`{s}` is more than 10 s of round trip: no network a backup crosses is that slow"
             ));

@@ -5,6 +5,7 @@
 use crate::artifact_check::{ArtifactUse, validate_artifact};
 use crate::error::Problem;
 use crate::schema::{DatasetSpec, ImageSpec, Lab, TargetSpec, ToolSpec, VmSpec};
+use crate::validate_uri::LibvirtUri;
 use labrun_artifact::Extract;
 use labrun_evidence::{CommandTemplate, PLACEHOLDERS};
 use labrun_vocab::vm_limits;
@@ -109,7 +110,17 @@ impl Lab {
                     format!("the host name `{}` is used twice", h.name),
                 ));
             }
-            let local = h.uri.starts_with("qemu:///");
+            let uri = match crate::validate_uri::check(&h.uri) {
+                Ok(uri) => uri,
+                Err(msg) => {
+                    out.push(Problem::new(format!("{at}.uri"), msg));
+                    continue;
+                }
+            };
+            let local = uri == LibvirtUri::Local;
+            if let (LibvirtUri::Remote(remote), Some(ssh)) = (&uri, &h.ssh) {
+                check_uri_names_the_ssh_host(remote, ssh, &format!("{at}.uri"), out);
+            }
             match (&h.ssh, local) {
                 (Some(_), true) => out.push(Problem::new(
                     format!("{at}.uri"),
@@ -220,14 +231,8 @@ fn check_name(name: &str, path: &str, what: &str, out: &mut Vec<Problem>) {
 }
 
 fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
-    if !vm.uri.contains("://") {
-        out.push(Problem::new(
-            "vm.uri",
-            format!(
-                "`{}` is not a libvirt URI: expected e.g. `qemu:///system`",
-                vm.uri
-            ),
-        ));
+    if let Err(msg) = crate::validate_uri::check(&vm.uri) {
+        out.push(Problem::new("vm.uri", msg));
     }
     let rules = [
         ("vm.vcpus", vm_limits::check_vcpus(vm.vcpus)),
@@ -308,16 +313,37 @@ fn validate_target(t: &TargetSpec, at: &str, out: &mut Vec<Problem>) {
             "expected the path of the private key file",
         ));
     }
-    if !t.workdir.starts_with('/') || t.workdir.contains(char::is_whitespace) {
+    if let Err(msg) = crate::validate_uri::check_workdir(&t.workdir) {
+        out.push(Problem::new(format!("{at}.workdir"), msg));
+    }
+    check_host_key(&t.host_key, &format!("{at}.host_key"), out);
+}
+
+/// A pool host's URI and its `ssh:` are one machine: the disks go over
+/// `ssh:`, its key pinned, and the domain is defined through the URI.
+fn check_uri_names_the_ssh_host(
+    uri: &crate::validate_uri::RemoteUri,
+    ssh: &TargetSpec,
+    at: &str,
+    out: &mut Vec<Problem>,
+) {
+    if !crate::validate_uri::same_host(&uri.host, &ssh.host) {
         out.push(Problem::new(
-            format!("{at}.workdir"),
+            at,
             format!(
-                "`{}` is not an absolute folder without spaces: expected e.g. /var/tmp/labrun",
-                t.workdir
+                "names the host `{}`, but `ssh.host` is `{}`: the URI and `ssh:` must be the same machine (labrun copies the disks over `ssh:`, its host key pinned, and defines the domain through the URI)",
+                uri.host, ssh.host
+            ),
+        ));
+    } else if uri.port != ssh.port {
+        out.push(Problem::new(
+            at,
+            format!(
+                "reaches SSH on port {}, but `ssh.port` is port {}: the URI and `ssh:` must be the same sshd",
+                uri.port, ssh.port
             ),
         ));
     }
-    check_host_key(&t.host_key, &format!("{at}.host_key"), out);
 }
 
 /// `ssh-ed25519 AAAA...` with an optional comment: the server's key, as

@@ -79,6 +79,10 @@ pub struct Network {
     pub rate_bits_per_sec: Option<u64>,
 }
 
+/// The longest round trip a network may add, in milliseconds: no network a
+/// backup crosses is slower, and `tc netem` refuses far larger delays.
+pub const MAX_RTT_MS: f64 = 10_000.0;
+
 impl Network {
     /// `25 ms, 100 Mbit/s` or `25 ms, unlimited`.
     pub fn describe(&self) -> String {

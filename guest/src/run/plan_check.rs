@@ -6,6 +6,7 @@
 use crate::run::error::{PlanError, RunError};
 use crate::run::placeholders::unknown_placeholders;
 use labrun_evidence::digest::sha256_file;
+use labrun_evidence::storage::MAX_RTT_MS;
 use labrun_evidence::{
     CommitSelection, DatasetPlan, HistorySource, Plan, SCHEMA_VERSION, Server, StoragePlan,
     ToolPlan,
@@ -157,8 +158,11 @@ fn check_storage(storage: &StoragePlan) -> Result<(), PlanError> {
                 "`network` shapes the way to a server; a local repository has none: give `server: sftp`, `rest` or `s3`, or drop `network`".into(),
             );
         }
-        if !(n.rtt_ms.is_finite() && n.rtt_ms >= 0.0) {
-            return problem(format!("`network.rtt_ms` {} must be 0 or more", n.rtt_ms));
+        if !(n.rtt_ms.is_finite() && (0.0..=MAX_RTT_MS).contains(&n.rtt_ms)) {
+            return problem(format!(
+                "`network.rtt_ms` {} must be from 0 to {MAX_RTT_MS} (10 s of round trip)",
+                n.rtt_ms
+            ));
         }
         if n.rate_bits_per_sec == Some(0) {
             return problem("`network.rate_bits_per_sec` is 0: leave it out for no limit".into());
@@ -536,6 +540,55 @@ pub mod tests {
         }
         let two = plan_json("").replace(r#""tools":[{"#, r#""tools":[{"name":"fake","version":"1","binary":"/bin/sh","commands":{"init":{"argv":["x"]},"backup":{"argv":["x"]},"restore":{"argv":["x"]}}},{"#);
         assert!(parse(&two).unwrap_err().contains("twice"));
+    }
+
+    /// Issue 33: values a lab can hold that the agent ran into mid-run
+    /// (a panic, a shell word, `tc` refusing) are refused before anything
+    /// runs, by the same rule as `labrun check`.
+    #[test]
+    fn values_that_failed_mid_run_are_refused_by_the_plan_check() {
+        let protocol = |backup: &str, restore: &str| {
+            format!(
+                r#""cycles":2,"protocol":["source",{{"run":"init"}},{backup},{restore},"verify"]"#
+            )
+        };
+        let cases = [
+            (
+                protocol(
+                    r#"{"run":"backup","makes":"s1","kill_after_secs":18446744073709551615}"#,
+                    r#"{"run":"restore","restores":"s1"}"#,
+                ),
+                "kill_after_secs",
+            ),
+            (
+                protocol(
+                    r#"{"run":"backup","makes":"s;touch X"}"#,
+                    r#"{"run":"restore","restores":"s;touch X"}"#,
+                ),
+                "snapshot label",
+            ),
+            (
+                protocol(
+                    r#"{"run":"backup","makes":".."}"#,
+                    r#"{"run":"restore","restores":".."}"#,
+                ),
+                "snapshot label",
+            ),
+            (
+                r#""cycles":2,"storage":{"server":"sftp","network":{"rtt_ms":1e308}}"#.to_string(),
+                "rtt_ms",
+            ),
+        ];
+        // Every case is tried, and every one not refused as expected named.
+        let mut accepted = Vec::new();
+        for (to, expect) in &cases {
+            let text = plan_json("").replacen(r#""cycles":2"#, to, 1);
+            match parse(&text) {
+                Err(err) if err.contains(expect) => {}
+                other => accepted.push(format!("{to}: {other:?}")),
+            }
+        }
+        assert!(accepted.is_empty(), "not refused:\n{}", accepted.join("\n"));
     }
 
     #[test]

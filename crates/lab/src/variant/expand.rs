@@ -36,6 +36,10 @@ impl Lab {
             ));
             return Err(problems);
         }
+        // Counted before anything is expanded: each variant is a whole lab.
+        if let Err(p) = self.check_variant_count() {
+            return Err(vec![p]);
+        }
         let own: BTreeSet<(String, String)> = self
             .validate_without_variants()
             .into_iter()
@@ -154,6 +158,15 @@ impl Lab {
                     .collect::<Vec<_>>()
                     .join("-");
                 unique(&name, "matrix", problems);
+                if name.len() > MAX_VARIANT_NAME {
+                    problems.push(Problem::new(
+                        "matrix",
+                        format!(
+                            "the variant name `{name}` (each axis's value joined by `-`) is {} characters: at most {MAX_VARIANT_NAME}, so that its run id `<lab>-<time>-<digest>.<variant>` fits 128 and its folder name the file system; shorten the values' names",
+                            name.len()
+                        ),
+                    ));
+                }
                 let axes = combo
                     .iter()
                     .map(|&(a, v)| AxisValue {
@@ -164,6 +177,53 @@ impl Lab {
                 (parts, name, axes)
             })
             .collect()
+    }
+}
+
+/// Most variants a lab may have. Each is a complete run of the lab (3
+/// cycles of every tool by default): 256 is already weeks of machine time,
+/// and the count is what `check` holds in memory at once.
+pub const MAX_VARIANTS: u64 = 256;
+
+/// Longest variant name (a matrix joins its axes' values): a variant's run
+/// id is `<lab>-<time>-<digest>.<variant>`, at most 128 characters, and the
+/// lab's part takes up to 63 of them.
+pub const MAX_VARIANT_NAME: usize = 64;
+
+impl Lab {
+    /// The number of variants, from the lab as written (a matrix's product
+    /// is multiplied out, never listed), refused above [`MAX_VARIANTS`].
+    fn check_variant_count(&self) -> Result<(), Problem> {
+        let (at, count) = if self.variants.is_empty() {
+            let count = self.matrix.0.iter().try_fold(1u64, |n, axis| {
+                n.checked_mul(u64::try_from(axis.values.len()).unwrap_or(u64::MAX))
+            });
+            ("matrix", count)
+        } else {
+            ("variants", u64::try_from(self.variants.len()).ok())
+        };
+        let count = match count {
+            Some(n) if n <= MAX_VARIANTS => return Ok(()),
+            Some(n) => n.to_string(),
+            None => format!("more than {}", u64::MAX),
+        };
+        let how = if at == "matrix" {
+            let sizes: Vec<String> = self
+                .matrix
+                .0
+                .iter()
+                .map(|a| a.values.len().to_string())
+                .collect();
+            format!(" ({} axes: {})", sizes.len(), sizes.join(" x "))
+        } else {
+            String::new()
+        };
+        Err(Problem::new(
+            at,
+            format!(
+                "makes {count} variants{how}; a lab runs at most {MAX_VARIANTS} (each variant is a whole run of the lab): split it into several labs, or drop values"
+            ),
+        ))
     }
 }
 

@@ -22,7 +22,7 @@ mod apply;
 mod expand;
 mod matrix;
 
-pub use expand::{Variant, boots};
+pub use expand::{MAX_VARIANT_NAME, MAX_VARIANTS, Variant, boots};
 pub use matrix::{Axis, Matrix};
 
 use crate::units::ByteSize;

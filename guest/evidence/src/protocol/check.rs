@@ -87,6 +87,26 @@ fn commit_of(template: &str, label: &str) -> Option<u32> {
         .filter(|_| middle.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// A snapshot label (`makes:`, `restores:`, `snapshot:`) becomes `{snapshot}`
+/// in a tool's argv, a shell command's text and a file name: it follows the
+/// step names' rule (a-z, 0-9, `_`, starting with a letter, up to 40), with
+/// `{k}` for a commit's number at most once.
+pub fn check_label(label: &str) -> Result<(), String> {
+    let plain = label.replacen(COMMIT_NUMBER, "1", 1);
+    let ok = (1..=40).contains(&plain.len())
+        && plain.starts_with(|c: char| c.is_ascii_lowercase())
+        && plain
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "snapshot label {label:?}: use 1-40 of a-z, 0-9 and _, starting with a letter, and {COMMIT_NUMBER} for a commit's number (e.g. s1, s{COMMIT_NUMBER}): it reaches commands and file names as {{snapshot}}"
+        ))
+    }
+}
+
 /// Where a git history's tree is, step by step.
 #[derive(Clone, Copy)]
 enum Tree {
@@ -238,6 +258,11 @@ impl<'a> Walk<'a> {
             ));
         }
         self.runs.insert(r.name.clone());
+        for label in [&r.makes, &r.restores, &r.snapshot].into_iter().flatten() {
+            if let Err(why) = check_label(label) {
+                self.problem(at, why);
+            }
+        }
         let per_commit = |l: &str| l.contains(COMMIT_NUMBER);
         if let Some(label) = r.makes.as_deref() {
             if self.history && matches!(self.tree, Tree::Empty) {

@@ -194,6 +194,10 @@ impl TryFrom<StepForm> for ProtocolStep {
     }
 }
 
+/// The latest kill point: the agent waits this long at most (and holds it
+/// as a `Duration`, which cannot hold every float).
+pub const MAX_KILL_AFTER_SECS: f64 = 604_800.0;
+
 fn kill_point(
     name: &str,
     secs: Option<f64>,
@@ -205,6 +209,9 @@ fn kill_point(
         )),
         (Some(secs), None) if !(secs.is_finite() && secs > 0.0) => Err(format!(
             "step {name}: kill_after_secs must be a number of seconds above 0, not {secs}"
+        )),
+        (Some(secs), None) if secs > MAX_KILL_AFTER_SECS => Err(format!(
+            "step {name}: kill_after_secs must be at most {MAX_KILL_AFTER_SECS} (a week: no step runs that long; the step timeout is 2h by default), not {secs}"
         )),
         (Some(secs), None) => Ok(Some(KillPoint::AfterSecs(secs))),
         (None, Some(k)) if !(k.fraction > 0.0 && k.fraction < 1.0) => Err(format!(
