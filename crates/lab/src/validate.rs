@@ -255,7 +255,7 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
         }
     }
     if let ImageSpec::Debian(suite) = &vm.image
-        && !labrun_artifact::spec::is_suite_name(suite)
+        && !labrun_artifact::debian::is_suite_name(suite)
     {
         out.push(Problem::new(
             "vm.image.debian",
@@ -659,17 +659,14 @@ fn check_placeholders<'a>(
     }
 }
 
-/// Debian policy: a package name is lowercase alphanumerics and `+-.`, at
-/// least two characters, starting with an alphanumeric; `=version` may pin it.
+/// A package name, `=version` optionally pinning it (Debian's rules:
+/// [`labrun_artifact::debian`]).
 fn is_debian_package(p: &str) -> bool {
-    let name = p
-        .split_once('=')
-        .map_or(p, |(n, v)| if v.is_empty() { "" } else { n });
-    name.len() >= 2
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
+    use labrun_artifact::debian;
+    match p.split_once('=') {
+        Some((name, version)) => debian::is_package_name(name) && debian::is_version(version),
+        None => debian::is_package_name(p),
+    }
 }
 
 #[cfg(test)]
