@@ -598,32 +598,16 @@ fn validate_command(cmd: &CommandTemplate, at: &str, key: &str, out: &mut Vec<Pr
     }
 }
 
-/// The `{name}` placeholders of one argument, by the agent's rule
-/// (`guest/src/run/placeholders.rs`): braces around a lowercase identifier
-/// (`[a-z_][a-z0-9_]*`). Anything else in braces (`${HOME}`, awk's
-/// `{print $1}`, `find -exec {} +`) is left to the program.
+/// The `{name}` placeholders of one argument, by the agent's own rule
+/// ([`labrun_evidence::command::next_placeholder`]).
 pub fn placeholders(arg: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(open) = arg[from..].find('{').map(|i| from + i) {
-        let tail = &arg[open + 1..];
-        if let Some(close) = tail.find('}') {
-            let name = &tail[..close];
-            if is_placeholder_name(name) {
-                out.push(name);
-                from = open + 1 + close + 1;
-                continue;
-            }
-        }
-        from = open + 1;
+    let mut rest = arg;
+    while let Some((_, name, after)) = labrun_evidence::command::next_placeholder(rest) {
+        out.push(name);
+        rest = after;
     }
     out
-}
-
-fn is_placeholder_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// An argument's placeholders are all known ones.
