@@ -202,10 +202,11 @@ async fn a_refused_connection_names_the_mirror_option() {
         .unwrap()
         .port();
     let cache = tempfile::tempdir().unwrap();
-    let spec = url_spec(
+    let mut spec = url_spec(
         &format!("http://127.0.0.1:{port}/rel/tool_2.0.tar.gz"),
         &sha256_hex(b"x"),
     );
+    spec.extract = Extract::Tar("tool".into());
     let err = fetcher(cache.path(), None)
         .fetch("tool", &spec, &mut NoProgress)
         .await
