@@ -23,8 +23,8 @@ pub fn write_tool_sources(ctx: &Context, lab: &Lab, plan: &Plan, raw: &Path) -> 
         .map(|t| {
             let a = &t.artifact;
             let build = a
-                .source()
-                .is_ok_and(|s| s.is_build())
+                .source
+                .is_build()
                 .then(|| labrun_artifact::build::find_record(&ctx.cache_dir, &a.sha256))
                 .flatten();
             labrun_report::ToolSource {

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
-    #[error("artifact spec: `{field}` {problem}")]
-    Spec {
-        field: &'static str,
-        problem: String,
-    },
+    /// A rule of the `artifact:` block ([`crate::spec::rules`]); `field`
+    /// is its path below the block (`apt.package`).
+    #[error("artifact spec: `{field}`: {problem}")]
+    Spec { field: String, problem: String },
 
     #[error(
         "{name}: SHA-256 mismatch for {origin}\n  expected {expected}\n  actual   {actual}\n\

@@ -8,7 +8,7 @@ use crate::error::ArtifactError;
 use crate::http::{Downloaded, Http, NetPolicy};
 use crate::progress::Progress;
 use crate::source::{FileName, Source};
-use crate::spec::{ArtifactSpec, SourceRef};
+use crate::spec::{ArtifactSource, ArtifactSpec, local_path};
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
@@ -92,32 +92,17 @@ impl Fetcher {
         // Builds are cached by their inputs, not looked up by the digest
         // alone: a changed version with an old digest must be refused.
         let (opts, cache_dir) = (&self.opts, self.opts.cache_dir.as_path());
-        match spec.source()? {
-            SourceRef::Go(go) => {
-                let (path, from) = crate::build::build_checked(
-                    go,
-                    name,
-                    expected,
-                    cache_dir,
-                    &opts.build_env,
-                    progress,
-                )
-                .await?;
-                return Ok(done(path, from));
-            }
-            SourceRef::Crate(c) => {
-                let (path, from) = crate::build::build_checked(
-                    c,
-                    name,
-                    expected,
-                    cache_dir,
-                    &opts.build_env,
-                    progress,
-                )
-                .await?;
-                return Ok(done(path, from));
-            }
-            _ => {}
+        if let ArtifactSource::Build(recipe) = &spec.source {
+            let (path, from) = crate::build::build_checked(
+                recipe,
+                name,
+                expected,
+                cache_dir,
+                &opts.build_env,
+                progress,
+            )
+            .await?;
+            return Ok(done(path, from));
         }
 
         if let Some(path) = self.cache.find(expected, &file_name) {
@@ -145,8 +130,8 @@ impl Fetcher {
             return Ok(done(path, from));
         }
 
-        match spec.source()? {
-            SourceRef::Url(url) => {
+        match &spec.source {
+            ArtifactSource::Url(url) => {
                 let FileName::Exact(fname) = &file_name else {
                     return Err(no_file_name(name));
                 };
@@ -177,10 +162,11 @@ impl Fetcher {
                     })?;
                 Ok(done(path, from))
             }
-            SourceRef::File(src) => {
+            ArtifactSource::File(written) => {
                 let FileName::Exact(fname) = &file_name else {
                     return Err(no_file_name(name));
                 };
+                let src = local_path(written);
                 let from = Source::File(src.clone());
                 let (temp, actual) = self.copy_in(name, &src, &from, expected, progress).await?;
                 let origin = src.display().to_string();
@@ -188,11 +174,11 @@ impl Fetcher {
                     self.commit_if_matching(name, &origin, temp, &actual, expected, fname)?;
                 Ok(done(path, from))
             }
-            SourceRef::Go(_) | SourceRef::Crate(_) => Err(ArtifactError::Spec {
-                field: "go",
+            ArtifactSource::Build(recipe) => Err(ArtifactError::Spec {
+                field: recipe.key().into(),
                 problem: "names a build, which is never fetched".into(),
             }),
-            SourceRef::Apt(pkg) => {
+            ArtifactSource::Apt(pkg) => {
                 let from = Source::Apt {
                     package: pkg.package.clone(),
                     version: pkg.version.clone(),
@@ -347,7 +333,7 @@ impl Fetcher {
 /// without a panic.
 fn no_file_name(name: &str) -> ArtifactError {
     ArtifactError::Spec {
-        field: "url",
+        field: "url".into(),
         problem: format!("of {name}: no file name could be derived from it"),
     }
 }

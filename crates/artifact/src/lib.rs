@@ -17,6 +17,7 @@ pub mod apt_sources;
 pub mod build;
 pub mod cache;
 pub mod checksums;
+pub mod debian;
 pub mod digest;
 pub mod error;
 pub mod extract;
@@ -41,4 +42,7 @@ pub use pin::{ManualPin, PinOutcome, PinRequest, write_lab};
 pub use progress::{NoProgress, Progress};
 pub use resolve::{Resolution, resolve_offline};
 pub use source::{FileName, Source};
-pub use spec::{AptPackage, ArtifactSpec, CrateBuild, Extract, GoBuild, SourceRef};
+pub use spec::{
+    AptPackage, ArtifactSource, ArtifactSpec, BuildRecipe, CrateBuild, Extract, GoBuild,
+    SpecProblem,
+};

@@ -2,11 +2,10 @@
 //! (or apt's signed index) and write it into the lab file's text.
 
 use crate::apt;
-use crate::digest::is_sha256_hex;
 use crate::error::ArtifactError;
 use crate::fetcher::Fetcher;
 use crate::lab_edit::{PinEdit, apply_pin, read_tool};
-use crate::spec::AptPackage;
+use crate::spec::{AptPackage, SpecProblem};
 use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +68,9 @@ impl Fetcher {
                 version: req.version.clone(),
                 suite: None,
             };
-            pkg.validate()?;
+            if let Some(p) = pkg.problems().into_iter().next() {
+                return Err(p.under("apt").into());
+            }
             edit.apt_version = Some(req.version.clone());
             // The tool's own `version:` may be the upstream one: only follow
             // it when it was the apt version.
@@ -118,11 +119,8 @@ impl Fetcher {
                 edit.extract_member = Some(member.replace(old.as_str(), &req.version));
             }
         }
-        if !is_sha256_hex(&edit.sha256) {
-            return Err(ArtifactError::Spec {
-                field: "sha256",
-                problem: format!("must be 64 lowercase hex digits, got {:?}", edit.sha256),
-            });
+        if let Some(problem) = crate::spec::rules::sha256_problem(&edit.sha256) {
+            return Err(SpecProblem::new("sha256", problem).into());
         }
         let new_text = apply_pin(lab, &edit).map_err(edit_err)?;
         Ok(PinOutcome {

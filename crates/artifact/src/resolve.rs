@@ -4,7 +4,7 @@
 //! machine cannot resolve before anything is fetched.
 
 use crate::cache::{Cache, find_in};
-use crate::spec::{ArtifactSpec, SourceRef};
+use crate::spec::{ArtifactSource, ArtifactSpec, local_path};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -76,33 +76,31 @@ impl fmt::Display for Resolution {
 
 /// Decides where `spec` would come from; sends nothing over the network.
 pub fn resolve_offline(spec: &ArtifactSpec, cache_dir: &Path, mirror: Option<&Path>) -> Resolution {
-    let (source, file_name) = match (spec.source(), spec.file_name()) {
-        (Ok(s), Ok(n)) => (s, n),
-        (Err(e), _) | (_, Err(e)) => return Resolution::Unresolvable(e.to_string()),
-    };
-    match &source {
-        SourceRef::Go(go) => {
-            return Resolution::Build(crate::build::Recipe::describe(*go));
-        }
-        SourceRef::Crate(c) => {
-            return Resolution::Build(crate::build::Recipe::describe(*c));
-        }
-        _ => {}
+    if let ArtifactSource::Build(recipe) = &spec.source {
+        return Resolution::Build(recipe.describe());
     }
+    let file_name = match spec.file_name() {
+        Ok(n) => n,
+        Err(e) => return Resolution::Unresolvable(e.to_string()),
+    };
     if let Some(p) = Cache::new(cache_dir).find(&spec.sha256, &file_name) {
         return Resolution::Cached(p);
     }
     if let Some(p) = mirror.and_then(|m| find_in(m, &file_name).into_iter().next()) {
         return Resolution::Mirror(p);
     }
-    match source {
-        SourceRef::Url(url) => Resolution::Download(url.to_string()),
-        SourceRef::File(path) if path.is_file() => Resolution::LocalFile(path),
-        SourceRef::File(path) => {
-            Resolution::Unresolvable(format!("{} does not exist", path.display()))
+    match &spec.source {
+        ArtifactSource::Url(url) => Resolution::Download(url.to_string()),
+        ArtifactSource::File(written) => {
+            let path = local_path(written);
+            if path.is_file() {
+                Resolution::LocalFile(path)
+            } else {
+                Resolution::Unresolvable(format!("{} does not exist", path.display()))
+            }
         }
-        SourceRef::Go(_) | SourceRef::Crate(_) => Resolution::Unresolvable("a build".into()),
-        SourceRef::Apt(apt) => {
+        ArtifactSource::Build(recipe) => Resolution::Build(recipe.describe()),
+        ArtifactSource::Apt(apt) => {
             let suite_opts = apt.suite.as_deref().map(|suite| {
                 let dir = Cache::new(cache_dir)
                     .root()
@@ -156,16 +154,10 @@ mod tests {
     use crate::spec::Extract;
 
     fn url_spec() -> ArtifactSpec {
-        ArtifactSpec {
-            url: Some("http://127.0.0.1:9/tool_1.0_linux_amd64".into()),
-            file: None,
-            apt: None,
-            sha256: "ab".repeat(32),
-            sha256_source: None,
-            extract: Extract::Raw,
-            binary_sha256: None,
-            ..Default::default()
-        }
+        ArtifactSpec::new(
+            ArtifactSource::Url("http://127.0.0.1:9/tool_1.0_linux_amd64".into()),
+            "ab".repeat(32),
+        )
     }
 
     #[test]
@@ -189,12 +181,10 @@ mod tests {
     fn missing_local_file_and_unknown_apt_version_are_unresolvable() {
         let cache = tempfile::tempdir().unwrap();
         let mut spec = url_spec();
-        spec.url = None;
-        spec.file = Some("/nonexistent/labrun-tool".into());
+        spec.source = ArtifactSource::File("/nonexistent/labrun-tool".into());
         let r = resolve_offline(&spec, cache.path(), None);
         assert!(matches!(r, Resolution::Unresolvable(_)), "{r}");
-        spec.file = None;
-        spec.apt = Some(crate::spec::AptPackage {
+        spec.source = ArtifactSource::Apt(crate::spec::AptPackage {
             package: "restic".into(),
             version: "0.0.0-labrun-no-such-version".into(),
             suite: None,
@@ -208,8 +198,7 @@ mod tests {
     fn the_default_labs_restic_is_in_the_apt_index() {
         let cache = tempfile::tempdir().unwrap();
         let mut spec = url_spec();
-        spec.url = None;
-        spec.apt = Some(crate::spec::AptPackage {
+        spec.source = ArtifactSource::Apt(crate::spec::AptPackage {
             package: "restic".into(),
             version: "0.14.0-1+b5".into(),
             suite: None,

@@ -3,8 +3,8 @@
 //! extracted and run.
 
 use labrun_artifact::{
-    AptPackage, ArtifactSpec, Extract, FetchOptions, Fetcher, InstallKind, NoProgress, Source,
-    extract,
+    AptPackage, ArtifactSource, ArtifactSpec, Extract, FetchOptions, Fetcher, InstallKind,
+    NoProgress, Source, extract,
 };
 use std::process::Command;
 
@@ -35,19 +35,15 @@ fn candidate(package: &str) -> (String, String) {
 }
 
 fn apt_spec(version: &str, sha: &str, extract: Extract) -> ArtifactSpec {
+    let package = AptPackage {
+        package: "restic".into(),
+        version: version.into(),
+        suite: None,
+    };
     ArtifactSpec {
-        url: None,
-        file: None,
-        apt: Some(AptPackage {
-            package: "restic".into(),
-            version: version.into(),
-            suite: None,
-        }),
-        sha256: sha.into(),
         sha256_source: Some("apt-cache show".into()),
         extract,
-        binary_sha256: None,
-        ..Default::default()
+        ..ArtifactSpec::new(ArtifactSource::Apt(package), sha)
     }
 }
 

@@ -5,7 +5,8 @@
 //! `go`, `cargo` or `python3` fails these tests: they cannot pass by skipping.
 
 use labrun_artifact::{
-    ArtifactError, ArtifactSpec, CrateBuild, FetchOptions, Fetcher, GoBuild, NoProgress, Source,
+    ArtifactError, ArtifactSource, ArtifactSpec, BuildRecipe, CrateBuild, FetchOptions, Fetcher,
+    GoBuild, NoProgress, Source,
 };
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -102,8 +103,8 @@ impl GoLab {
 }
 
 fn go_spec(version: &str, sum: &str, sha256: &str) -> ArtifactSpec {
-    ArtifactSpec {
-        go: Some(GoBuild {
+    ArtifactSpec::new(
+        ArtifactSource::Build(BuildRecipe::Go(GoBuild {
             module: MODULE.into(),
             version: version.into(),
             sum: sum.into(),
@@ -112,10 +113,9 @@ fn go_spec(version: &str, sum: &str, sha256: &str) -> ArtifactSpec {
             tags: vec![],
             ldflags: Some("-s -w".into()),
             binary: None,
-        }),
-        sha256: sha256.into(),
-        ..Default::default()
-    }
+        })),
+        sha256,
+    )
 }
 
 /// The digest a build reports when the pin is wrong.
@@ -240,7 +240,10 @@ async fn a_toolchain_other_than_the_pinned_one_is_refused_before_building() {
     let sum = publish(&lab.proxy, "v1.0.0", "hi");
     let mut spec = go_spec("v1.0.0", &sum, &"0".repeat(64));
     // A release the file proxy cannot serve: the go command cannot switch.
-    spec.go.as_mut().unwrap().toolchain = "go1.99.0".into();
+    let ArtifactSource::Build(BuildRecipe::Go(go)) = &mut spec.source else {
+        unreachable!("go_spec makes a Go build")
+    };
+    go.toolchain = "go1.99.0".into();
     let err = lab
         .fetcher(&lab.cache)
         .fetch("hello", &spec, &mut NoProgress)
@@ -301,18 +304,17 @@ fn crate_registry(root: &Path, message: &str) -> PathBuf {
 }
 
 fn crate_spec(sha256: &str) -> ArtifactSpec {
-    ArtifactSpec {
-        cargo: Some(CrateBuild {
+    ArtifactSpec::new(
+        ArtifactSource::Build(BuildRecipe::Crate(CrateBuild {
             name: "labrun-hello".into(),
             version: "0.1.0".into(),
             binary: "labrun-hello".into(),
             toolchain: installed_rustc(),
             features: vec![],
             no_default_features: false,
-        }),
-        sha256: sha256.into(),
-        ..Default::default()
-    }
+        })),
+        sha256,
+    )
 }
 
 #[tokio::test]
@@ -345,7 +347,10 @@ async fn a_crate_is_built_pinned_and_cached() {
 
     // A toolchain the host does not have is refused before anything builds.
     let mut other = crate_spec(&digest);
-    other.cargo.as_mut().unwrap().toolchain = "1.0.0".into();
+    let ArtifactSource::Build(BuildRecipe::Crate(c)) = &mut other.source else {
+        unreachable!("crate_spec makes a crate build")
+    };
+    c.toolchain = "1.0.0".into();
     assert!(matches!(
         f.fetch("hello", &other, &mut NoProgress).await.unwrap_err(),
         ArtifactError::Toolchain { .. }

@@ -4,7 +4,8 @@ mod common;
 
 use common::{payload, sha256_hex};
 use labrun_artifact::{
-    ArtifactError, ArtifactSpec, Extract, FetchedArtifact, InstallKind, Source, extract,
+    ArtifactError, ArtifactSource, ArtifactSpec, Extract, FetchedArtifact, InstallKind, Source,
+    extract,
 };
 use std::io::Write;
 use std::path::Path;
@@ -26,14 +27,8 @@ fn fetched(root: &Path, file_name: &str, bytes: &[u8]) -> FetchedArtifact {
 
 fn spec(extract: Extract, sha: &str) -> ArtifactSpec {
     ArtifactSpec {
-        url: Some("https://example.invalid/x".into()),
-        file: None,
-        apt: None,
-        sha256: sha.into(),
-        sha256_source: None,
         extract,
-        binary_sha256: None,
-        ..Default::default()
+        ..ArtifactSpec::new(ArtifactSource::Url("https://example.invalid/x".into()), sha)
     }
 }
 

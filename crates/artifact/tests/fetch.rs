@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use labrun_artifact::{ArtifactError, FetchOptions, Fetcher, NoProgress, Progress, Source};
+use labrun_artifact::{
+    ArtifactError, ArtifactSource, Extract, FetchOptions, Fetcher, NoProgress, Progress, Source,
+};
 use std::path::Path;
 
 fn fetcher(cache: &Path, mirror: Option<&Path>) -> Fetcher {
@@ -46,7 +48,7 @@ async fn downloads_verifies_then_serves_from_cache_without_the_network() {
     assert_eq!(
         got.from,
         Source::Url {
-            url: spec.url.clone().unwrap(),
+            url: server.url("/v1/tool_1.0_linux_amd64"),
             redirects: vec![]
         }
     );
@@ -200,10 +202,11 @@ async fn a_refused_connection_names_the_mirror_option() {
         .unwrap()
         .port();
     let cache = tempfile::tempdir().unwrap();
-    let spec = url_spec(
+    let mut spec = url_spec(
         &format!("http://127.0.0.1:{port}/rel/tool_2.0.tar.gz"),
         &sha256_hex(b"x"),
     );
+    spec.extract = Extract::Tar("tool".into());
     let err = fetcher(cache.path(), None)
         .fetch("tool", &spec, &mut NoProgress)
         .await
@@ -225,7 +228,8 @@ async fn the_mirror_folder_is_used_before_the_network() {
     let mirror = tempfile::tempdir().unwrap();
     std::fs::write(mirror.path().join("tool_1.0.bz2"), &body).unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let spec = url_spec(&server.url("/dl/tool_1.0.bz2"), &sha);
+    let mut spec = url_spec(&server.url("/dl/tool_1.0.bz2"), &sha);
+    spec.extract = Extract::Bz2;
 
     let got = fetcher(cache.path(), Some(mirror.path()))
         .fetch("tool", &spec, &mut NoProgress)
@@ -287,7 +291,7 @@ async fn a_damaged_cached_copy_is_replaced_by_a_fresh_verified_one() {
     assert_eq!(
         again.from,
         Source::Url {
-            url: spec.url.clone().unwrap(),
+            url: server.url("/tool.bin"),
             redirects: vec![]
         }
     );
@@ -308,8 +312,7 @@ async fn a_local_file_source_is_verified_and_cached() {
     std::fs::write(&path, &body).unwrap();
     let cache = tempfile::tempdir().unwrap();
     let mut spec = url_spec("http://unused.invalid/x", &sha256_hex(&body));
-    spec.url = None;
-    spec.file = Some(format!("file://{}", path.display()));
+    spec.source = ArtifactSource::File(format!("file://{}", path.display()));
 
     let got = fetcher(cache.path(), None)
         .fetch("tool", &spec, &mut NoProgress)

@@ -319,7 +319,7 @@ fn describe_tool(s: &mut String, t: &ToolSpec) {
     let a = &t.artifact;
     push_line!(s, "  {} {} -> {}", t.name, t.version, t.install_path());
     push_line!(s, "    from    {}", source_of(a));
-    let built = a.source().is_ok_and(|src| src.is_build());
+    let built = a.source.is_build();
     let what = if built { " (the built binary)" } else { "" };
     push_line!(s, "    sha256  {}{what}", a.sha256);
     if let Some(src) = &a.sha256_source {

@@ -260,7 +260,7 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
         }
     }
     if let ImageSpec::Debian(suite) = &vm.image
-        && !labrun_artifact::spec::is_suite_name(suite)
+        && !labrun_artifact::debian::is_suite_name(suite)
     {
         out.push(Problem::new(
             "vm.image.debian",
@@ -624,32 +624,16 @@ fn validate_command(cmd: &CommandTemplate, at: &str, key: &str, out: &mut Vec<Pr
     }
 }
 
-/// The `{name}` placeholders of one argument, by the agent's rule
-/// (`guest/src/run/placeholders.rs`): braces around a lowercase identifier
-/// (`[a-z_][a-z0-9_]*`). Anything else in braces (`${HOME}`, awk's
-/// `{print $1}`, `find -exec {} +`) is left to the program.
+/// The `{name}` placeholders of one argument, by the agent's own rule
+/// ([`labrun_evidence::command::next_placeholder`]).
 pub fn placeholders(arg: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(open) = arg[from..].find('{').map(|i| from + i) {
-        let tail = &arg[open + 1..];
-        if let Some(close) = tail.find('}') {
-            let name = &tail[..close];
-            if is_placeholder_name(name) {
-                out.push(name);
-                from = open + 1 + close + 1;
-                continue;
-            }
-        }
-        from = open + 1;
+    let mut rest = arg;
+    while let Some((_, name, after)) = labrun_evidence::command::next_placeholder(rest) {
+        out.push(name);
+        rest = after;
     }
     out
-}
-
-fn is_placeholder_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// An argument's placeholders are all known ones.
@@ -685,17 +669,14 @@ fn check_placeholders<'a>(
     }
 }
 
-/// Debian policy: a package name is lowercase alphanumerics and `+-.`, at
-/// least two characters, starting with an alphanumeric; `=version` may pin it.
+/// A package name, `=version` optionally pinning it (Debian's rules:
+/// [`labrun_artifact::debian`]).
 fn is_debian_package(p: &str) -> bool {
-    let name = p
-        .split_once('=')
-        .map_or(p, |(n, v)| if v.is_empty() { "" } else { n });
-    name.len() >= 2
-        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
+    use labrun_artifact::debian;
+    match p.split_once('=') {
+        Some((name, version)) => debian::is_package_name(name) && debian::is_version(version),
+        None => debian::is_package_name(p),
+    }
 }
 
 #[cfg(test)]

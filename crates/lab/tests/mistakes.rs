@@ -170,6 +170,18 @@ const CASES: &[(&str, &str, &str)] = &[
         "      apt: {package",
         "      url: https://example.invalid/borg.deb\n      apt: {package",
     ),
+    // A block with no source, and a rule of one source's own field: each
+    // at its line, with the field's path.
+    (
+        "no_source",
+        "      url: https://example.invalid/restic_0.19.1_linux_amd64.bz2\n",
+        "",
+    ),
+    (
+        "apt_package_name",
+        "apt: {package: borgbackup",
+        "apt: {package: BorgBackup",
+    ),
     (
         "extract_mismatch",
         "      extract: bz2",

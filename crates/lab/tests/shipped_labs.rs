@@ -1,6 +1,7 @@
 //! Every lab the repository ships loads, validates, describes itself and
 //! turns into a plan the agent accepts.
 
+use labrun_artifact::{ArtifactSource, BuildRecipe};
 use labrun_evidence::Plan;
 use labrun_lab::{Lab, PlanOverrides};
 use std::path::{Path, PathBuf};
@@ -154,12 +155,16 @@ fn the_default_lab_is_the_published_comparison() {
     for t in &lab.tools {
         match t.name.as_str() {
             "restic" | "kopia" => {
-                let go = t.artifact.go.as_ref().expect("a Go module build");
+                let ArtifactSource::Build(BuildRecipe::Go(go)) = &t.artifact.source else {
+                    panic!("{}: expected a Go module build", t.name)
+                };
                 assert_eq!(go.version, format!("v{}", t.version));
                 assert_eq!(go.toolchain, "go1.26.8");
             }
             _ => {
-                let apt = t.artifact.apt.as_ref().expect("an apt package");
+                let ArtifactSource::Apt(apt) = &t.artifact.source else {
+                    panic!("{}: expected an apt package", t.name)
+                };
                 assert_eq!(apt.suite.as_deref(), Some("sid"));
             }
         }
@@ -185,7 +190,11 @@ fn the_default_lab_is_the_published_comparison() {
 fn the_debian12_lab_uses_apt_and_installs_debs_where_needed() {
     let lab = Lab::load(&repo_root().join("labs/debian12.yaml")).unwrap();
     for t in &lab.tools {
-        assert!(t.artifact.apt.is_some(), "{} must come from apt", t.name);
+        assert!(
+            matches!(t.artifact.source, ArtifactSource::Apt(_)),
+            "{} must come from apt",
+            t.name
+        );
     }
     let plan = lab.to_plan("r", &PlanOverrides::default()).unwrap();
     let bins: Vec<_> = plan.tools.iter().map(|t| t.binary.as_str()).collect();

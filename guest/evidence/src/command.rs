@@ -81,6 +81,30 @@ impl<'de> Deserialize<'de> for CommandTemplate {
     }
 }
 
+/// The next `{name}` in `text` whose name is placeholder-shaped (a
+/// lowercase identifier, `[a-z_][a-z0-9_]*`): the text before it, the name,
+/// and the text after it. The one rule of the host (`labrun check` refuses
+/// unknown names) and the agent (it substitutes the known ones); anything
+/// else in braces (`${HOME}`, awk's `{print $1}`, `find -exec {} +`) is left
+/// to the program.
+pub fn next_placeholder(text: &str) -> Option<(&str, &str, &str)> {
+    let mut from = 0;
+    while let Some(open) = text[from..].find('{').map(|i| from + i) {
+        let tail = &text[open + 1..];
+        if let Some(close) = tail.find('}') {
+            let name = &tail[..close];
+            let mut chars = name.chars();
+            let shaped = matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
+                && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if shaped {
+                return Some((&text[..open], name, &tail[close + 1..]));
+            }
+        }
+        from = open + 1;
+    }
+    None
+}
+
 /// Commands with a meaning of their own besides being run by a step: the
 /// agent runs them after a step, the host at `up`.
 pub mod roles {
@@ -107,6 +131,25 @@ mod tests {
         for p in crate::storage::placeholders::ALL {
             assert!(PLACEHOLDERS.contains(p), "{p}");
         }
+    }
+
+    #[test]
+    fn placeholder_shaped_names_only() {
+        assert_eq!(
+            next_placeholder("a {repo}/x{work}"),
+            Some(("a ", "repo", "/x{work}"))
+        );
+        for left_alone in [
+            "${HOME}",
+            "{print $1}",
+            "-exec {} +",
+            "{Bin}",
+            "{9x}",
+            "{unclosed",
+        ] {
+            assert_eq!(next_placeholder(left_alone), None, "{left_alone}");
+        }
+        assert_eq!(next_placeholder("{{bin}}"), Some(("{", "bin", "}")));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! typo like `{rep}` never runs. Anything else in braces is left alone, so a
 //! `sh -c` script can still say `${HOME}` or `find -exec ... {} +`.
 
+use labrun_evidence::command::next_placeholder;
 use labrun_evidence::storage::placeholders as repo_at;
 use labrun_evidence::{CommandTemplate, PLACEHOLDERS};
 use std::path::PathBuf;
@@ -138,29 +139,6 @@ pub fn unknown_placeholders(text: &str) -> Vec<String> {
         rest = after;
     }
     unknown
-}
-
-/// Finds the next `{name}` whose name looks like a placeholder, returning the
-/// text before it, the name, and the text after it.
-fn next_placeholder(text: &str) -> Option<(&str, &str, &str)> {
-    let mut from = 0;
-    while let Some(open) = text[from..].find('{').map(|i| from + i) {
-        let tail = &text[open + 1..];
-        if let Some(close) = tail.find('}') {
-            let name = &tail[..close];
-            if is_placeholder_name(name) {
-                return Some((&text[..open], name, &tail[close + 1..]));
-            }
-        }
-        from = open + 1;
-    }
-    None
-}
-
-fn is_placeholder_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 
 use super::{BuildCtx, Recipe, is_plain_word};
 use crate::error::ArtifactError;
+use crate::spec::SpecProblem;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -83,69 +84,100 @@ impl GoBuild {
     }
 
     /// Shapes only (no I/O): what reaches the go command's line is a plain
-    /// word, the sum is go.sum's form.
-    pub fn validate(&self) -> Result<(), ArtifactError> {
-        let bad = |problem: String| ArtifactError::Spec {
-            field: "go",
-            problem,
-        };
+    /// word, the sum is go.sum's form. Fields are named below `go`.
+    pub fn problems(&self) -> Vec<SpecProblem> {
+        let mut out = Vec::new();
+        let mut bad = |field: String, message: String| out.push(SpecProblem::new(field, message));
         if !is_plain_word(&self.module, b"./-_~") || !self.module.contains('/') {
-            return Err(bad(format!(
-                "module {:?} is not a module path (e.g. github.com/restic/restic)",
-                self.module
-            )));
+            bad(
+                "module".into(),
+                format!(
+                    "{:?} is not a module path (e.g. github.com/restic/restic)",
+                    self.module
+                ),
+            );
         }
         if !self.version.starts_with('v') || !is_plain_word(&self.version, b".-+") {
-            return Err(bad(format!(
-                "version {:?} is not a module version: a tag such as v0.19.1, or a \
-                 pseudo-version such as v0.0.0-20241219135422-065ae5086857",
-                self.version
-            )));
+            bad(
+                "version".into(),
+                format!(
+                    "{:?} is not a module version: a tag such as v0.19.1, or a \
+                     pseudo-version such as v0.0.0-20241219135422-065ae5086857",
+                    self.version
+                ),
+            );
         }
         if !self.sum.starts_with("h1:") || self.sum.len() != 47 {
-            return Err(bad(format!(
-                "sum {:?} is not a module hash as go.sum writes it (h1: and 44 base64 \
-                 characters); `go mod download -json {}@{}` prints it as \"Sum\"",
-                self.sum, self.module, self.version
-            )));
+            bad(
+                "sum".into(),
+                format!(
+                    "{:?} is not a module hash as go.sum writes it (h1: and 44 base64 \
+                     characters); `go mod download -json {}@{}` prints it as \"Sum\"",
+                    self.sum, self.module, self.version
+                ),
+            );
         }
         let package_ok = self.package == "."
             || (self.package.starts_with("./")
                 && is_plain_word(&self.package[2..], b"./-_")
                 && !self.package.contains(".."));
         if !package_ok {
-            return Err(bad(format!(
-                "package {:?} must be `.` or a path inside the module such as ./cmd/restic",
-                self.package
-            )));
+            bad(
+                "package".into(),
+                format!(
+                    "{:?} must be `.` or a path inside the module such as ./cmd/restic",
+                    self.package
+                ),
+            );
         }
         let toolchain_ok = self
             .toolchain
             .strip_prefix("go")
             .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
         if !toolchain_ok {
-            return Err(bad(format!(
-                "toolchain {:?} must name an exact Go release such as go1.26.8 (the pin \
-                 includes the compiler)",
-                self.toolchain
-            )));
+            bad(
+                "toolchain".into(),
+                format!(
+                    "{:?} must name an exact Go release such as go1.26.8 (the pin \
+                     includes the compiler)",
+                    self.toolchain
+                ),
+            );
         }
-        if let Some(t) = self.tags.iter().find(|t| !is_plain_word(t, b"_.")) {
-            return Err(bad(format!("tag {t:?} is not a build tag")));
+        for (i, t) in self.tags.iter().enumerate() {
+            if !is_plain_word(t, b"_.") {
+                bad(format!("tags[{i}]"), format!("{t:?} is not a build tag"));
+            }
         }
         if let Some(b) = &self.binary
             && !is_plain_word(b, b"._-")
         {
-            return Err(bad(format!("binary {b:?} must be a plain file name")));
+            bad("binary".into(), format!("{b:?} must be a plain file name"));
         }
         if self
             .ldflags
             .as_deref()
             .is_some_and(|l| l.contains(['\n', '\0']))
         {
-            return Err(bad("ldflags must be one line".into()));
+            bad("ldflags".into(), "must be one line".into());
         }
-        Ok(())
+        out
+    }
+
+    /// The build in one line for evidence.
+    pub fn provenance(&self) -> String {
+        let mut line = format!(
+            "go build of module {}@{} (sum {}), package {}, toolchain {}, \
+             CGO_ENABLED=0 GOAMD64=v1 -trimpath",
+            self.module, self.version, self.sum, self.package, self.toolchain
+        );
+        if !self.tags.is_empty() {
+            line.push_str(&format!(", tags {}", self.tags.join(",")));
+        }
+        if let Some(l) = &self.ldflags {
+            line.push_str(&format!(", ldflags '{l}'"));
+        }
+        line
     }
 }
 
@@ -321,21 +353,35 @@ mod tests {
 
     #[test]
     fn shapes_are_checked() {
-        assert!(kopia().validate().is_ok());
+        assert_eq!(kopia().problems(), vec![]);
         type Mutation = fn(&mut GoBuild);
-        let cases: Vec<(Mutation, &str)> = vec![
-            (|g| g.module = "kopia".into(), "module path"),
-            (|g| g.version = "0.23.1".into(), "module version"),
-            (|g| g.sum = "abc".into(), "go.sum"),
-            (|g| g.package = "../x".into(), "inside the module"),
-            (|g| g.toolchain = "local".into(), "exact Go release"),
-            (|g| g.tags = vec!["a b".into()], "build tag"),
+        let cases: Vec<(Mutation, &str, &str)> = vec![
+            (|g| g.module = "kopia".into(), "module", "module path"),
+            (|g| g.version = "0.23.1".into(), "version", "module version"),
+            (|g| g.sum = "abc".into(), "sum", "go.sum"),
+            (
+                |g| g.package = "../x".into(),
+                "package",
+                "inside the module",
+            ),
+            (
+                |g| g.toolchain = "local".into(),
+                "toolchain",
+                "exact Go release",
+            ),
+            (
+                |g| g.tags = vec!["ok".into(), "a b".into()],
+                "tags[1]",
+                "build tag",
+            ),
         ];
-        for (mutate, words) in cases {
+        for (mutate, field, words) in cases {
             let mut g = kopia();
             mutate(&mut g);
-            let err = g.validate().unwrap_err().to_string();
-            assert!(err.contains(words), "{err}");
+            let problems = g.problems();
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].field, field);
+            assert!(problems[0].message.contains(words), "{problems:?}");
         }
     }
 }

@@ -20,6 +20,8 @@ pub mod rust_crate;
 pub use go::GoBuild;
 pub use rust_crate::CrateBuild;
 
+use crate::spec::SpecProblem;
+
 use crate::digest::sha256_file;
 use crate::error::ArtifactError;
 use crate::progress::Progress;
@@ -50,6 +52,89 @@ pub(crate) trait Recipe: Sync {
     /// Builds the binary into `out` (a fresh folder), logging to `ctx.log`.
     /// Returns what the binary says of its own build (e.g. `go version -m`).
     async fn build(&self, ctx: &mut BuildCtx<'_>, out: &Path) -> Result<String, ArtifactError>;
+}
+
+/// A binary built on the host from pinned source: one variant per recipe,
+/// each behind its own lab-file key (`go:`, `crate:`). A new recipe is a
+/// variant here, its own file, and its key in `spec/mod.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildRecipe {
+    Go(GoBuild),
+    Crate(CrateBuild),
+}
+
+impl BuildRecipe {
+    /// The lab-file key of the recipe.
+    pub fn key(&self) -> &'static str {
+        match self {
+            BuildRecipe::Go(_) => "go",
+            BuildRecipe::Crate(_) => "crate",
+        }
+    }
+
+    /// The recipe's rules, at field paths below the block (`go.module`).
+    pub fn problems(&self) -> Vec<SpecProblem> {
+        let own = match self {
+            BuildRecipe::Go(g) => g.problems(),
+            BuildRecipe::Crate(c) => c.problems(),
+        };
+        own.into_iter().map(|p| p.under(self.key())).collect()
+    }
+
+    /// The build in one line for evidence: inputs, toolchain and flags.
+    pub fn provenance(&self) -> String {
+        match self {
+            BuildRecipe::Go(g) => g.provenance(),
+            BuildRecipe::Crate(c) => c.provenance(),
+        }
+    }
+
+    /// One line for people (see [`Recipe::describe`]).
+    pub fn describe(&self) -> String {
+        Recipe::describe(self)
+    }
+
+    /// The file name of the binary it makes.
+    pub fn binary_name(&self) -> &str {
+        Recipe::binary_name(self)
+    }
+}
+
+impl Recipe for BuildRecipe {
+    fn describe(&self) -> String {
+        match self {
+            BuildRecipe::Go(g) => g.describe(),
+            BuildRecipe::Crate(c) => c.describe(),
+        }
+    }
+
+    fn binary_name(&self) -> &str {
+        match self {
+            BuildRecipe::Go(g) => Recipe::binary_name(g),
+            BuildRecipe::Crate(c) => Recipe::binary_name(c),
+        }
+    }
+
+    fn inputs(&self) -> serde_json::Value {
+        match self {
+            BuildRecipe::Go(g) => g.inputs(),
+            BuildRecipe::Crate(c) => c.inputs(),
+        }
+    }
+
+    async fn toolchain(&self, ctx: &BuildCtx<'_>) -> Result<String, ArtifactError> {
+        match self {
+            BuildRecipe::Go(g) => g.toolchain(ctx).await,
+            BuildRecipe::Crate(c) => c.toolchain(ctx).await,
+        }
+    }
+
+    async fn build(&self, ctx: &mut BuildCtx<'_>, out: &Path) -> Result<String, ArtifactError> {
+        match self {
+            BuildRecipe::Go(g) => g.build(ctx, out).await,
+            BuildRecipe::Crate(c) => c.build(ctx, out).await,
+        }
+    }
 }
 
 /// What a running build has at hand.

@@ -18,6 +18,7 @@
 
 use super::{BuildCtx, Recipe, is_plain_word};
 use crate::error::ArtifactError;
+use crate::spec::SpecProblem;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -38,13 +39,16 @@ pub struct CrateBuild {
 }
 
 impl CrateBuild {
-    pub fn validate(&self) -> Result<(), ArtifactError> {
-        let bad = |problem: String| ArtifactError::Spec {
-            field: "crate",
-            problem,
-        };
+    /// Shapes only (no I/O): what reaches cargo's command line is a plain
+    /// word, versions are exact. Fields are named below `crate`.
+    pub fn problems(&self) -> Vec<SpecProblem> {
+        let mut out = Vec::new();
+        let mut bad = |field: String, message: String| out.push(SpecProblem::new(field, message));
         if !is_plain_word(&self.name, b"-_") {
-            return Err(bad(format!("name {:?} is not a crate name", self.name)));
+            bad(
+                "name".into(),
+                format!("{:?} is not a crate name", self.name),
+            );
         }
         let semver = |v: &str| {
             v.split(['-', '+']).next().is_some_and(|core| {
@@ -56,27 +60,50 @@ impl CrateBuild {
             }) && is_plain_word(v, b".-+")
         };
         if !semver(&self.version) {
-            return Err(bad(format!(
-                "version {:?} must be an exact version such as 0.11.4",
-                self.version
-            )));
+            bad(
+                "version".into(),
+                format!("{:?} must be an exact version such as 0.11.4", self.version),
+            );
         }
         if !semver(&self.toolchain) {
-            return Err(bad(format!(
-                "toolchain {:?} must be the exact rustc release that builds it, such as 1.95.0",
-                self.toolchain
-            )));
+            bad(
+                "toolchain".into(),
+                format!(
+                    "{:?} must be the exact rustc release that builds it, such as 1.95.0",
+                    self.toolchain
+                ),
+            );
         }
         if !is_plain_word(&self.binary, b"-_.") {
-            return Err(bad(format!(
-                "binary {:?} must be a plain file name",
-                self.binary
-            )));
+            bad(
+                "binary".into(),
+                format!("{:?} must be a plain file name", self.binary),
+            );
         }
-        if let Some(f) = self.features.iter().find(|f| !is_plain_word(f, b"-_/")) {
-            return Err(bad(format!("feature {f:?} is not a feature name")));
+        for (i, f) in self.features.iter().enumerate() {
+            if !is_plain_word(f, b"-_/") {
+                bad(
+                    format!("features[{i}]"),
+                    format!("{f:?} is not a feature name"),
+                );
+            }
         }
-        Ok(())
+        out
+    }
+
+    /// The build in one line for evidence.
+    pub fn provenance(&self) -> String {
+        let mut line = format!(
+            "cargo install --locked {}@={} --bin {}, rustc {}, target-cpu x86-64",
+            self.name, self.version, self.binary, self.toolchain
+        );
+        if self.no_default_features {
+            line.push_str(", no default features");
+        }
+        if !self.features.is_empty() {
+            line.push_str(&format!(", features {}", self.features.join(",")));
+        }
+        line
     }
 }
 
@@ -196,25 +223,24 @@ mod tests {
             features: vec![],
             no_default_features: false,
         };
-        assert!(ok.validate().is_ok());
+        assert_eq!(ok.problems(), vec![]);
+        let only = |c: &CrateBuild| {
+            let p = c.problems();
+            assert_eq!(p.len(), 1, "{p:?}");
+            (p[0].field.clone(), p[0].message.clone())
+        };
         let mut c = ok.clone();
         c.version = "^0.11".into();
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("exact version")
-        );
+        let (field, message) = only(&c);
+        assert_eq!(field, "version");
+        assert!(message.contains("exact version"), "{message}");
         let mut c = ok.clone();
         c.toolchain = "stable".into();
-        assert!(
-            c.validate()
-                .unwrap_err()
-                .to_string()
-                .contains("rustc release")
-        );
+        let (field, message) = only(&c);
+        assert_eq!(field, "toolchain");
+        assert!(message.contains("rustc release"), "{message}");
         let mut c = ok;
         c.name = "--force".into();
-        assert!(c.validate().is_err());
+        assert_eq!(only(&c).0, "name");
     }
 }

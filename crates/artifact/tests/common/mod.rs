@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use labrun_artifact::{ArtifactSpec, Extract, NetPolicy};
+use labrun_artifact::{ArtifactSource, ArtifactSpec, NetPolicy};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -179,16 +179,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 pub fn url_spec(url: &str, sha256: &str) -> ArtifactSpec {
-    ArtifactSpec {
-        url: Some(url.to_string()),
-        file: None,
-        apt: None,
-        sha256: sha256.to_string(),
-        sha256_source: None,
-        extract: Extract::Raw,
-        binary_sha256: None,
-        ..Default::default()
-    }
+    ArtifactSpec::new(ArtifactSource::Url(url.to_string()), sha256)
 }
 
 /// Every regular file under `dir`, for "nothing was kept" checks.
