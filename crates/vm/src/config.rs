@@ -265,27 +265,15 @@ pub fn domain_name(lab_name: &str) -> String {
     format!("labrun-{lab_name}")
 }
 
-/// Debian policy: `[a-z0-9][a-z0-9+.-]+`, optionally `=version`. Nothing
-/// else, since the list ends up on mmdebstrap's command line.
+/// A package of the image's list, optionally `name=version`: Debian's rules
+/// (the artifact crate's, the same `labrun check` applies), since the list
+/// ends up on mmdebstrap's command line.
 fn is_package_name(s: &str) -> bool {
-    let (name, version) = match s.split_once('=') {
-        Some((n, v)) => (n, Some(v)),
-        None => (s, None),
-    };
-    let name_ok = name.len() >= 2
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+.-".contains(c));
-    let version_ok = version.is_none_or(|v| {
-        !v.is_empty()
-            && v.chars()
-                .all(|c| c.is_ascii_alphanumeric() || ".+-~:".contains(c))
-    });
-    name_ok && version_ok
+    use labrun_artifact::debian;
+    match s.split_once('=') {
+        Some((name, version)) => debian::is_package_name(name) && debian::is_version(version),
+        None => debian::is_package_name(s),
+    }
 }
 
 #[cfg(test)]
