@@ -238,6 +238,7 @@ fn assert_rtts(record: &StorageRecord) {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn restic_and_borg_through_sftp() {
     require_host();
     assert!(
@@ -321,6 +322,7 @@ fn passes_through(
 }
 
 #[test]
+#[ignore = "needs root, a network namespace and a Go build of its server: `make test` runs it"]
 fn restic_through_rest_server() {
     require_host();
     let rest = rest_server();
@@ -349,6 +351,7 @@ fn restic_through_rest_server() {
 }
 
 #[test]
+#[ignore = "needs root, a network namespace and a Go build of its server: `make test` runs it"]
 fn restic_through_an_s3_server() {
     require_host();
     let s3 = s3_server();
@@ -413,6 +416,7 @@ fn host_has_netem() -> bool {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn a_shaped_network_is_netem_or_a_clear_error() {
     require_host();
     let _turn = take_turn();
@@ -455,6 +459,7 @@ fn a_shaped_network_is_netem_or_a_clear_error() {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn sigterm_takes_the_network_down() {
     require_host();
     let _turn = take_turn();
@@ -492,6 +497,7 @@ fn sigterm_takes_the_network_down() {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn a_killed_agents_network_is_removed_by_the_next() {
     require_host();
     let _turn = take_turn();
@@ -539,6 +545,7 @@ fn a_killed_agents_network_is_removed_by_the_next() {
 }
 
 #[test]
+#[ignore = "needs root (runs the agent as nobody): `make test` runs it"]
 fn without_root_or_ip_a_clear_error_before_anything() {
     require_host();
     let _turn = take_turn();
@@ -592,6 +599,7 @@ fn without_root_or_ip_a_clear_error_before_anything() {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn a_server_that_ends_at_once_is_an_error_with_its_log() {
     require_host();
     let _turn = take_turn();
