@@ -44,7 +44,6 @@ fn unavailable() -> Option<String> {
     None
 }
 
-
 /// Destroys the transient domain when the test ends, passed or not.
 struct Domain(String);
 
