@@ -10,7 +10,8 @@ AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 .PHONY: test test-fast setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale bench-pool
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
-# root (a mount, a cgroup) or a toolchain build (Go/cargo builds) is
+# root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
+# runs real backup tools end to end over SSH for minutes, is
 # #[ignore = "needs ...: `make test` runs it"]: a plain `cargo test` reports
 # it as ignored, never as passed, and `make test` runs it; it fails, saying
 # what is missing, when the host lacks it. Measurements are ignored too but
@@ -25,9 +26,9 @@ test: setup lint agent
 	LABRUN_AGENT=$(abspath $(AGENT)) $(CARGO) test --workspace --all-targets -- \
 	  --include-ignored $(addprefix --skip ,$(MEASUREMENTS))
 
-## test-fast: the inner loop, every test that needs no VM, libvirt, network
-## namespace, root or toolchain build (reported as ignored); no setup,
-## lint or release build. Needs the packages scripts/host-setup.sh installs.
+## test-fast: the inner loop (a few minutes on a warm build): every test but
+## the ignored ones above, which it reports as ignored; no setup, lint or
+## release build. Needs the packages scripts/host-setup.sh installs.
 test-fast:
 	$(CARGO) test --workspace --all-targets
 
