@@ -63,7 +63,7 @@ fn speaks_the_labs_language(message: &str) {
         {
             let _ = writeln!(f, "{}", message.replace('\n', " | "));
         }
-        return;
+        // Collecting the messages does not switch the check off.
     }
     for word in RUST_INTERNALS {
         assert!(
