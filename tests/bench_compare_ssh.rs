@@ -14,6 +14,7 @@ use labrun_ssh::test_support::Sshd;
 use run_output::{only_run_dir, records};
 
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");

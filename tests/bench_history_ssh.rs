@@ -29,6 +29,7 @@ fn write_lab(dir: &Path, sshd: &Sshd) -> PathBuf {
 }
 
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn bench_over_ssh_backs_up_each_commit_and_restores_every_snapshot() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -82,6 +83,7 @@ fn bench_over_ssh_backs_up_each_commit_and_restores_every_snapshot() {
 /// there: the plan kept as evidence names the guest's copy, and every
 /// snapshot is restored and verified.
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn a_repository_on_the_host_is_pushed_into_the_guest() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");

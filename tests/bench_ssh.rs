@@ -128,6 +128,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn bench_over_ssh_runs_every_cycle_and_summarizes() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -172,6 +173,7 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
 }
 
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn attach_finishes_a_run_whose_client_was_killed() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -261,6 +263,7 @@ impl Drop for AgentGroup {
 }
 
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn a_bench_killed_as_the_agent_starts_leaves_a_run_to_attach_and_blocks_a_second_one() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");

@@ -50,6 +50,7 @@ fn manifest_digest(variant: &Path) -> String {
 }
 
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn every_variant_runs_as_a_run_of_its_own_and_is_compared() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -152,6 +153,7 @@ fn starts(run: &Path, names: &[&str]) -> Vec<(u64, String, u64)> {
 }
 
 #[test]
+#[ignore = "runs real backup tools end to end over SSH, for minutes: `make test` runs it"]
 fn variants_sharing_the_machine_run_cycle_by_cycle_and_generate_each_dataset_once() {
     let sshd = Sshd::start().expect("sshd");
     let dir = tempfile::tempdir().expect("tempdir");

@@ -171,6 +171,7 @@ fn upload_as_labrun_does(rhv: &RemoteHypervisor, local: &Path, remote: &Path) {
 }
 
 #[test]
+#[ignore = "needs root, libvirt, QEMU and a network namespace: `make test` runs it"]
 fn a_second_hypervisor_reachable_only_over_ssh_that_leaves_nothing() {
     let started = Instant::now();
     let rhv = RemoteHypervisor::start()

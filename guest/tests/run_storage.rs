@@ -45,6 +45,9 @@ fn require_host() {
     }
 }
 
+/// labrun's test cache, shared with tests/vm.rs (its `--cache`).
+const TEST_CACHE: &str = "/var/tmp/labrun-test-cache";
+
 const REST_SERVER_VERSION: &str = "0.14.0";
 const VERSITYGW_VERSION: &str = "1.8.0";
 
@@ -68,10 +71,14 @@ fn s3_server() -> PathBuf {
 }
 
 /// `module`'s `package` at `version`, built once with the host's Go and
-/// kept in the test cache.
+/// kept in the test cache. Built the way labrun builds a lab's Go tools
+/// (in the module's own folder, `-trimpath`, CGO off, baseline amd64) and
+/// with the module and build caches of labrun's test cache, which
+/// tests/vm.rs's `up` fills when it builds the same rest-server for its
+/// guest: whichever of the two builds comes second only links.
 fn go_built(module: &str, version: &str, package: &str) -> PathBuf {
     let name = package.rsplit('/').next().unwrap_or(package);
-    let dir = PathBuf::from(format!("/var/tmp/labrun-test-cache/{name}-{version}"));
+    let dir = PathBuf::from(format!("{TEST_CACHE}/{name}-{version}"));
     let bin = dir.join(name);
     if bin.exists() {
         return bin;
@@ -81,28 +88,45 @@ fn go_built(module: &str, version: &str, package: &str) -> PathBuf {
         Path::new(go).exists(),
         "{go} is missing: the storage tests build {module} with Go"
     );
-    // A throwaway module requiring the pinned version: `go install
-    // pkg@version` also asks the proxy for deprecations, which this
-    // machine's proxy refuses.
+    // As crates/artifact's Go builds set it (`go_env`): the same variables
+    // give the same compile actions, so the build cache is shared.
+    let caches = Path::new(TEST_CACHE).join("go");
+    let go_cmd = |dir: &Path| {
+        let mut cmd = Command::new(go);
+        cmd.current_dir(dir)
+            .env("GOMODCACHE", caches.join("mod"))
+            .env("GOCACHE", caches.join("build-cache"))
+            .env("GOPATH", caches.join("path"))
+            .env("GOFLAGS", "-modcacherw")
+            .env("GOWORK", "off")
+            .env("CGO_ENABLED", "0")
+            .env("GOOS", "linux")
+            .env("GOARCH", "amd64")
+            .env("GOAMD64", "v1")
+            .env("LC_ALL", "C");
+        cmd
+    };
+    // `go mod download` of the pinned version, then a build inside it (`go
+    // install pkg@version` also asks the proxy for deprecations, which this
+    // machine's proxy refuses).
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(
-        work.path().join("go.mod"),
-        format!("module storagebuild\n\ngo 1.21\n\nrequire {module} v{version}\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        work.path().join("main.go"),
-        format!("package main\n\nimport _ \"{module}/{package}\"\n\nfunc main() {{}}\n"),
-    )
-    .unwrap();
+    let out = go_cmd(work.path())
+        .args(["mod", "download", "-json", &format!("{module}@v{version}")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "downloading {module} {version} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    let downloaded: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let source = PathBuf::from(downloaded["Dir"].as_str().expect("the module's Dir"));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new(go)
-        .args(["build", "-o"])
+    let out = go_cmd(&source)
+        .args(["build", "-trimpath", "-buildvcs=false", "-o"])
         .arg(&bin)
-        .arg(format!("{module}/{package}"))
-        .current_dir(work.path())
-        .env("GOFLAGS", "-mod=mod")
-        .env("CGO_ENABLED", "0")
+        .arg(format!("./{package}"))
         .output()
         .unwrap();
     assert!(
@@ -238,6 +262,7 @@ fn assert_rtts(record: &StorageRecord) {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn restic_and_borg_through_sftp() {
     require_host();
     assert!(
@@ -321,6 +346,7 @@ fn passes_through(
 }
 
 #[test]
+#[ignore = "needs root, a network namespace and a Go build of its server: `make test` runs it"]
 fn restic_through_rest_server() {
     require_host();
     let rest = rest_server();
@@ -349,6 +375,7 @@ fn restic_through_rest_server() {
 }
 
 #[test]
+#[ignore = "needs root, a network namespace and a Go build of its server: `make test` runs it"]
 fn restic_through_an_s3_server() {
     require_host();
     let s3 = s3_server();
@@ -413,6 +440,7 @@ fn host_has_netem() -> bool {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn a_shaped_network_is_netem_or_a_clear_error() {
     require_host();
     let _turn = take_turn();
@@ -455,6 +483,7 @@ fn a_shaped_network_is_netem_or_a_clear_error() {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn sigterm_takes_the_network_down() {
     require_host();
     let _turn = take_turn();
@@ -492,6 +521,7 @@ fn sigterm_takes_the_network_down() {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn a_killed_agents_network_is_removed_by_the_next() {
     require_host();
     let _turn = take_turn();
@@ -539,6 +569,7 @@ fn a_killed_agents_network_is_removed_by_the_next() {
 }
 
 #[test]
+#[ignore = "needs root (runs the agent as nobody): `make test` runs it"]
 fn without_root_or_ip_a_clear_error_before_anything() {
     require_host();
     let _turn = take_turn();
@@ -592,6 +623,7 @@ fn without_root_or_ip_a_clear_error_before_anything() {
 }
 
 #[test]
+#[ignore = "needs root and a network namespace: `make test` runs it"]
 fn a_server_that_ends_at_once_is_an_error_with_its_log() {
     require_host();
     let _turn = take_turn();

@@ -127,6 +127,7 @@ fn actual_of(err: ArtifactError) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs a Go build (the host's go): `make test` runs it"]
 async fn a_go_module_is_built_pinned_cached_and_a_changed_pin_is_refused() {
     let lab = GoLab::new();
     let sum = publish(&lab.proxy, "v1.0.0", "hello from v1.0.0");
@@ -318,6 +319,7 @@ fn crate_spec(sha256: &str) -> ArtifactSpec {
 }
 
 #[tokio::test]
+#[ignore = "needs a cargo build of a crate: `make test` runs it"]
 async fn a_crate_is_built_pinned_and_cached() {
     let tmp = tempfile::tempdir().unwrap();
     let home = crate_registry(tmp.path(), "hello from a crate");

@@ -23,9 +23,9 @@ fn exercise(text: &str) {
             let _ = lab.to_plan("r", &PlanOverrides::default());
         }
         Err(e) => {
-            let text = e.to_string();
+            let message = e.to_string();
             let _ = e.problems();
-            speaks_the_labs_language(&text);
+            speaks_the_labs_language(&message, text);
         }
     }
 }
@@ -53,7 +53,9 @@ const RUST_INTERNALS: &[&str] = &[
     "unit value",
 ];
 
-fn speaks_the_labs_language(message: &str) {
+/// A word the input itself holds may come back quoted (`found `...7u64`,
+/// expected ...`): only the loader's own words are held to it.
+fn speaks_the_labs_language(message: &str, input: &str) {
     if let Ok(path) = std::env::var("LABRUN_FUZZ_MESSAGES") {
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -63,9 +65,9 @@ fn speaks_the_labs_language(message: &str) {
         {
             let _ = writeln!(f, "{}", message.replace('\n', " | "));
         }
-        return;
+        // Collecting the messages does not switch the check off.
     }
-    for word in RUST_INTERNALS {
+    for word in RUST_INTERNALS.iter().filter(|w| !input.contains(**w)) {
         assert!(
             !message.contains(word),
             "a message speaks Rust (`{word}`): {message}"
@@ -172,7 +174,7 @@ fn hostile_inputs_fail_fast() {
         let start = std::time::Instant::now();
         let err = Lab::from_text(&text, "hostile.yaml").unwrap_err();
         assert!(err.to_string().starts_with("hostile.yaml:"), "{err}");
-        speaks_the_labs_language(&err.to_string());
+        speaks_the_labs_language(&err.to_string(), &text);
         assert!(start.elapsed().as_secs() < 5, "took {:?}", start.elapsed());
     }
     let big = "#".repeat((labrun_lab::MAX_LAB_BYTES + 1) as usize);
