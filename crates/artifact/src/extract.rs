@@ -36,6 +36,14 @@ pub struct Installable {
 /// Entries named in a "member not found" error.
 const LISTED_MEMBERS: usize = 8;
 
+/// The largest binary extraction writes (or, for `deb-install`, reads).
+/// A lab pins the archive, not the binary's size, so the bound is a stated
+/// limit rather than an expected size: the tools labrun runs are 15 to 60
+/// MiB (restic, kopia, rustic, rest-server...), and 256 MiB leaves room for
+/// a larger one while a small archive that decompresses without end (a
+/// pinned 2 MB gzip once wrote 2 GiB into the cache) stops here.
+pub const MAX_BINARY_BYTES: u64 = 256 << 20;
+
 pub fn extract(
     fetched: &FetchedArtifact,
     spec: &ArtifactSpec,
@@ -164,8 +172,17 @@ fn copy_hashed<W: Write>(
     out: W,
 ) -> Result<(W, String), ArtifactError> {
     let mut writer = HashingWriter::new(out);
-    io::copy(reader, &mut writer)
+    // One byte past the limit tells a binary of exactly the limit from a
+    // larger one; the caller drops the partial file on the error.
+    let copied = io::copy(&mut reader.take(MAX_BINARY_BYTES + 1), &mut writer)
         .map_err(|e| ctx.bad(format!("reading or writing failed: {e}")))?;
+    if copied > MAX_BINARY_BYTES {
+        return Err(ctx.bad(format!(
+            "the binary is larger than {} MiB, the limit for a tool's binary \
+             (nothing was kept): check that `extract:` names the tool's binary",
+            MAX_BINARY_BYTES >> 20
+        )));
+    }
     Ok(writer.finish())
 }
 

@@ -292,3 +292,53 @@ fn a_symlink_member_and_a_non_archive_are_explained() {
     let err = extract(&f, &spec(Extract::Bz2, &f.sha256)).unwrap_err();
     assert!(matches!(err, ArtifactError::BadArchive { .. }), "{err:?}");
 }
+
+/// Issue 33, item 12: a small pinned archive that decompresses without end
+/// (here 256 MiB and one byte of zeros, about 256 KiB of gzip) is refused
+/// at the stated limit for a tool's binary, and nothing is kept.
+#[test]
+fn a_binary_past_the_size_limit_is_refused_and_not_kept() {
+    // Concatenated gzip members are one stream to a gzip reader: the bomb
+    // is one compressed MiB of zeros repeated, made in no time.
+    let mib = gz(&[0u8; 1 << 20]);
+    let zeros = |tail: &[u8]| -> Vec<u8> {
+        let mut out = mib.repeat(256);
+        out.extend(gz(tail));
+        out
+    };
+    let bomb = zeros(&[0]);
+    assert!(bomb.len() < 2 << 20, "a small file: {}", bomb.len());
+
+    let root = tempfile::tempdir().unwrap();
+    let f = fetched(root.path(), "tool.gz", &bomb);
+    let err = extract(&f, &spec(Extract::Gz, &f.sha256)).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("larger than 256 MiB") && text.contains("tool.gz"),
+        "{text}"
+    );
+    let extracted = f.path.parent().unwrap().join("extracted");
+    let kept: Vec<_> = std::fs::read_dir(&extracted)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(kept.is_empty(), "nothing kept: {kept:?}");
+
+    // `deb-install` only hashes the member, but reads it under the same
+    // limit: a data.tar.gz whose one member is 256 MiB and one byte.
+    let mut header = tar::Header::new_gnu();
+    header.set_path("./usr/bin/tool").unwrap();
+    header.set_size((256 << 20) + 1);
+    header.set_mode(0o755);
+    header.set_cksum();
+    let mut data = gz(header.as_bytes());
+    // The member's last byte, its padding to 512 and the two end blocks.
+    data.extend(zeros(&[0u8; 512 + 1024]));
+    let f = fetched(root.path(), "tool.deb", &deb("data.tar.gz", &data));
+    let err = extract(
+        &f,
+        &spec(Extract::DebInstall("/usr/bin/tool".into()), &f.sha256),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("larger than 256 MiB"), "{err}");
+}

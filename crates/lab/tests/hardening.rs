@@ -276,3 +276,80 @@ fn a_matrix_name_too_long_for_a_run_id_is_refused() {
     let extra = format!("matrix:\n  a: [{{name: {long}a}}]\n  b: [{{name: {long}b}}]\n");
     refused(&extra, &["matrix", "81 characters", "at most 64"]);
 }
+
+// Item 14: a build's module, version and binary are refused by `check`
+// (before, `fetch` blamed the proxy, or the binary was named `..`).
+
+/// A second tool built from `artifact` (the block's lines below `artifact:`).
+fn built_tool(artifact: &str) -> String {
+    format!(
+        "  - name: built\n    version: 1.0.0\n    artifact:\n{artifact}      sha256: {}\n    commands:\n      init: [\"{{bin}}\", init, -r, \"{{repo}}\"]\n      backup: [\"{{bin}}\", backup, -r, \"{{repo}}\", \"{{source}}\"]\n      restore: [\"{{bin}}\", restore, \"{{snapshot}}\", -r, \"{{repo}}\", --target, \"{{target}}\"]\n",
+        "ab".repeat(32)
+    )
+}
+
+fn go_tool(module: &str, version: &str) -> String {
+    built_tool(&format!(
+        "      go:\n        module: {module}\n        version: {version}\n        sum: h1:LQKkar5/gYxay1OCokAWPBNiLr1lTpt4fhdM4GWqSlY=\n        package: .\n        toolchain: go1.26.8\n"
+    ))
+}
+
+fn crate_tool(binary: &str) -> String {
+    built_tool(&format!(
+        "      crate:\n        name: rustic-rs\n        version: 0.11.4\n        binary: \"{binary}\"\n        toolchain: 1.95.0\n"
+    ))
+}
+
+#[test]
+fn go_modules_and_versions_the_go_command_would_refuse_are_refused() {
+    lab(&go_tool("github.com/restic/restic", "v0.19.1")).expect("a module and a tag");
+    lab(&go_tool(
+        "example.com/tool/v3",
+        "v3.0.0-20241219135422-065ae5086857",
+    ))
+    .expect("a major-version module and a pseudo-version");
+    lab(&go_tool("github.com/a/b", "v2.0.0+incompatible")).expect("+incompatible");
+    for module in [
+        "example.com/../../etc",
+        "example.com/./x",
+        "example.com//x",
+        "example.com/x/",
+        "localhost/x",
+        "Example.com/x",
+        "example.com/.hidden",
+    ] {
+        refused(
+            &go_tool(module, "v1.0.0"),
+            &["artifact.go.module", module, "module path"],
+        );
+    }
+    for version in [
+        "vmaster",
+        "v1",
+        "v1.2",
+        "v01.2.3",
+        "v1.2.3-",
+        "v1.2.3-a..b",
+        "latest",
+    ] {
+        refused(
+            &go_tool("example.com/x", version),
+            &["artifact.go.version", version, "semantic version"],
+        );
+    }
+}
+
+#[test]
+fn a_built_binary_named_dot_or_dotdot_is_refused() {
+    lab(&crate_tool("rustic")).expect("a plain name");
+    for binary in ["..", "."] {
+        refused(
+            &crate_tool(binary),
+            &["artifact.crate.binary", "file name", "`.` or `..`"],
+        );
+    }
+    let go_binary = built_tool(
+        "      go:\n        module: example.com/x\n        version: v1.0.0\n        sum: h1:LQKkar5/gYxay1OCokAWPBNiLr1lTpt4fhdM4GWqSlY=\n        toolchain: go1.26.8\n        binary: \"..\"\n",
+    );
+    refused(&go_binary, &["artifact.go.binary", "`.` or `..`"]);
+}

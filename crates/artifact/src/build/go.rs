@@ -19,6 +19,7 @@
 //! for (`GOPROXY`, `GOSUMDB` are the host's); its hash must equal `sum`, and
 //! its dependencies are checked against its own go.sum by `go build`.
 
+use super::shapes::{binary_name_problem, semver_problem};
 use super::{BuildCtx, Recipe, is_plain_word};
 use crate::error::ArtifactError;
 use crate::spec::SpecProblem;
@@ -56,6 +57,44 @@ fn dot() -> String {
     ".".into()
 }
 
+/// The go command's rule for a module path (golang.org/x/mod's
+/// `CheckPath`), so `check` refuses what `go mod download` would, and no
+/// `.` or `..` element walks out of the module cache: elements of letters,
+/// digits and `-._~` joined by single `/`, none starting or ending with
+/// `.`; the first a lowercase host name with a dot; and at least one `/`
+/// after it (labrun builds a program of a module, not a bare host).
+fn module_path_problem(path: &str) -> Option<&'static str> {
+    let mut elements = path.split('/');
+    let host = elements.next().unwrap_or("");
+    if !path.contains('/') {
+        return Some("expected a host name, then `/` and the path on it");
+    }
+    if host.is_empty()
+        || !host.contains('.')
+        || host.starts_with(['-', '.'])
+        || !host
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+    {
+        return Some(
+            "the first element must be a host name with a dot, in lowercase letters, digits, \
+             `.` and `-`",
+        );
+    }
+    for element in path.split('/') {
+        if element.is_empty() {
+            return Some("an empty element (a leading, trailing or doubled `/`)");
+        }
+        if element.starts_with('.') || element.ends_with('.') {
+            return Some("an element starts or ends with `.` (`.` and `..` are not allowed)");
+        }
+        if !is_plain_word(element, b"-._~") {
+            return Some("elements hold only letters, digits, `-`, `.`, `_` and `~`");
+        }
+    }
+    None
+}
+
 impl GoBuild {
     pub fn binary_name(&self) -> &str {
         if let Some(b) = &self.binary {
@@ -88,21 +127,26 @@ impl GoBuild {
     pub fn problems(&self) -> Vec<SpecProblem> {
         let mut out = Vec::new();
         let mut bad = |field: String, message: String| out.push(SpecProblem::new(field, message));
-        if !is_plain_word(&self.module, b"./-_~") || !self.module.contains('/') {
+        if let Some(why) = module_path_problem(&self.module) {
             bad(
                 "module".into(),
                 format!(
-                    "{:?} is not a module path (e.g. github.com/restic/restic)",
+                    "{:?} is not a module path: {why} (e.g. github.com/restic/restic)",
                     self.module
                 ),
             );
         }
-        if !self.version.starts_with('v') || !is_plain_word(&self.version, b".-+") {
+        let version_problem = match self.version.strip_prefix('v') {
+            None => Some("it starts with `v`"),
+            Some(semver) => semver_problem(semver),
+        };
+        if let Some(why) = version_problem {
             bad(
                 "version".into(),
                 format!(
-                    "{:?} is not a module version: a tag such as v0.19.1, or a \
-                     pseudo-version such as v0.0.0-20241219135422-065ae5086857",
+                    "{:?} is not a module version: expected a semantic version tag such as \
+                     v0.19.1, or a pseudo-version such as v0.0.0-20241219135422-065ae5086857 \
+                     ({why}); a branch name is not a pin",
                     self.version
                 ),
             );
@@ -149,10 +193,8 @@ impl GoBuild {
                 bad(format!("tags[{i}]"), format!("{t:?} is not a build tag"));
             }
         }
-        if let Some(b) = &self.binary
-            && !is_plain_word(b, b"._-")
-        {
-            bad("binary".into(), format!("{b:?} must be a plain file name"));
+        if let Some(why) = self.binary.as_deref().and_then(binary_name_problem) {
+            bad("binary".into(), why);
         }
         if self
             .ldflags

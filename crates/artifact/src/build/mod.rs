@@ -16,6 +16,7 @@
 
 pub mod go;
 pub mod rust_crate;
+mod shapes;
 
 pub use go::GoBuild;
 pub use rust_crate::CrateBuild;

@@ -16,6 +16,7 @@
 //! build folder) are remapped, so the same inputs give the same bytes; the
 //! target is the baseline x86-64 CPU.
 
+use super::shapes::{binary_name_problem, semver_problem};
 use super::{BuildCtx, Recipe, is_plain_word};
 use crate::error::ArtifactError;
 use crate::spec::SpecProblem;
@@ -50,15 +51,7 @@ impl CrateBuild {
                 format!("{:?} is not a crate name", self.name),
             );
         }
-        let semver = |v: &str| {
-            v.split(['-', '+']).next().is_some_and(|core| {
-                let parts: Vec<&str> = core.split('.').collect();
-                parts.len() == 3
-                    && parts
-                        .iter()
-                        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            }) && is_plain_word(v, b".-+")
-        };
+        let semver = |v: &str| semver_problem(v).is_none();
         if !semver(&self.version) {
             bad(
                 "version".into(),
@@ -74,11 +67,8 @@ impl CrateBuild {
                 ),
             );
         }
-        if !is_plain_word(&self.binary, b"-_.") {
-            bad(
-                "binary".into(),
-                format!("{:?} must be a plain file name", self.binary),
-            );
+        if let Some(why) = binary_name_problem(&self.binary) {
+            bad("binary".into(), why);
         }
         for (i, f) in self.features.iter().enumerate() {
             if !is_plain_word(f, b"-_/") {
