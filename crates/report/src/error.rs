@@ -20,6 +20,9 @@ pub enum ReportError {
         source: std::io::Error,
     },
 
+    #[error("{0}")]
+    Refused(#[from] crate::evidence_file::Refused),
+
     #[error(
         "{path} line {line} is not a step record ({source}); the evidence is damaged: restore raw/ from the run's copy or re-run `labrun bench`"
     )]

@@ -5,6 +5,7 @@
 
 use crate::environment::{ENVIRONMENT_FILE, Environment};
 use crate::error::{ReportError, Result};
+use crate::evidence_file;
 use crate::warning::{Warning, WarningKind};
 use labrun_evidence::{SCHEMA_VERSION, Step, StepRecord, files};
 use serde::{Deserialize, Serialize};
@@ -156,75 +157,72 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
             .unwrap_or_default(),
         ..RawRun::default()
     };
-    run.records = read_records(&raw.join(files::RECORDS), &mut run.warnings)?;
-    let (timelines, unreadable) = crate::timeline::load(&raw, &run.records);
+    run.records = read_records(run_dir, &raw.join(files::RECORDS), &mut run.warnings)?;
+    let (timelines, unreadable) = crate::timeline::load(run_dir, &raw, &run.records);
     run.timelines = timelines;
     run.warnings.extend(unreadable);
     run.plan = read_optional_json(
+        run_dir,
         &raw.join(files::PLAN),
         WarningKind::MissingPlan,
         &mut run.warnings,
         "cycles missing from a cut-short run cannot be told apart",
     );
     run.environment = read_optional_json(
+        run_dir,
         &raw.join(ENVIRONMENT_FILE),
         WarningKind::MissingEnvironment,
         &mut run.warnings,
         "the machine, acceleration and tool versions of this run are unknown",
     );
-    if let Some(versions) = std::fs::read_to_string(raw.join(files::TOOL_VERSIONS))
-        .ok()
-        .and_then(|t| serde_json::from_str::<labrun_evidence::ToolVersions>(&t).ok())
+    if let Some(versions) =
+        read_quietly(run_dir, &raw.join(files::TOOL_VERSIONS), &mut run.warnings)
+            .and_then(|t| serde_json::from_str::<labrun_evidence::ToolVersions>(&t).ok())
     {
         run.environment
             .get_or_insert_with(Default::default)
             .tool_versions = versions;
     }
     let storage = raw.join(labrun_evidence::storage::STORAGE_FILE);
-    if storage.is_file() {
+    if storage.symlink_metadata().is_ok() {
         run.environment.get_or_insert_with(Default::default).storage = read_optional_json(
+            run_dir,
             &storage,
             WarningKind::StorageUnknown,
             &mut run.warnings,
             "where the repositories lived and the network's measured round trip are not shown",
         );
     }
-    run.tool_sources = std::fs::read_to_string(raw.join(TOOL_SOURCES_FILE))
-        .ok()
+    run.tool_sources = read_quietly(run_dir, &raw.join(TOOL_SOURCES_FILE), &mut run.warnings)
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
     run.compare_plan = read_json_if_present(
+        run_dir,
         &raw.join(labrun_evidence::compare::COMPARE_PLAN),
         &mut run.warnings,
         "the verdicts the lab asked for are not made",
     );
     run.added_pairs = read_json_if_present(
+        run_dir,
         &raw.join(labrun_evidence::compare::ADDED_PAIRS),
         &mut run.warnings,
         "how many pairs `--until-conclusive` added is unknown",
     );
-    run.binaries = match std::fs::read_to_string(raw.join(files::BINARY_DIGESTS)) {
-        Ok(text) => parse_binary_digests(&text),
-        Err(_) => Vec::new(),
-    };
+    run.binaries = read_quietly(run_dir, &raw.join(files::BINARY_DIGESTS), &mut run.warnings)
+        .map(|text| parse_binary_digests(&text))
+        .unwrap_or_default();
     Ok(run)
 }
 
-fn read_records(path: &Path, warnings: &mut Vec<Warning>) -> Result<Vec<StepRecord>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ReportError::NoRecords {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(source) => {
-            return Err(ReportError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
+fn read_records(
+    run_dir: &Path,
+    path: &Path,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<StepRecord>> {
+    let text = evidence_file::read_to_string(run_dir, path, evidence_file::MAX_RECORDS_FILE)?
+        .ok_or_else(|| ReportError::NoRecords {
+            path: path.to_path_buf(),
+        })?;
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -289,20 +287,43 @@ fn schema_version_of(json: &str) -> Option<u32> {
         .map(|v| v.schema_version)
 }
 
+/// An optional file whose absence or damage has no warning of its own
+/// (older runs lack it); a refused one is still named.
+fn read_quietly(run_dir: &Path, path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
+    match evidence_file::read_to_string(run_dir, path, evidence_file::MAX_SMALL_FILE) {
+        Ok(text) => text,
+        Err(refused) => {
+            warnings.push(Warning::new(
+                WarningKind::MissingEnvironment,
+                format!("{refused}: it was not read."),
+            ));
+            None
+        }
+    }
+}
+
 /// A comparison's file, which most runs do not have: absent is no warning,
 /// unreadable is.
 fn read_json_if_present<T: serde::de::DeserializeOwned>(
+    run_dir: &Path,
     path: &Path,
     warnings: &mut Vec<Warning>,
     consequence: &str,
 ) -> Option<T> {
-    if !path.is_file() {
+    if path.symlink_metadata().is_err() {
         return None;
     }
-    read_optional_json(path, WarningKind::ComparisonNotMade, warnings, consequence)
+    read_optional_json(
+        run_dir,
+        path,
+        WarningKind::ComparisonNotMade,
+        warnings,
+        consequence,
+    )
 }
 
 fn read_optional_json<T: serde::de::DeserializeOwned>(
+    run_dir: &Path,
     path: &Path,
     kind: WarningKind,
     warnings: &mut Vec<Warning>,
@@ -312,16 +333,19 @@ fn read_optional_json<T: serde::de::DeserializeOwned>(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let text = match evidence_file::read_to_string(run_dir, path, evidence_file::MAX_SMALL_FILE) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
             warnings.push(Warning::new(kind, format!("No raw/{name}: {consequence}.")));
             return None;
         }
-        Err(e) => {
+        Err(refused) => {
             warnings.push(Warning::new(
                 kind,
-                format!("raw/{name} cannot be read ({e}): {consequence}."),
+                format!(
+                    "raw/{name} was refused ({}): {consequence}.",
+                    refused.reason
+                ),
             ));
             return None;
         }
