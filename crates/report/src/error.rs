@@ -33,6 +33,18 @@ pub enum ReportError {
     },
 
     #[error(
+        "{path} line {line} records {tool} cycle {cycle} step {step} a second time (first at line {first}); a step is recorded once, so one of the two lines was replayed or added: remove the wrong line, or re-run `labrun bench`"
+    )]
+    DuplicateRecord {
+        path: PathBuf,
+        line: usize,
+        first: usize,
+        tool: String,
+        cycle: u32,
+        step: String,
+    },
+
+    #[error(
         "{path} line {line} was written with evidence schema {found}, newer than this labrun understands ({known}); update labrun to read it"
     )]
     NewerSchema {

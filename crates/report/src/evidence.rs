@@ -231,12 +231,16 @@ fn read_records(
         .collect();
     let last = lines.last().map(|(n, _)| *n);
     let mut records = Vec::with_capacity(lines.len());
+    let mut seen = RecordLines::default();
     for (line, json) in lines {
         match serde_json::from_str::<StepRecord>(json) {
             Ok(r) if r.schema_version > SCHEMA_VERSION => {
                 return Err(newer_schema(path, line, r.schema_version));
             }
-            Ok(r) => records.push(r),
+            Ok(r) => {
+                seen.check(path, line, &r)?;
+                records.push(r)
+            }
             Err(source) => {
                 if let Some(found) = schema_version_of(json).filter(|v| *v > SCHEMA_VERSION) {
                     return Err(newer_schema(path, line, found));
@@ -266,6 +270,44 @@ fn read_records(
         });
     }
     Ok(records)
+}
+
+/// The line each step was first recorded on: a step (of a tool, cycle and,
+/// in a git history, commit) is recorded once, and a second record would be
+/// counted as a cycle of its own or replace a figure.
+#[derive(Default)]
+struct RecordLines(std::collections::HashMap<(String, String, u32, Step, Option<u32>), usize>);
+
+impl RecordLines {
+    fn check(&mut self, path: &Path, line: usize, r: &StepRecord) -> Result<()> {
+        let key = (
+            r.run_id.clone(),
+            r.tool.clone(),
+            r.cycle,
+            r.step.clone(),
+            r.history.as_ref().map(|h| h.index),
+        );
+        match self.0.entry(key) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                Err(ReportError::DuplicateRecord {
+                    path: path.to_path_buf(),
+                    line,
+                    first: *first.get(),
+                    tool: if r.tool.is_empty() {
+                        "the shared data".into()
+                    } else {
+                        r.tool.clone()
+                    },
+                    cycle: r.cycle,
+                    step: r.step.to_string(),
+                })
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(line);
+                Ok(())
+            }
+        }
+    }
 }
 
 fn newer_schema(path: &Path, line: usize, found: u32) -> ReportError {
