@@ -81,6 +81,10 @@ pub struct PlanView {
     pub cycles: Option<u32>,
     #[serde(default)]
     pub tools: Vec<PlanTool>,
+    /// The dataset as the plan gave it (`kind`, `seed`, `scale`, ...): kept
+    /// as written, so runs of any dataset kind can be told apart.
+    #[serde(default)]
+    pub dataset: Option<serde_json::Value>,
     /// The steps of a tool cycle (plans since the protocol became data).
     #[serde(default)]
     pub protocol: Option<Vec<labrun_evidence::ProtocolStep>>,
