@@ -324,3 +324,41 @@ fn two_runs_whose_data_manifests_differ_are_refused() {
         "{err}"
     );
 }
+
+/// Issue 33 item 8: a non-positive time has no ratio and is left out; every
+/// output says so, naming the side, cycle and value (it was dropped without
+/// a word, or called a zero when negative).
+#[test]
+fn values_left_out_of_a_comparison_are_named_in_every_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = write_run(tmp.path(), "run", ["borg", "borg@zstd22"], 1.0, "kvm");
+    let path_r = run.join("raw/records.jsonl");
+    let text = std::fs::read_to_string(&path_r).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut r: StepRecord = serde_json::from_str(line).unwrap();
+        if r.tool == "borg" && r.cycle == 2 && r.step == Step::BACKUP_FULL {
+            r.wall_secs = -5.0;
+        }
+        out.push_str(&serde_json::to_string(&r).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&path_r, out).unwrap();
+    let args = [
+        path(&run),
+        "--baseline",
+        "borg",
+        "--candidate",
+        "borg@zstd22",
+    ];
+    let terminal = labrun(&args);
+    assert_ne!(terminal.status.code(), Some(2), "{}", stderr(&terminal));
+    let shown = String::from_utf8_lossy(&terminal.stdout).into_owned();
+    let said =
+        |text: &str| text.contains("left out") && text.contains("cycle 2") && text.contains("-5");
+    assert!(said(&shown), "terminal: {shown}");
+    for name in ["compare.md", "compare.json", "compare.html"] {
+        let text = std::fs::read_to_string(run.join(name)).unwrap();
+        assert!(said(&text), "{name}: {text}");
+    }
+}
