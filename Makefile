@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale bench-pool
+.PHONY: test setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale bench-pool bench-report
 
 ## test: install what is missing, build, lint, run every test (CI runs this)
 test: setup lint agent
@@ -75,3 +75,8 @@ bench-pool: setup agent
 ## projects and bench's estimate for the same (SCALES="..." to change them)
 bench-scale: setup build
 	LABRUN=$(LABRUN) LAB=$(LAB) TOOLS=$(TOOLS) bash benches/scale.sh
+
+## bench-report: `report` time per record at two sizes of records.jsonl (25, 100 MB,
+## or LABRUN_BENCH_REPORT_MB=a,b) and their ratio (1 is linear)
+bench-report:
+	cargo test --release -p labrun-report --test report_scale -- --ignored --nocapture
