@@ -9,6 +9,7 @@ use crate::evidence_file;
 use crate::warning::{Warning, WarningKind};
 use labrun_evidence::{SCHEMA_VERSION, Step, StepRecord, files};
 use serde::{Deserialize, Serialize};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 /// Folder inside a run folder that holds the evidence.
@@ -223,50 +224,66 @@ fn read_records(
     path: &Path,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<StepRecord>> {
-    let text = evidence_file::read_to_string(run_dir, path, evidence_file::MAX_RECORDS_FILE)?
-        .ok_or_else(|| ReportError::NoRecords {
-            path: path.to_path_buf(),
-        })?;
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty())
-        .collect();
-    let last = lines.last().map(|(n, _)| *n);
-    let mut records = Vec::with_capacity(lines.len());
+    let mut records = Vec::new();
     let mut seen = RecordLines::default();
-    for (line, json) in lines {
-        match serde_json::from_str::<StepRecord>(json) {
-            Ok(r) if r.schema_version > SCHEMA_VERSION => {
-                return Err(newer_schema(path, line, r.schema_version));
+    // A line that does not parse as a record: allowed only as the last
+    // non-empty line (the agent appends and flushes one line per step, so
+    // only the last can be half-written, by a run cut short).
+    let mut damaged: Option<(usize, serde_json::Error)> = None;
+    let mut failed: Option<ReportError> = None;
+    // One line in memory at a time: the records, not the file, are kept.
+    let found = evidence_file::for_each_line(
+        run_dir,
+        path,
+        evidence_file::MAX_RECORDS_FILE,
+        evidence_file::MAX_RECORD_LINE,
+        |line, json| {
+            if json.trim().is_empty() {
+                return ControlFlow::Continue(());
             }
-            Ok(r) => {
-                seen.check(path, line, &r)?;
-                records.push(r)
-            }
-            Err(source) => {
-                if let Some(found) = schema_version_of(json).filter(|v| *v > SCHEMA_VERSION) {
-                    return Err(newer_schema(path, line, found));
-                }
-                // The agent appends and flushes one line per step: only the
-                // last line can be half-written, by a run cut short.
-                if Some(line) == last && source.is_eof() {
-                    warnings.push(Warning::new(
-                        WarningKind::TruncatedRecords,
-                        format!(
-                            "The last line of records.jsonl (line {line}) was cut short, as when a run stops while writing; it was skipped."
-                        ),
-                    ));
-                    continue;
-                }
-                return Err(ReportError::BadRecord {
+            let outcome = match damaged.take() {
+                Some((at, source)) => Err(ReportError::BadRecord {
                     path: path.to_path_buf(),
-                    line,
+                    line: at,
                     source,
-                });
+                }),
+                None => record_of(path, line, json, &mut seen).map(|parsed| match parsed {
+                    Ok(r) => records.push(r),
+                    Err(source) => damaged = Some((line, source)),
+                }),
+            };
+            match outcome {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    failed = Some(e);
+                    ControlFlow::Break(())
+                }
             }
+        },
+    )?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if found.is_none() {
+        return Err(ReportError::NoRecords {
+            path: path.to_path_buf(),
+        });
+    }
+    match damaged {
+        Some((line, source)) if source.is_eof() => warnings.push(Warning::new(
+            WarningKind::TruncatedRecords,
+            format!(
+                "The last line of records.jsonl (line {line}) was cut short, as when a run stops while writing; it was skipped."
+            ),
+        )),
+        Some((line, source)) => {
+            return Err(ReportError::BadRecord {
+                path: path.to_path_buf(),
+                line,
+                source,
+            });
         }
+        None => {}
     }
     if records.is_empty() {
         return Err(ReportError::NoRecords {
@@ -274,6 +291,30 @@ fn read_records(
         });
     }
     Ok(records)
+}
+
+/// One line as a record: `Err` stops the report (a newer schema, a second
+/// record of a step); `Ok(Err)` is a line that is not a record, which only
+/// the last line may be.
+fn record_of(
+    path: &Path,
+    line: usize,
+    json: &str,
+    seen: &mut RecordLines,
+) -> Result<Result<StepRecord, serde_json::Error>> {
+    match serde_json::from_str::<StepRecord>(json) {
+        Ok(r) if r.schema_version > SCHEMA_VERSION => {
+            Err(newer_schema(path, line, r.schema_version))
+        }
+        Ok(r) => {
+            seen.check(path, line, &r)?;
+            Ok(Ok(r))
+        }
+        Err(source) => match schema_version_of(json).filter(|v| *v > SCHEMA_VERSION) {
+            Some(found) => Err(newer_schema(path, line, found)),
+            None => Ok(Err(source)),
+        },
+    }
 }
 
 /// The line each step was first recorded on: a step (of a tool, cycle and,
