@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test test-fast setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale bench-pool
+.PHONY: test test-fast setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale bench-pool bench-report
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -17,7 +17,7 @@ AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 # what is missing, when the host lacks it. Measurements are ignored too but
 # are not tests: `make test` skips them by name, their bench-* target runs
 # them (and they refuse to run without its variable).
-MEASUREMENTS := pool_timing_one_host_against_two
+MEASUREMENTS := pool_timing_one_host_against_two report_time_per_record_at_two_sizes
 
 ## test: install what is missing, build, lint, run every test (CI runs this).
 ## The tests' `labrun` pushes the agent `make agent` built (the one `make
@@ -94,3 +94,9 @@ bench-pool: setup agent
 ## projects and bench's estimate for the same (SCALES="..." to change them)
 bench-scale: setup build
 	LABRUN=$(LABRUN) LAB=$(LAB) TOOLS=$(TOOLS) bash benches/scale.sh
+
+## bench-report: `report` time per record at two sizes of records.jsonl (25, 100 MB,
+## or LABRUN_BENCH_REPORT_MB=a,b) and their ratio (1 is linear)
+LABRUN_BENCH_REPORT_MB ?= 25,100
+bench-report:
+	LABRUN_BENCH_REPORT_MB=$(LABRUN_BENCH_REPORT_MB) $(CARGO) test --release -p labrun-report --test report_scale -- --ignored --nocapture

@@ -233,3 +233,132 @@ fn until_conclusive_needs_a_lab_that_compares() {
         "{err}"
     );
 }
+
+/// A plan naming the dataset and the protocol, as `bench` writes it.
+fn write_plan(run: &Path, dataset: &str, protocol: &str) {
+    let plan = format!(
+        r#"{{"schema_version":1,"run_id":"x","cycles":5,"dataset":{dataset},"tools":[],"protocol":{protocol}}}"#
+    );
+    std::fs::write(run.join("raw/plan.json"), plan).unwrap();
+}
+
+const PUBLISHED: &str = r#"["source",{"run":"init"},{"run":"backup_full"}]"#;
+
+/// Issue 33 item 6: runs of different datasets (here scale 0.001 against
+/// 0.01) are refused like runs of different machines; with --force every
+/// output (terminal, JSON, compare.md, compare.html) names the difference.
+#[test]
+fn two_runs_of_different_datasets_are_refused_unless_forced_and_named_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write_run(tmp.path(), "a", ["restic", "other"], 1.0, "kvm");
+    let b = write_run(tmp.path(), "b", ["other", "restic"], 1.0, "kvm");
+    write_plan(
+        &a,
+        r#"{"kind":"synthetic","seed":7,"scale":0.001}"#,
+        PUBLISHED,
+    );
+    write_plan(
+        &b,
+        r#"{"kind":"synthetic","seed":7,"scale":0.01}"#,
+        PUBLISHED,
+    );
+    let out = labrun(&[path(&a), path(&b), "--tool", "restic"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("dataset")
+            && err.contains("scale")
+            && err.contains("0.001")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert!(!b.join("compare.json").exists());
+
+    let out = labrun(&[path(&a), path(&b), "--tool", "restic", "--force"]);
+    assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        terminal.contains("warning:") && terminal.contains("scale"),
+        "{terminal}"
+    );
+    for file in ["compare.md", "compare.html", "compare.json"] {
+        let text = std::fs::read_to_string(b.join(file)).unwrap();
+        assert!(
+            text.contains("dataset or protocol differs") && text.contains("scale"),
+            "{file}: {text}"
+        );
+    }
+}
+
+#[test]
+fn two_runs_of_different_protocols_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write_run(tmp.path(), "a", ["restic", "other"], 1.0, "kvm");
+    let b = write_run(tmp.path(), "b", ["other", "restic"], 1.0, "kvm");
+    let dataset = r#"{"kind":"synthetic","seed":7,"scale":0.01}"#;
+    write_plan(&a, dataset, PUBLISHED);
+    let other = PUBLISHED.replace(r#"]"#, r#",{"run":"restore"}]"#);
+    write_plan(&b, dataset, &other);
+    let out = labrun(&[path(&a), path(&b), "--tool", "restic"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("protocol") && err.contains("restore"), "{err}");
+}
+
+#[test]
+fn two_runs_whose_data_manifests_differ_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write_run(tmp.path(), "a", ["restic", "other"], 1.0, "kvm");
+    let b = write_run(tmp.path(), "b", ["other", "restic"], 1.0, "kvm");
+    let dataset = r#"{"kind":"synthetic","seed":7,"scale":0.01}"#;
+    for (run, content) in [(&a, "{\"path\":\"a\"}\n"), (&b, "{\"path\":\"b\"}\n")] {
+        write_plan(run, dataset, PUBLISHED);
+        std::fs::create_dir_all(run.join("raw/manifests")).unwrap();
+        std::fs::write(run.join("raw/manifests/generated.jsonl"), content).unwrap();
+    }
+    let out = labrun(&[path(&a), path(&b), "--tool", "restic"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("manifest") && err.contains("generated.jsonl"),
+        "{err}"
+    );
+}
+
+/// Issue 33 item 8: a non-positive time has no ratio and is left out; every
+/// output says so, naming the side, cycle and value (it was dropped without
+/// a word, or called a zero when negative).
+#[test]
+fn values_left_out_of_a_comparison_are_named_in_every_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = write_run(tmp.path(), "run", ["borg", "borg@zstd22"], 1.0, "kvm");
+    let path_r = run.join("raw/records.jsonl");
+    let text = std::fs::read_to_string(&path_r).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut r: StepRecord = serde_json::from_str(line).unwrap();
+        if r.tool == "borg" && r.cycle == 2 && r.step == Step::BACKUP_FULL {
+            r.wall_secs = -5.0;
+        }
+        out.push_str(&serde_json::to_string(&r).unwrap());
+        out.push('\n');
+    }
+    std::fs::write(&path_r, out).unwrap();
+    let args = [
+        path(&run),
+        "--baseline",
+        "borg",
+        "--candidate",
+        "borg@zstd22",
+    ];
+    let terminal = labrun(&args);
+    assert_ne!(terminal.status.code(), Some(2), "{}", stderr(&terminal));
+    let shown = String::from_utf8_lossy(&terminal.stdout).into_owned();
+    let said =
+        |text: &str| text.contains("left out") && text.contains("cycle 2") && text.contains("-5");
+    assert!(said(&shown), "terminal: {shown}");
+    for name in ["compare.md", "compare.json", "compare.html"] {
+        let text = std::fs::read_to_string(run.join(name)).unwrap();
+        assert!(said(&text), "{name}: {text}");
+    }
+}

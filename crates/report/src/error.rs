@@ -20,6 +20,9 @@ pub enum ReportError {
         source: std::io::Error,
     },
 
+    #[error("{0}")]
+    Refused(#[from] crate::evidence_file::Refused),
+
     #[error(
         "{path} line {line} is not a step record ({source}); the evidence is damaged: restore raw/ from the run's copy or re-run `labrun bench`"
     )]
@@ -27,6 +30,18 @@ pub enum ReportError {
         path: PathBuf,
         line: usize,
         source: serde_json::Error,
+    },
+
+    #[error(
+        "{path} line {line} records {tool} cycle {cycle} step {step} a second time (first at line {first}); a step is recorded once, so one of the two lines was replayed or added: remove the wrong line, or re-run `labrun bench`"
+    )]
+    DuplicateRecord {
+        path: PathBuf,
+        line: usize,
+        first: usize,
+        tool: String,
+        cycle: u32,
+        step: String,
     },
 
     #[error(

@@ -5,9 +5,11 @@
 
 use crate::environment::{ENVIRONMENT_FILE, Environment};
 use crate::error::{ReportError, Result};
+use crate::evidence_file;
 use crate::warning::{Warning, WarningKind};
 use labrun_evidence::{SCHEMA_VERSION, Step, StepRecord, files};
 use serde::{Deserialize, Serialize};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 /// Folder inside a run folder that holds the evidence.
@@ -80,6 +82,10 @@ pub struct PlanView {
     pub cycles: Option<u32>,
     #[serde(default)]
     pub tools: Vec<PlanTool>,
+    /// The dataset as the plan gave it (`kind`, `seed`, `scale`, ...): kept
+    /// as written, so runs of any dataset kind can be told apart.
+    #[serde(default)]
+    pub dataset: Option<serde_json::Value>,
     /// The steps of a tool cycle (plans since the protocol became data).
     #[serde(default)]
     pub protocol: Option<Vec<labrun_evidence::ProtocolStep>>,
@@ -156,111 +162,128 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
             .unwrap_or_default(),
         ..RawRun::default()
     };
-    run.records = read_records(&raw.join(files::RECORDS), &mut run.warnings)?;
-    let (timelines, unreadable) = crate::timeline::load(&raw, &run.records);
+    run.records = read_records(run_dir, &raw.join(files::RECORDS), &mut run.warnings)?;
+    let (timelines, unreadable) = crate::timeline::load(run_dir, &raw, &run.records);
     run.timelines = timelines;
     run.warnings.extend(unreadable);
     run.plan = read_optional_json(
+        run_dir,
         &raw.join(files::PLAN),
         WarningKind::MissingPlan,
         &mut run.warnings,
         "cycles missing from a cut-short run cannot be told apart",
     );
     run.environment = read_optional_json(
+        run_dir,
         &raw.join(ENVIRONMENT_FILE),
         WarningKind::MissingEnvironment,
         &mut run.warnings,
         "the machine, acceleration and tool versions of this run are unknown",
     );
-    if let Some(versions) = std::fs::read_to_string(raw.join(files::TOOL_VERSIONS))
-        .ok()
-        .and_then(|t| serde_json::from_str::<labrun_evidence::ToolVersions>(&t).ok())
+    if let Some(versions) =
+        read_quietly(run_dir, &raw.join(files::TOOL_VERSIONS), &mut run.warnings)
+            .and_then(|t| serde_json::from_str::<labrun_evidence::ToolVersions>(&t).ok())
     {
         run.environment
             .get_or_insert_with(Default::default)
             .tool_versions = versions;
     }
     let storage = raw.join(labrun_evidence::storage::STORAGE_FILE);
-    if storage.is_file() {
+    if storage.symlink_metadata().is_ok() {
         run.environment.get_or_insert_with(Default::default).storage = read_optional_json(
+            run_dir,
             &storage,
             WarningKind::StorageUnknown,
             &mut run.warnings,
             "where the repositories lived and the network's measured round trip are not shown",
         );
     }
-    run.tool_sources = std::fs::read_to_string(raw.join(TOOL_SOURCES_FILE))
-        .ok()
+    run.tool_sources = read_quietly(run_dir, &raw.join(TOOL_SOURCES_FILE), &mut run.warnings)
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
     run.compare_plan = read_json_if_present(
+        run_dir,
         &raw.join(labrun_evidence::compare::COMPARE_PLAN),
         &mut run.warnings,
         "the verdicts the lab asked for are not made",
     );
     run.added_pairs = read_json_if_present(
+        run_dir,
         &raw.join(labrun_evidence::compare::ADDED_PAIRS),
         &mut run.warnings,
         "how many pairs `--until-conclusive` added is unknown",
     );
-    run.binaries = match std::fs::read_to_string(raw.join(files::BINARY_DIGESTS)) {
-        Ok(text) => parse_binary_digests(&text),
-        Err(_) => Vec::new(),
-    };
+    run.binaries = read_quietly(run_dir, &raw.join(files::BINARY_DIGESTS), &mut run.warnings)
+        .map(|text| parse_binary_digests(&text))
+        .unwrap_or_default();
     Ok(run)
 }
 
-fn read_records(path: &Path, warnings: &mut Vec<Warning>) -> Result<Vec<StepRecord>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ReportError::NoRecords {
+fn read_records(
+    run_dir: &Path,
+    path: &Path,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<StepRecord>> {
+    let mut records = Vec::new();
+    let mut seen = RecordLines::default();
+    // A line that does not parse as a record: allowed only as the last
+    // non-empty line (the agent appends and flushes one line per step, so
+    // only the last can be half-written, by a run cut short).
+    let mut damaged: Option<(usize, serde_json::Error)> = None;
+    let mut failed: Option<ReportError> = None;
+    // One line in memory at a time: the records, not the file, are kept.
+    let found = evidence_file::for_each_line(
+        run_dir,
+        path,
+        evidence_file::MAX_RECORDS_FILE,
+        evidence_file::MAX_RECORD_LINE,
+        |line, json| {
+            if json.trim().is_empty() {
+                return ControlFlow::Continue(());
+            }
+            let outcome = match damaged.take() {
+                Some((at, source)) => Err(ReportError::BadRecord {
+                    path: path.to_path_buf(),
+                    line: at,
+                    source,
+                }),
+                None => record_of(path, line, json, &mut seen).map(|parsed| match parsed {
+                    Ok(r) => records.push(r),
+                    Err(source) => damaged = Some((line, source)),
+                }),
+            };
+            match outcome {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    failed = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        },
+    )?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if found.is_none() {
+        return Err(ReportError::NoRecords {
+            path: path.to_path_buf(),
+        });
+    }
+    match damaged {
+        Some((line, source)) if source.is_eof() => warnings.push(Warning::new(
+            WarningKind::TruncatedRecords,
+            format!(
+                "The last line of records.jsonl (line {line}) was cut short, as when a run stops while writing; it was skipped."
+            ),
+        )),
+        Some((line, source)) => {
+            return Err(ReportError::BadRecord {
                 path: path.to_path_buf(),
-            });
-        }
-        Err(source) => {
-            return Err(ReportError::Read {
-                path: path.to_path_buf(),
+                line,
                 source,
             });
         }
-    };
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty())
-        .collect();
-    let last = lines.last().map(|(n, _)| *n);
-    let mut records = Vec::with_capacity(lines.len());
-    for (line, json) in lines {
-        match serde_json::from_str::<StepRecord>(json) {
-            Ok(r) if r.schema_version > SCHEMA_VERSION => {
-                return Err(newer_schema(path, line, r.schema_version));
-            }
-            Ok(r) => records.push(r),
-            Err(source) => {
-                if let Some(found) = schema_version_of(json).filter(|v| *v > SCHEMA_VERSION) {
-                    return Err(newer_schema(path, line, found));
-                }
-                // The agent appends and flushes one line per step: only the
-                // last line can be half-written, by a run cut short.
-                if Some(line) == last && source.is_eof() {
-                    warnings.push(Warning::new(
-                        WarningKind::TruncatedRecords,
-                        format!(
-                            "The last line of records.jsonl (line {line}) was cut short, as when a run stops while writing; it was skipped."
-                        ),
-                    ));
-                    continue;
-                }
-                return Err(ReportError::BadRecord {
-                    path: path.to_path_buf(),
-                    line,
-                    source,
-                });
-            }
-        }
+        None => {}
     }
     if records.is_empty() {
         return Err(ReportError::NoRecords {
@@ -268,6 +291,68 @@ fn read_records(path: &Path, warnings: &mut Vec<Warning>) -> Result<Vec<StepReco
         });
     }
     Ok(records)
+}
+
+/// One line as a record: `Err` stops the report (a newer schema, a second
+/// record of a step); `Ok(Err)` is a line that is not a record, which only
+/// the last line may be.
+fn record_of(
+    path: &Path,
+    line: usize,
+    json: &str,
+    seen: &mut RecordLines,
+) -> Result<Result<StepRecord, serde_json::Error>> {
+    match serde_json::from_str::<StepRecord>(json) {
+        Ok(r) if r.schema_version > SCHEMA_VERSION => {
+            Err(newer_schema(path, line, r.schema_version))
+        }
+        Ok(r) => {
+            seen.check(path, line, &r)?;
+            Ok(Ok(r))
+        }
+        Err(source) => match schema_version_of(json).filter(|v| *v > SCHEMA_VERSION) {
+            Some(found) => Err(newer_schema(path, line, found)),
+            None => Ok(Err(source)),
+        },
+    }
+}
+
+/// The line each step was first recorded on: a step (of a tool, cycle and,
+/// in a git history, commit) is recorded once, and a second record would be
+/// counted as a cycle of its own or replace a figure.
+#[derive(Default)]
+struct RecordLines(std::collections::HashMap<(String, String, u32, Step, Option<u32>), usize>);
+
+impl RecordLines {
+    fn check(&mut self, path: &Path, line: usize, r: &StepRecord) -> Result<()> {
+        let key = (
+            r.run_id.clone(),
+            r.tool.clone(),
+            r.cycle,
+            r.step.clone(),
+            r.history.as_ref().map(|h| h.index),
+        );
+        match self.0.entry(key) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                Err(ReportError::DuplicateRecord {
+                    path: path.to_path_buf(),
+                    line,
+                    first: *first.get(),
+                    tool: if r.tool.is_empty() {
+                        "the shared data".into()
+                    } else {
+                        r.tool.clone()
+                    },
+                    cycle: r.cycle,
+                    step: r.step.to_string(),
+                })
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(line);
+                Ok(())
+            }
+        }
+    }
 }
 
 fn newer_schema(path: &Path, line: usize, found: u32) -> ReportError {
@@ -289,20 +374,43 @@ fn schema_version_of(json: &str) -> Option<u32> {
         .map(|v| v.schema_version)
 }
 
+/// An optional file whose absence or damage has no warning of its own
+/// (older runs lack it); a refused one is still named.
+fn read_quietly(run_dir: &Path, path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
+    match evidence_file::read_to_string(run_dir, path, evidence_file::MAX_SMALL_FILE) {
+        Ok(text) => text,
+        Err(refused) => {
+            warnings.push(Warning::new(
+                WarningKind::MissingEnvironment,
+                format!("{refused}: it was not read."),
+            ));
+            None
+        }
+    }
+}
+
 /// A comparison's file, which most runs do not have: absent is no warning,
 /// unreadable is.
 fn read_json_if_present<T: serde::de::DeserializeOwned>(
+    run_dir: &Path,
     path: &Path,
     warnings: &mut Vec<Warning>,
     consequence: &str,
 ) -> Option<T> {
-    if !path.is_file() {
+    if path.symlink_metadata().is_err() {
         return None;
     }
-    read_optional_json(path, WarningKind::ComparisonNotMade, warnings, consequence)
+    read_optional_json(
+        run_dir,
+        path,
+        WarningKind::ComparisonNotMade,
+        warnings,
+        consequence,
+    )
 }
 
 fn read_optional_json<T: serde::de::DeserializeOwned>(
+    run_dir: &Path,
     path: &Path,
     kind: WarningKind,
     warnings: &mut Vec<Warning>,
@@ -312,16 +420,19 @@ fn read_optional_json<T: serde::de::DeserializeOwned>(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let text = match evidence_file::read_to_string(run_dir, path, evidence_file::MAX_SMALL_FILE) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
             warnings.push(Warning::new(kind, format!("No raw/{name}: {consequence}.")));
             return None;
         }
-        Err(e) => {
+        Err(refused) => {
             warnings.push(Warning::new(
                 kind,
-                format!("raw/{name} cannot be read ({e}): {consequence}."),
+                format!(
+                    "raw/{name} was refused ({}): {consequence}.",
+                    refused.reason
+                ),
             ));
             return None;
         }

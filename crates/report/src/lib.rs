@@ -21,6 +21,7 @@ pub mod compare;
 pub mod environment;
 pub mod error;
 pub mod evidence;
+pub mod evidence_file;
 pub mod export;
 pub mod fidelity;
 pub mod figures;

@@ -11,7 +11,7 @@ use crate::stats::Stat;
 use crate::warning::Warning;
 use labrun_evidence::{ExitStatus, Step, StepRecord};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Version of the `summary.json` layout, bumped when a field changes meaning.
@@ -274,21 +274,27 @@ fn summarize_tool(
         .collect();
 
     // Cycle 0 holds run-wide steps (the pristine dataset), not a cycle.
-    let cycles: BTreeSet<u32> = mine.iter().map(|r| r.cycle).filter(|&c| c > 0).collect();
-    let cycles_finished = cycles
-        .iter()
-        .filter(|&&c| {
-            let of_cycle = || mine.iter().filter(move |r| r.cycle == c);
-            let all_timed = timed_steps.iter().all(|s| of_cycle().any(|r| r.step == *s));
-            all_timed || of_cycle().any(|r| !r.ok)
+    // Each cycle's records, found once: a look-up per cycle must not scan
+    // every record, or the report grows with the square of the run.
+    let mut by_cycle: BTreeMap<u32, Vec<&StepRecord>> = BTreeMap::new();
+    for r in mine.iter().copied().filter(|r| r.cycle > 0) {
+        by_cycle.entry(r.cycle).or_default().push(r);
+    }
+    let cycles: BTreeSet<u32> = by_cycle.keys().copied().collect();
+    let of_cycle = |c: u32| by_cycle.get(&c).into_iter().flatten().copied();
+    let cycles_finished = by_cycle
+        .values()
+        .filter(|of_cycle| {
+            let all_timed = timed_steps
+                .iter()
+                .all(|s| of_cycle.iter().any(|r| r.step == *s));
+            all_timed || of_cycle.iter().any(|r| !r.ok)
         })
         .count() as u32;
 
     let ok_of = |step: &Option<Step>, cycle: u32| {
         let step = step.as_ref()?;
-        mine.iter()
-            .copied()
-            .find(|r| r.step == *step && r.cycle == cycle && r.ok)
+        of_cycle(cycle).find(|r| r.step == *step && r.ok)
     };
     let repo_size_after_full = Stat::of(
         cycles
@@ -303,12 +309,9 @@ fn summarize_tool(
     let restore_checks = cycles
         .iter()
         .filter_map(|&c| {
-            let restore_step = roles.restore.clone()?;
-            let restore = of_step(restore_step).find(|r| r.cycle == c)?;
-            let verify = mine
-                .iter()
-                .copied()
-                .find(|r| r.cycle == c && roles.is_verify(&r.step));
+            let restore_step = roles.restore.as_ref()?;
+            let restore = of_cycle(c).find(|r| r.step == *restore_step)?;
+            let verify = of_cycle(c).find(|r| roles.is_verify(&r.step));
             Some(restore_check(c, restore, verify))
         })
         .collect();

@@ -20,14 +20,18 @@ pub struct StepTimeline {
 
 /// The timelines the records name, relative to `raw`; one warning for all
 /// that could not be read.
-pub fn load(raw: &Path, records: &[StepRecord]) -> (Vec<StepTimeline>, Vec<Warning>) {
+pub fn load(
+    run_dir: &Path,
+    raw: &Path,
+    records: &[StepRecord],
+) -> (Vec<StepTimeline>, Vec<Warning>) {
     let mut out = Vec::new();
     let mut unreadable = Vec::new();
     for r in records {
         let Some(rel) = r.tree.as_ref().and_then(|t| t.timeline_path.as_deref()) else {
             continue;
         };
-        match read(&raw.join(rel)) {
+        match read(run_dir, &raw.join(rel)) {
             Ok(rows) => out.push(StepTimeline {
                 tool: r.tool.clone(),
                 cycle: r.cycle,
@@ -54,12 +58,12 @@ pub fn load(raw: &Path, records: &[StepRecord]) -> (Vec<StepTimeline>, Vec<Warni
     (out, warnings)
 }
 
-fn read(path: &Path) -> Result<Vec<TimelineRow>, String> {
-    let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
-    if size > MAX_TIMELINE_BYTES {
-        return Err(format!("{size} bytes, more than {MAX_TIMELINE_BYTES}"));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+fn read(run_dir: &Path, path: &Path) -> Result<Vec<TimelineRow>, String> {
+    let text = crate::evidence_file::read_to_string(run_dir, path, MAX_TIMELINE_BYTES)
+        .map_err(|refused| format!("refused: {}", refused.reason))?
+        // The words the OS gives for a missing file, as the summary said
+        // before reads were bounded: a re-made summary stays byte for byte.
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT).to_string())?;
     // A row cut short by a killed agent is the last one: keep the others.
     Ok(text
         .lines()

@@ -512,3 +512,74 @@ fn assert_not_blank(png: &Path) {
         colours.len()
     );
 }
+
+// ---- Issue 33 item 3: only the page's own script runs ----
+
+/// The text between the page's one `<script>` and its `</script>`.
+fn own_script(page: &str) -> &str {
+    let start = page.find("<script>").expect("the page's script") + "<script>".len();
+    let end = start + page[start..].find("</script>").unwrap();
+    &page[start..end]
+}
+
+#[test]
+fn the_policy_allows_only_the_pages_own_script_by_its_hash() {
+    use base64::Engine;
+    use sha2::Digest;
+    for name in FIXTURES {
+        let page = html::render(&fixture(name)).unwrap();
+        let (tags, _) = markup(&page);
+        let csp = tags
+            .iter()
+            .find(|t| t.contains("Content-Security-Policy"))
+            .expect("a policy");
+        let script_src = csp
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .expect("a script-src directive");
+        let hash = base64::engine::general_purpose::STANDARD
+            .encode(sha2::Sha256::digest(own_script(&page).as_bytes()));
+        assert_eq!(
+            script_src.trim().trim_end_matches(['"', '/']).trim(),
+            format!("script-src 'sha256-{hash}'"),
+            "{name}: the page's own script alone, by its hash"
+        );
+        assert_eq!(page.matches("<script").count(), 1, "{name}: one script");
+        for tag in &tags {
+            let handler = tag
+                .split_whitespace()
+                .skip(1)
+                .any(|attr| attr.to_ascii_lowercase().starts_with("on"));
+            assert!(!handler, "{name}: an inline event handler in <{tag}>");
+        }
+    }
+}
+
+/// A script or handler that an escaping slip let into the page does not
+/// run; the page's own still does (sorting).
+#[test]
+fn chromium_runs_the_pages_own_script_and_no_injected_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = html::render(&fixture("two-tools")).unwrap();
+    let injected = page.replacen(
+        "</main>",
+        "<script>document.documentElement.classList.add(\"injected\")</script>\
+         <img src=\"data:image/svg+xml,x\" onerror=\"document.documentElement.classList.add('handler')\">\
+         </main>",
+        1,
+    );
+    let path = tmp.path().join("report.html");
+    std::fs::write(&path, injected).unwrap();
+    let dom = browse(&path, "--dump-dom", &fresh(tmp.path(), "dom"));
+    let root = dom
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("<html"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(root.contains("js"), "the page's own script ran: {root}");
+    assert!(
+        !root.contains("injected") && !root.contains("handler"),
+        "an injected script ran: {root}"
+    );
+}

@@ -6,7 +6,7 @@ use super::error::CompareError;
 use super::figure::{CpuSource, Figure};
 use super::method;
 use super::model::{COMPARISON_VERSION, Comparison, Design, Side};
-use super::row::{exact_row, timed_row};
+use super::row::{exact_row, left_out, timed_row};
 use super::settings::Settings;
 use super::verdict::{apply_holm, set_verdict};
 use crate::evidence::{PlanView, RawRun};
@@ -156,6 +156,7 @@ fn phases(runs: &[&RawRun]) -> Vec<Step> {
 fn build(design: Design, base: &SideRun, cand: &SideRun, settings: &Settings) -> Comparison {
     let roles = Roles::of_plan(base.run.plan.as_ref());
     let mut rows = Vec::new();
+    let mut warnings = Vec::new();
     for phase in phases(&[base.run, cand.run]) {
         let (b, c) = (base.ok_records(&phase), cand.ok_records(&phase));
         for figure in Figure::ALL {
@@ -174,6 +175,11 @@ fn build(design: Design, base: &SideRun, cand: &SideRun, settings: &Settings) ->
             let mut row = if figure.is_exact() {
                 exact_row(design, &bv, &cv, settings)
             } else {
+                // Said in the row's note and, for the terminal's reader
+                // too, among the comparison's warnings.
+                if let Some(why) = left_out(&bv, &cv) {
+                    warnings.push(format!("{phase} {}: {why}", figure.def().title));
+                }
                 timed_row(design, &bv, &cv, settings)
             };
             row.phase = phase.clone();
@@ -196,7 +202,7 @@ fn build(design: Design, base: &SideRun, cand: &SideRun, settings: &Settings) ->
         method: method::text(design, settings, max_pairs),
         roles,
         rows,
-        warnings: Vec::new(),
+        warnings,
         added_pairs: None,
     }
 }

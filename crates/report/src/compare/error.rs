@@ -41,6 +41,11 @@ pub enum CompareError {
     DifferentMachines { differences: String },
 
     #[error(
+        "the two runs measured different work, so their figures are not comparable: {differences}; compare runs of one dataset and protocol, or pass --force to compare anyway (every output then names the difference)"
+    )]
+    DifferentDatasets { differences: String },
+
+    #[error(
         "cannot write {path}: {source}; check that the run folder is writable and the disk is not full"
     )]
     Write {

@@ -5,10 +5,11 @@
 //! [`compare_paired`] (two tools of one run, interleaved cycle by cycle) and
 //! [`compare_unpaired`] (two runs) are pure functions from evidence to a
 //! [`Comparison`]; [`compare`] loads run folders first and refuses runs from
-//! different machines; [`write`] puts `compare.md` and `compare.json` into
+//! different machines, datasets or protocols; [`write`] puts `compare.md` and `compare.json` into
 //! the candidate's run folder. The method is in [`method::text`].
 
 mod build;
+mod datasets;
 pub mod error;
 pub mod figure;
 mod machines;
@@ -23,6 +24,7 @@ pub mod stats;
 pub mod verdict;
 
 pub use build::{compare_paired, compare_unpaired, tool_names};
+pub use datasets::differences as dataset_differences;
 pub use error::CompareError;
 pub use figure::{CpuSource, Figure};
 pub use machines::differences as machine_differences;

@@ -44,7 +44,7 @@ pub fn terminal(c: &Comparison) -> String {
 
 pub fn markdown(c: &Comparison) -> String {
     let out = format!("# labrun compare\n\n{}", markdown_body(c, "##"));
-    printable_text(&out).into_owned()
+    crate::export::escape::markdown_page(&out)
 }
 
 /// A comparison as a section of a run's own summary (its verdicts after

@@ -61,6 +61,28 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The values a timed figure leaves out, in words (`baseline cycle 2
+/// (-5)`): a zero or negative value has no logarithm, so no ratio. `None`
+/// when every value is kept.
+pub(super) fn left_out(b: &BTreeMap<Key, f64>, c: &BTreeMap<Key, f64>) -> Option<String> {
+    let dropped: Vec<String> = [("baseline", b), ("candidate", c)]
+        .into_iter()
+        .flat_map(|(side, m)| {
+            m.iter().filter(|(_, v)| **v <= 0.0).map(move |(k, v)| {
+                let commit = k.1.map(|i| format!(" commit {i}")).unwrap_or_default();
+                format!("{side} cycle {}{commit} ({v})", k.0)
+            })
+        })
+        .collect();
+    (!dropped.is_empty()).then(|| {
+        format!(
+            "{} value(s) left out, a time must be above zero to have a ratio: {}",
+            dropped.len(),
+            dropped.join(", ")
+        )
+    })
+}
+
 /// A timed figure: log-ratios, an interval and a test (Holm's adjustment
 /// and the verdict come after every row is made).
 pub(super) fn timed_row(
@@ -70,8 +92,6 @@ pub(super) fn timed_row(
     settings: &Settings,
 ) -> Row {
     let mut row = empty_row(design);
-    let positive = |m: &BTreeMap<Key, f64>| m.values().filter(|v| **v > 0.0).count();
-    let left_out = (b.len() - positive(b)) + (c.len() - positive(c));
     let (bv, cv, test, log_ratio) = match design {
         Design::Paired => {
             let pairs: Vec<(f64, f64)> = b
@@ -122,8 +142,7 @@ pub(super) fn timed_row(
             });
         }
     }
-    if left_out > 0 {
-        let why = format!("{left_out} zero value(s) left out: a zero has no ratio");
+    if let Some(why) = left_out(b, c) {
         row.note = Some(match row.note.take() {
             Some(n) => format!("{n}; {why}"),
             None => why,

@@ -1,8 +1,10 @@
 //! `labrun compare` as a library call: load the run folders, refuse runs
-//! measured on different machines, compare, write `compare.md` and
+//! measured on different machines or of different datasets or protocols,
+//! compare, write `compare.md` and
 //! `compare.json` into the candidate's run folder.
 
 use super::build::{compare_paired, compare_unpaired};
+use super::datasets;
 use super::error::CompareError;
 use super::machines;
 use super::model::Comparison;
@@ -67,11 +69,27 @@ pub fn compare(request: &Request, settings: &Settings) -> Result<Comparison, Com
                     differences: differences.join("; "),
                 });
             }
+            let work = datasets::differences(
+                baseline_run,
+                a.plan.as_ref(),
+                candidate_run,
+                b.plan.as_ref(),
+            );
+            if !work.is_empty() && !force {
+                return Err(CompareError::DifferentDatasets {
+                    differences: work.join("; "),
+                });
+            }
             let mut comparison = compare_unpaired(&a, baseline, &b, candidate, settings)?;
             comparison.warnings.extend(
                 differences
                     .into_iter()
-                    .map(|d| format!("compared with --force although the machines differ: {d}")),
+                    .map(|d| format!("compared with --force although the machines differ: {d}"))
+                    .chain(work.into_iter().map(|d| {
+                        format!(
+                            "compared with --force although the dataset or protocol differs: {d}"
+                        )
+                    })),
             );
             Ok(comparison)
         }

@@ -91,7 +91,8 @@ impl Exporter for Csv {
                         String::new()
                     });
                 }
-                w.write_record(&row).map_err(err)?;
+                w.write_record(row.iter().map(|c| super::escape::csv_cell(c).into_owned()))
+                    .map_err(err)?;
             }
         }
         w.into_inner().map_err(|e| ReportError::Render {

@@ -78,9 +78,19 @@ pub fn comparison_page(c: &crate::compare::Comparison) -> String {
 }
 
 /// Nothing may be fetched: no style sheet, font, image, frame or connection
-/// but what the page holds inline (images only as `data:`).
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; \
-     img-src data:; script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
+/// but what the page holds inline (images only as `data:`). Of scripts only
+/// the page's own runs, named by its SHA-256 (computed from the script text
+/// as it is rendered), so neither an inline script nor an event handler
+/// that an escaping slip let in can run.
+pub fn content_security_policy() -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(SCRIPT));
+    format!(
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
+         base-uri 'none'; form-action 'none'; script-src 'sha256-{hash}'"
+    )
+}
 
 /// The page around its sections: head (policy, style), a table of
 /// contents, the sections, the sorting script.
@@ -89,10 +99,11 @@ pub fn document(title: &str, sections: &[Section]) -> String {
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{CONTENT_SECURITY_POLICY}\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"referrer\" content=\"no-referrer\">\n\
          <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n<h1>{}</h1>\n",
+        content_security_policy(),
         text(title),
         text(title)
     );

@@ -27,8 +27,7 @@ impl Exporter for Markdown {
 }
 
 pub fn render(s: &Summary) -> String {
-    let page = page(s);
-    labrun_evidence::printable::printable_text(&page).into_owned()
+    super::escape::markdown_page(&page(s))
 }
 
 fn page(s: &Summary) -> String {

@@ -5,6 +5,7 @@
 pub(crate) mod cells;
 pub mod chart;
 pub mod csv;
+pub mod escape;
 pub mod fidelity;
 pub mod history;
 pub mod html;

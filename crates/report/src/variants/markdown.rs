@@ -7,7 +7,7 @@ use crate::export::markdown::table;
 use std::fmt::Write;
 
 pub fn render(c: &VariantsComparison) -> String {
-    labrun_evidence::printable::printable_text(&page(c)).into_owned()
+    crate::export::escape::markdown_page(&page(c))
 }
 
 fn page(c: &VariantsComparison) -> String {

@@ -101,9 +101,14 @@ pub fn is_variants_run(run_dir: &Path) -> bool {
 /// every path written.
 pub fn make_report(run_dir: &Path) -> Result<(VariantsComparison, Vec<PathBuf>)> {
     let index_path = run_dir.join(VARIANTS_INDEX);
-    let text = std::fs::read_to_string(&index_path).map_err(|source| ReportError::Read {
+    let text = crate::evidence_file::read_to_string(
+        run_dir,
+        &index_path,
+        crate::evidence_file::MAX_SMALL_FILE,
+    )?
+    .ok_or_else(|| ReportError::Read {
         path: index_path.clone(),
-        source,
+        source: std::io::ErrorKind::NotFound.into(),
     })?;
     let index: VariantsIndex =
         serde_json::from_str(&text).map_err(|source| ReportError::BadVariantsIndex {
@@ -114,11 +119,13 @@ pub fn make_report(run_dir: &Path) -> Result<(VariantsComparison, Vec<PathBuf>)>
     let mut columns = Vec::new();
     for record in index.variants {
         let dir = run_dir.join(VARIANTS_DIR).join(&record.name);
-        let bench_error = std::fs::read_to_string(
-            dir.join(crate::RAW_DIR)
+        let bench_error = crate::evidence_file::read_to_string(
+            run_dir,
+            &dir.join(crate::RAW_DIR)
                 .join(labrun_evidence::variant::BENCH_ERROR_FILE),
+            crate::evidence_file::MAX_SMALL_FILE,
         )
-        .ok();
+        .unwrap_or_else(|refused| Some(refused.to_string()));
         match crate::make_report(&dir) {
             Ok((summary, mut files)) => {
                 written.append(&mut files);

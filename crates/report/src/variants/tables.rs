@@ -19,7 +19,7 @@ pub struct Table {
 pub fn intro(c: &VariantsComparison) -> String {
     format!(
         "{} variants of one lab, each a complete run with its own evidence and summary \
-         (`variants/<name>/`). Each cell is that variant's median over cycles with its min-max \
+         (`variants/NAME/`). Each cell is that variant's median over cycles with its min-max \
          range; \"failed\" means the step failed in every cycle that reached it, \"{NONE}\" that the \
          variant has no such step. Variants that share a machine shape ran in one boot (cycle by \
          cycle when their `raw/plan.json` names a `round`); the boots are not timed.",
