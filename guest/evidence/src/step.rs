@@ -37,15 +37,20 @@ impl Step {
         &self.0
     }
 
+    /// The word rule step names and snapshot labels share: 1-40 of
+    /// `a-z 0-9 _`, starting with a letter (safe in a file name, a shell
+    /// word and a table header alike).
+    pub fn is_plain_word(s: &str) -> bool {
+        (1..=40).contains(&s.len())
+            && s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    }
+
     /// Names go into file names and table headers: 1-40 of `a-z 0-9 _`,
     /// starting with a letter.
     pub fn check_name(name: &str) -> Result<(), String> {
-        let ok = (1..=40).contains(&name.len())
-            && name.starts_with(|c: char| c.is_ascii_lowercase())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if ok {
+        if Self::is_plain_word(name) {
             Ok(())
         } else {
             Err(format!(

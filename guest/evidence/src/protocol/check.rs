@@ -92,13 +92,7 @@ fn commit_of(template: &str, label: &str) -> Option<u32> {
 /// step names' rule (a-z, 0-9, `_`, starting with a letter, up to 40), with
 /// `{k}` for a commit's number at most once.
 pub fn check_label(label: &str) -> Result<(), String> {
-    let plain = label.replacen(COMMIT_NUMBER, "1", 1);
-    let ok = (1..=40).contains(&plain.len())
-        && plain.starts_with(|c: char| c.is_ascii_lowercase())
-        && plain
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if ok {
+    if Step::is_plain_word(&label.replacen(COMMIT_NUMBER, "1", 1)) {
         Ok(())
     } else {
         Err(format!(
