@@ -21,9 +21,10 @@ MEASUREMENTS := pool_timing_one_host_against_two report_time_per_record_at_two_s
 
 ## test: install what is missing, build, lint, run every test (CI runs this).
 ## The tests' `labrun` pushes the agent `make agent` built (the one `make
-## bench` ships) rather than the debug one beside it.
+## bench` ships) rather than the debug one beside it. --no-fail-fast: one failing
+## test binary does not hide what the others (the VM tests last) would say.
 test: setup lint agent
-	LABRUN_AGENT=$(abspath $(AGENT)) $(CARGO) test --workspace --all-targets -- \
+	LABRUN_AGENT=$(abspath $(AGENT)) $(CARGO) test --workspace --all-targets --no-fail-fast -- \
 	  --include-ignored $(addprefix --skip ,$(MEASUREMENTS))
 
 ## test-fast: the inner loop (a few minutes on a warm build): every test but
