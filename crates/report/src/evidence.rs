@@ -325,6 +325,13 @@ struct RecordLines(std::collections::HashMap<(String, String, u32, Step, Option<
 
 impl RecordLines {
     fn check(&mut self, path: &Path, line: usize, r: &StepRecord) -> Result<()> {
+        // The shared data (no tool) is made again, as cycle 0, by every
+        // agent start of one run: each round of variants sharing a machine
+        // and each cycle `--until-conclusive` adds. Its records are no
+        // figure of any tool, so only a tool's steps must be recorded once.
+        if r.tool.is_empty() {
+            return Ok(());
+        }
         let key = (
             r.run_id.clone(),
             r.tool.clone(),
@@ -338,11 +345,7 @@ impl RecordLines {
                     path: path.to_path_buf(),
                     line,
                     first: *first.get(),
-                    tool: if r.tool.is_empty() {
-                        "the shared data".into()
-                    } else {
-                        r.tool.clone()
-                    },
+                    tool: r.tool.clone(),
                     cycle: r.cycle,
                     step: r.step.to_string(),
                 })

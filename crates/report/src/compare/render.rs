@@ -85,7 +85,7 @@ fn markdown_body(c: &Comparison, sub: &str) -> String {
             let n = r.note.as_ref()?;
             Some(format!(
                 "- {}, {}: {n}",
-                crate::export::cells::phase_title(&c.roles, &r.phase),
+                crate::export::cells::phase_title(&r.phase),
                 r.figure.title()
             ))
         })
@@ -170,7 +170,7 @@ pub fn table(c: &Comparison) -> Vec<Vec<String>> {
     ];
     for r in &c.rows {
         rows.push(vec![
-            crate::export::cells::phase_title(&c.roles, &r.phase),
+            crate::export::cells::phase_title(&r.phase),
             figure_title(r),
             side(r.figure, &r.baseline),
             side(r.figure, &r.candidate),

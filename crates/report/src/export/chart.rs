@@ -113,7 +113,7 @@ fn per_phase(s: &Summary, figure: &Figure) -> Vec<Bar> {
         for (i, t) in s.tools.iter().enumerate() {
             if let Some(st) = t.phase(&phase).and_then(|p| p.stat(figure)) {
                 rows.push(Bar::new(
-                    format!("{}: {}", t.tool, cells::phase_title(&s.roles, &phase)),
+                    format!("{}: {}", t.tool, cells::phase_title(&phase)),
                     i,
                     st,
                 ));

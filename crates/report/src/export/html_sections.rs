@@ -360,7 +360,7 @@ pub fn phases(s: &Summary) -> Section {
         let _ = writeln!(
             body,
             "<h3>{} (<code>{}</code>)</h3>",
-            text(&cells::phase_title(&s.roles, &phase)),
+            text(&cells::phase_title(&phase)),
             text(phase.as_str())
         );
         body.push_str(&table(

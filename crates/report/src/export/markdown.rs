@@ -76,11 +76,7 @@ fn page(s: &Summary) -> String {
     super::fidelity::markdown(&mut out, s);
     out.push_str("## Per phase\n\n");
     for phase in s.phase_steps() {
-        let _ = writeln!(
-            out,
-            "### {} (`{phase}`)\n",
-            cells::phase_title(&s.roles, &phase)
-        );
+        let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(&phase));
         table(
             &mut out,
             &cells::phase_columns(),

@@ -90,7 +90,7 @@ fn draw(s: &Summary) -> Result<Vec<u8>> {
             let (row, col) = (i / phases.len(), i % phases.len());
             let Some(tool) = tools.get(row) else { continue };
             let step = &phases[col];
-            let title = format!("{tool}: {}", cells::phase_title(&s.roles, step));
+            let title = format!("{tool}: {}", cells::phase_title(step));
             let Some(t) = first(s, tool, step) else {
                 panel
                     .titled(&title, ("sans-serif", 12))

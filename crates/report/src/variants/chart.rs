@@ -38,7 +38,6 @@ pub fn render_all(c: &VariantsComparison) -> Result<Vec<(&'static str, Vec<u8>)>
 }
 
 fn bars(c: &VariantsComparison, figure: &Figure) -> Vec<Bar> {
-    let roles = c.roles();
     let mut rows = Vec::new();
     for step in &c.phases {
         for tool in &c.tools {
@@ -49,11 +48,7 @@ fn bars(c: &VariantsComparison, figure: &Figure) -> Vec<Bar> {
                     .and_then(|p| p.stat(figure))
                 {
                     rows.push(Bar::new(
-                        format!(
-                            "{tool} {}: {}",
-                            v.record.name,
-                            cells::phase_title(&roles, step)
-                        ),
+                        format!("{tool} {}: {}", v.record.name, cells::phase_title(step)),
                         i,
                         st,
                     ));

@@ -99,9 +99,8 @@ pub fn tables(c: &VariantsComparison, quote: &str) -> Vec<Table> {
         }
     }));
     let rows = |cell: &dyn Fn(&VariantColumn, &str) -> String| rows(c, &order, cell);
-    let roles = c.roles();
     for step in &c.phases {
-        let title = cells::phase_title(&roles, step);
+        let title = cells::phase_title(step);
         let mut figures = vec![
             (format!("{title}: time"), &figures::WALL_TIME),
             (
