@@ -112,12 +112,20 @@ mod tests {
     #[test]
     fn a_tool_that_ignores_sigterm_gets_sigkill() {
         let mut child = Command::new("sh")
-            .args(["-c", "trap '' TERM; sleep 1000 & wait"])
+            .args(["-c", "trap '' TERM; echo trapped; sleep 1000 & wait"])
             .process_group(0)
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // Let the shell set its trap before it is signalled.
-        std::thread::sleep(Duration::from_millis(200));
+        // Signal only once the shell says its trap is set: a fixed sleep
+        // lost that race on a loaded machine (SIGTERM came first).
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line, "trapped\n");
         let tool = process::process_id(child.id()).unwrap();
         let warning =
             stop_leftover_tool(&marker_for(Some(tool)), Duration::from_millis(300)).unwrap();
