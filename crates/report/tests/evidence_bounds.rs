@@ -3,6 +3,8 @@
 //! refused by name, never read (memory) or waited on (a hang): each case
 //! runs on a thread with a deadline.
 
+mod common;
+use common::copy_dir;
 use labrun_report::compare::{self, Request, Settings};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -12,19 +14,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn run_copy() -> (tempfile::TempDir, PathBuf) {

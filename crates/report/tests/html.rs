@@ -4,6 +4,8 @@
 //! request leaves the file, the DOM holds the run's figures, the
 //! screenshot is not blank.
 
+mod common;
+use common::copy_dir;
 use labrun_report::export::{html, markdown};
 use labrun_report::figures;
 use labrun_report::{Summary, Warning, WarningKind, format, summarize};
@@ -312,18 +314,6 @@ fn render_run(pack: &Path, into: &Path) -> (Summary, PathBuf) {
     let page = into.join("report.html");
     assert!(written.contains(&page), "write_all writes report.html");
     (summary, page)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-        }
-    }
 }
 
 struct Browsed {

@@ -4,6 +4,8 @@
 //! Snapshots live in `tests/snapshots/`; `UPDATE_SNAPSHOTS=1 cargo test -p
 //! labrun-report` rewrites them (review the diff before committing).
 
+mod common;
+use common::copy_dir;
 use labrun_evidence::Step;
 use labrun_report::figures;
 use labrun_report::{
@@ -24,19 +26,6 @@ fn run_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
     let run = tmp.path().join(name);
     copy_dir(&fixture(name), &run);
     (tmp, run)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn assert_snapshot(name: &str, file: &str, actual: &str) {
