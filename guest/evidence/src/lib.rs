@@ -9,6 +9,7 @@
 //! read leniently by the host so that a newer agent's extra fields do not
 //! break an older report.
 
+pub mod change_spec;
 pub mod command;
 pub mod compare;
 pub mod dataset_profile;
@@ -26,6 +27,7 @@ pub mod step;
 pub mod storage;
 pub mod variant;
 
+pub use change_spec::ChangeSpec;
 pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use dataset_profile::DatasetProfile;
 pub use event::Event;
