@@ -12,6 +12,8 @@
 //!   a small seeded tree of modes, mtimes, links, holes, odd names and
 //!   xattrs, and a verify that says which of those a restore kept.
 //! - [`history`]: the synthetic git history of the second study (SPEC 6).
+//! - [`tree_change`]: a seeded change of any tree, planned from its
+//!   manifest; [`sample`]: a seeded subset of any tree's files.
 //!
 //! Same [`DatasetParams`]: byte-identical tree and identical manifest on any
 //! machine (ChaCha8 streams per file, integer layout; see `stream.rs`).
@@ -30,9 +32,11 @@ mod metadata;
 mod metadata_check;
 mod pool;
 pub mod profile;
+pub mod sample;
 mod scan;
 pub mod stream;
 pub mod tree;
+pub mod tree_change;
 mod verify;
 
 pub use change::{ChangePlan, ChangedRegion};
@@ -42,6 +46,8 @@ pub use manifest_file::{check_outside, default_manifest_path, read_manifest, wri
 pub use metadata_check::compare_metadata;
 pub use profile::change_plan;
 pub use profile::{Footprint, FootprintRow, footprint};
+pub use sample::{copy_sample, sample};
+pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
 pub use verify::{NAMED_DIFFERENCES, compare};
 
 use labrun_evidence::{Manifest, VerifyOutcome};

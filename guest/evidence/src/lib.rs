@@ -10,6 +10,7 @@
 //! break an older report.
 
 pub mod archive_format;
+pub mod change_spec;
 pub mod command;
 pub mod compare;
 pub mod dataset_profile;
@@ -28,6 +29,7 @@ pub mod storage;
 pub mod variant;
 
 pub use archive_format::ArchiveFormat;
+pub use change_spec::ChangeSpec;
 pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use dataset_profile::DatasetProfile;
 pub use event::Event;

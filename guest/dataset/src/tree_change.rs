@@ -1,0 +1,756 @@
+//! A seeded change of any tree (a user's folder, an unpacked archive), for
+//! issue 31: the published 5% change (`change.rs`) knows the synthetic
+//! tree's layout; this one knows only the tree's manifest, and is a pure
+//! function of (manifest, fraction, seed), so every tool cycle that applies
+//! it to its own copy of the pristine tree gets the same tree and manifest.
+//!
+//! # The mix, and why
+//!
+//! About `fraction` of the tree's file bytes is written, the way the
+//! published change writes its 5%:
+//!
+//! - **files under 1 MiB** ([`WHOLE_FILE_LIMIT`]): `round(fraction * n)` of
+//!   the `n` non-empty ones, a seeded uniform choice, are rewritten whole
+//!   with new content of the same size (the published change's 2,000 of
+//!   40,000 small files). A uniform choice of files writes `fraction` of the
+//!   small files' bytes on average, whatever their size distribution;
+//! - **files of 1 MiB or more**: each gets one contiguous region of
+//!   `fraction` of its size overwritten at a seeded uniform offset (the
+//!   published change's region in each of its 9 large files). Every large
+//!   file is touched so that the large files' bytes are written at the same
+//!   `fraction`; choosing them with probability `fraction` as well would
+//!   write `fraction²` of them, and a tree of a few big files (an ISO, a
+//!   database dump) would see almost no change;
+//! - **structure**: about `fraction / 5` of the file count is removed, as
+//!   many are renamed (moved to a seeded folder, so a tool must find the
+//!   same content under a new path) and as many files are added with new
+//!   content (each the size of a seeded file of the tree, at most 1 MiB):
+//!   at least one of each when the tree has enough files. Real changes add
+//!   and delete files; the published change never does, so a tool's
+//!   handling of a vanished or moved file was never measured. A fifth of
+//!   the fraction keeps the written bytes near `fraction`.
+//!
+//! New content is seeded ChaCha8 bytes ([`crate::stream`]), random, so no
+//! compressing tool is flattered by it. Rewritten, overwritten and added
+//! files, and the folders whose entries changed, get one fixed, seeded
+//! modification time ([`TreeChange::mtime`], in 2010-2019 with seeded
+//! nanoseconds: never a file's own time in practice, so a tool that compares
+//! size and mtime still sees the change) so that metadata manifests match
+//! across cycles too; added files get mode 0o644.
+//!
+//! Only regular files that are not one name of a hard-link group are chosen
+//! (rewriting one name of a group would change the others); never links,
+//! never folders. A content manifest (from [`crate::scan`]) does not say
+//! which files are hard links: [`apply_tree_change`] checks each target's
+//! link count and refuses a hard-linked one, naming it, before writing
+//! anything; plan from [`crate::scan_metadata`]'s manifest for a tree that
+//! may hold hard links.
+//!
+//! Small trees: with no eligible file (empty, or only links and hard links)
+//! the change is empty ([`ChangeSummary::eligible_files`] is 0 and
+//! [`ChangeSummary::note`] says so); with fewer than 3 files nothing is
+//! removed or renamed (the tree would lose the files the change writes); a
+//! tree whose uniform choice rewrites nothing and that has no large file has
+//! one small file rewritten, so a tree with content always changes.
+//!
+//! Undoing it: [`TreeChange::touched`] is what `reset_tree`'s first step
+//! copies back (rewritten files whole, regions in place); its second step,
+//! the walk of both trees, restores removed files, removes added and renamed
+//! ones, brings renamed ones back and resets the folders' mtimes.
+//!
+//! Which files and where come from ChaCha8 streams of a key of its own
+//! (SHA-256 of `labrun-dataset/v2/tree-change` and the seed): the fraction
+//! only sets the counts, so a larger fraction's change holds a smaller one's
+//! rewritten and removed files.
+
+use crate::Progress;
+use crate::change::{self, ChangePlan, ChangedRegion};
+use crate::error::DatasetError;
+use crate::pool::{self, Worker};
+use crate::scan::{self, hash_into};
+use crate::stream::{self, Content, StreamRng};
+use labrun_evidence::{ChangeSpec, EntryKind, Manifest, ManifestEntry, Mtime};
+use rand_chacha::rand_core::SeedableRng;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{self, File, FileTimes, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// Files below this size are rewritten whole; larger ones get a region.
+pub const WHOLE_FILE_LIMIT: u64 = 1 << 20;
+
+/// Mode of the files the change adds.
+pub const ADDED_MODE: u32 = 0o644;
+
+/// The seeded mtime falls in 2010-01-01 .. 2020-01-01.
+const MTIME_BASE: i64 = 1_262_304_000;
+const MTIME_SPAN: u64 = 3_652 * 86_400;
+
+/// What the change does to a tree; see the module docs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TreeChange {
+    /// Files rewritten whole, same size, new content; sorted.
+    pub rewritten: Vec<String>,
+    /// The size of each [`TreeChange::rewritten`] file, in the same order.
+    pub rewritten_sizes: Vec<u64>,
+    /// One region overwritten in each large file, sorted by path.
+    pub regions: Vec<ChangedRegion>,
+    /// New files (path, size); sorted.
+    pub added: Vec<(String, u64)>,
+    /// Files removed; sorted.
+    pub removed: Vec<String>,
+    /// The size of each [`TreeChange::removed`] file, in the same order.
+    pub removed_sizes: Vec<u64>,
+    /// Files moved (from, to); sorted by `from`.
+    pub renamed: Vec<(String, String)>,
+    /// The spec's seed: the new content's key.
+    pub seed: u64,
+    /// The mtime of every file the change writes and folder it changes.
+    pub mtime: Mtime,
+    /// Regular files the change could choose from (not hard links).
+    pub eligible_files: u64,
+    /// The pristine tree's file bytes.
+    pub tree_bytes: u64,
+}
+
+/// What a change touched, for the evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ChangeSummary {
+    pub files_rewritten: u64,
+    pub regions: u64,
+    pub files_added: u64,
+    pub files_removed: u64,
+    pub files_renamed: u64,
+    /// Rewritten, overwritten and added bytes.
+    pub bytes_written: u64,
+    pub bytes_removed: u64,
+    /// Regular files the change could choose from: 0 means an empty change.
+    pub eligible_files: u64,
+    /// The pristine tree's file bytes (`bytes_written` is a share of it).
+    pub tree_bytes: u64,
+}
+
+impl ChangeSummary {
+    /// Why a change is empty, for logs and the report; `None` otherwise.
+    pub fn note(&self) -> Option<&'static str> {
+        (self.eligible_files == 0).then_some(
+            "the tree has no regular file the change may touch (it is empty, or holds only \
+             folders, symlinks and hard links): nothing was changed",
+        )
+    }
+}
+
+/// Stream tags of the change's key (the nonce's top byte, as in `stream`).
+#[derive(Debug, Clone, Copy)]
+#[repr(u8)]
+enum Tag {
+    Rewrite = 1,
+    Region = 2,
+    Added = 4,
+    /// Which files, which folders, which sizes.
+    Choice = 0x20,
+    /// Each large file's region offset (indexed by manifest position).
+    Offset = 0x21,
+    Mtime = 0x22,
+}
+
+fn stream_of(seed: u64, tag: Tag, index: u64) -> StreamRng {
+    let mut h = Sha256::new();
+    h.update(b"labrun-dataset/v2/tree-change");
+    h.update(seed.to_le_bytes());
+    let mut rng = StreamRng::from_seed(h.finalize().into());
+    rng.set_stream(((tag as u64) << 56) | (index & ((1 << 56) - 1)));
+    rng
+}
+
+fn round(x: f64) -> u64 {
+    x.round().max(0.0) as u64
+}
+
+impl TreeChange {
+    /// Plans the change of the tree `pristine` describes. A `spec` that
+    /// [`ChangeSpec::validate`] refuses plans an empty change (and
+    /// [`apply_tree_change`] refuses it).
+    pub fn plan(pristine: &Manifest, spec: &ChangeSpec) -> TreeChange {
+        let mut sorted: Vec<&ManifestEntry> = pristine.entries.iter().collect();
+        sorted.sort_by(|a, b| a.path.cmp(&b.path));
+        let tree_bytes = sorted
+            .iter()
+            .filter(|e| e.kind == EntryKind::File)
+            .map(|e| e.size)
+            .sum();
+        let eligible: Vec<usize> = (0..sorted.len())
+            .filter(|&i| sorted[i].kind == EntryKind::File && sorted[i].link_group.is_none())
+            .collect();
+        let mut change = TreeChange {
+            rewritten: Vec::new(),
+            rewritten_sizes: Vec::new(),
+            regions: Vec::new(),
+            added: Vec::new(),
+            removed: Vec::new(),
+            removed_sizes: Vec::new(),
+            renamed: Vec::new(),
+            seed: spec.seed,
+            mtime: seeded_mtime(spec.seed),
+            eligible_files: eligible.len() as u64,
+            tree_bytes,
+        };
+        let n = eligible.len() as u64;
+        if n == 0 || spec.validate().is_err() {
+            return change;
+        }
+        let fraction = spec.fraction;
+        let mut choice = stream_of(spec.seed, Tag::Choice, 0);
+        let order: Vec<usize> = stream::permutation(&mut choice, n)
+            .into_iter()
+            .map(|i| eligible[i as usize])
+            .collect();
+
+        // Removed and renamed first, from the front of the permutation;
+        // both leave at least one file for the content change.
+        let structural = if n >= 3 {
+            round(n as f64 * fraction / 5.0).max(1).min((n - 1) / 2) as usize
+        } else {
+            0
+        };
+        let (removed, rest) = order.split_at(structural);
+        let (renamed, rest) = rest.split_at(structural);
+
+        let small: Vec<usize> = rest
+            .iter()
+            .copied()
+            .filter(|&i| (1..WHOLE_FILE_LIMIT).contains(&sorted[i].size))
+            .collect();
+        let mut large: Vec<usize> = rest
+            .iter()
+            .copied()
+            .filter(|&i| sorted[i].size >= WHOLE_FILE_LIMIT)
+            .collect();
+        large.sort_unstable();
+        let mut rewrite_count = round(small.len() as f64 * fraction) as usize;
+        if rewrite_count == 0 && large.is_empty() && !small.is_empty() {
+            rewrite_count = 1;
+        }
+        let mut rewritten = small[..rewrite_count.min(small.len())].to_vec();
+        rewritten.sort_unstable();
+        for i in rewritten {
+            change.rewritten.push(sorted[i].path.clone());
+            change.rewritten_sizes.push(sorted[i].size);
+        }
+        for i in large {
+            let size = sorted[i].size;
+            let len = round(size as f64 * fraction).clamp(1, size);
+            let offset = stream::below(
+                &mut stream_of(spec.seed, Tag::Offset, i as u64),
+                size - len + 1,
+            );
+            change.regions.push(ChangedRegion {
+                path: sorted[i].path.clone(),
+                offset,
+                len,
+            });
+        }
+        let mut removed = removed.to_vec();
+        removed.sort_unstable();
+        for i in removed {
+            change.removed.push(sorted[i].path.clone());
+            change.removed_sizes.push(sorted[i].size);
+        }
+
+        // New paths go into folders of the tree (the root included), under
+        // names no entry has and no other new path takes.
+        let mut dirs: Vec<&str> = vec![""];
+        dirs.extend(
+            sorted
+                .iter()
+                .filter(|e| e.kind == EntryKind::Dir)
+                .map(|e| e.path.as_str()),
+        );
+        let mut taken: BTreeSet<String> = sorted.iter().map(|e| e.path.clone()).collect();
+        let mut renamed = renamed.to_vec();
+        renamed.sort_unstable();
+        for (k, &i) in renamed.iter().enumerate() {
+            let from = &sorted[i].path;
+            let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
+            let name = from.rsplit('/').next().unwrap_or(from);
+            let to = free_path(dir, name, &format!("labrun-renamed-{k}"), &mut taken);
+            change.renamed.push((from.clone(), to));
+        }
+        let added = round(n as f64 * fraction / 5.0).max(1);
+        for k in 0..added {
+            let like = sorted[eligible[stream::below(&mut choice, n) as usize]].size;
+            let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
+            let name = format!("labrun-added-{k}");
+            let path = free_path(dir, &name, &name, &mut taken);
+            change.added.push((path, like.min(WHOLE_FILE_LIMIT)));
+        }
+        change.added.sort();
+        change
+    }
+
+    /// What `reset_tree`'s first step copies back: the rewritten files and
+    /// the regions (the walk of its second step undoes the rest).
+    pub fn touched(&self) -> ChangePlan {
+        ChangePlan {
+            small_files: self.rewritten.clone(),
+            regions: self.regions.clone(),
+        }
+    }
+
+    pub fn summary(&self) -> ChangeSummary {
+        let rewritten: u64 = self.rewritten_sizes.iter().sum();
+        let regions: u64 = self.regions.iter().map(|r| r.len).sum();
+        let added: u64 = self.added.iter().map(|(_, size)| size).sum();
+        ChangeSummary {
+            files_rewritten: self.rewritten.len() as u64,
+            regions: self.regions.len() as u64,
+            files_added: self.added.len() as u64,
+            files_removed: self.removed.len() as u64,
+            files_renamed: self.renamed.len() as u64,
+            bytes_written: rewritten + regions + added,
+            bytes_removed: self.removed_sizes.iter().sum(),
+            eligible_files: self.eligible_files,
+            tree_bytes: self.tree_bytes,
+        }
+    }
+
+    /// Nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.rewritten.is_empty()
+            && self.regions.is_empty()
+            && self.added.is_empty()
+            && self.removed.is_empty()
+            && self.renamed.is_empty()
+    }
+
+    /// Folders whose entries the change adds, removes or moves.
+    fn changed_dirs(&self) -> BTreeSet<&str> {
+        let mut dirs = BTreeSet::new();
+        for p in &self.removed {
+            dirs.insert(parent(p));
+        }
+        for (from, to) in &self.renamed {
+            dirs.insert(parent(from));
+            dirs.insert(parent(to));
+        }
+        for (p, _) in &self.added {
+            dirs.insert(parent(p));
+        }
+        dirs
+    }
+}
+
+/// The folder of a relative path ("" for the root).
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+fn seeded_mtime(seed: u64) -> Mtime {
+    let mut rng = stream_of(seed, Tag::Mtime, 0);
+    let secs = MTIME_BASE + stream::below(&mut rng, MTIME_SPAN) as i64;
+    let nanos = stream::below(&mut rng, 1_000_000_000) as u32;
+    Mtime { secs, nanos }
+}
+
+/// `dir/name` if no entry or earlier new path has it, else `dir/fallback`,
+/// `dir/fallback-1`, ... (the fallback also keeps a long name under the
+/// 255-byte limit of a file name).
+fn free_path(dir: &str, name: &str, fallback: &str, taken: &mut BTreeSet<String>) -> String {
+    let join = |n: &str| {
+        if dir.is_empty() {
+            n.to_string()
+        } else {
+            format!("{dir}/{n}")
+        }
+    };
+    let mut path = join(name);
+    let mut k = 0;
+    while taken.contains(&path) {
+        path = if k == 0 {
+            join(fallback)
+        } else {
+            join(&format!("{fallback}-{k}"))
+        };
+        k += 1;
+    }
+    taken.insert(path.clone());
+    path
+}
+
+/// One write of the change, run on the pool.
+enum Job<'a> {
+    Rewrite {
+        path: &'a str,
+        index: u64,
+        size: u64,
+    },
+    Region {
+        region: &'a ChangedRegion,
+        index: u64,
+    },
+    Add {
+        path: &'a str,
+        index: u64,
+        size: u64,
+    },
+}
+
+impl Job<'_> {
+    fn bytes(&self) -> u64 {
+        match self {
+            Job::Rewrite { size, .. } | Job::Add { size, .. } => *size,
+            Job::Region { region, .. } => region.len,
+        }
+    }
+}
+
+/// Applies `change` to the tree under `dir` (a copy of the tree it was
+/// planned from) and returns the tree's manifest after it (a content scan of
+/// the whole tree; see [`apply_tree_change_from`] to skip it).
+pub fn apply_tree_change(
+    dir: &Path,
+    change: &TreeChange,
+    spec: &ChangeSpec,
+    progress: Progress,
+) -> io::Result<Manifest> {
+    let written = change.summary().bytes_written;
+    let total = written + change.tree_bytes;
+    apply(dir, change, spec, &mut |done, _| {
+        progress(done.min(written), total)
+    })?;
+    Ok(scan::scan(dir, scan::Detail::Content, &mut |done, _| {
+        progress((written + done).min(total), total)
+    })?)
+}
+
+/// As [`apply_tree_change`], but updates `base` (the content manifest of
+/// the tree before the change, as [`crate::scan`] makes it) with the
+/// digests of the written files instead of reading the whole tree again.
+pub fn apply_tree_change_from(
+    dir: &Path,
+    change: &TreeChange,
+    spec: &ChangeSpec,
+    base: &Manifest,
+    progress: Progress,
+) -> io::Result<Manifest> {
+    if base
+        .entries
+        .iter()
+        .any(|e| e.mtime.is_some() || e.link_group.is_some() || e.xattrs.is_some())
+    {
+        return Err(invalid(
+            "the base manifest records metadata (mtimes, hard links or xattrs), which the \
+             change alters: use apply_tree_change, which scans the tree after the change"
+                .into(),
+        ));
+    }
+    let mut by_path: HashMap<&str, &ManifestEntry> =
+        base.entries.iter().map(|e| (e.path.as_str(), e)).collect();
+    for path in change
+        .rewritten
+        .iter()
+        .chain(change.regions.iter().map(|r| &r.path))
+        .chain(&change.removed)
+        .chain(change.renamed.iter().map(|(from, _)| from))
+    {
+        if by_path
+            .get(path.as_str())
+            .is_none_or(|e| e.kind != EntryKind::File)
+        {
+            return Err(DatasetError::BaseManifestMismatch { path: path.clone() }.into());
+        }
+    }
+    let digests = apply(dir, change, spec, progress)?;
+    let mut entries: Vec<ManifestEntry> = Vec::with_capacity(base.entries.len());
+    for path in &change.removed {
+        by_path.remove(path.as_str());
+    }
+    let renamed: HashMap<&str, &str> = change
+        .renamed
+        .iter()
+        .map(|(from, to)| (from.as_str(), to.as_str()))
+        .collect();
+    for e in by_path.into_values() {
+        let mut e = e.clone();
+        if let Some(to) = renamed.get(e.path.as_str()) {
+            e.path = (*to).to_string();
+        }
+        if let Some(digest) = digests.get(e.path.as_str()) {
+            e.sha256 = digest.clone();
+        }
+        entries.push(e);
+    }
+    for (path, size) in &change.added {
+        entries.push(ManifestEntry {
+            path: path.clone(),
+            kind: EntryKind::File,
+            size: *size,
+            mode: ADDED_MODE,
+            sha256: digests.get(path.as_str()).cloned().unwrap_or_default(),
+            ..ManifestEntry::default()
+        });
+    }
+    let mut manifest = Manifest { entries };
+    manifest.sort();
+    Ok(manifest)
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+/// Applies the change; returns the new SHA-256 of every written file, by
+/// path.
+fn apply(
+    dir: &Path,
+    change: &TreeChange,
+    spec: &ChangeSpec,
+    progress: Progress,
+) -> io::Result<HashMap<String, String>> {
+    spec.validate().map_err(invalid)?;
+    if spec.seed != change.seed {
+        return Err(invalid(format!(
+            "the change was planned with seed {}, and is applied with seed {}: plan it with \
+             the spec it is applied with",
+            change.seed, spec.seed
+        )));
+    }
+    check_tree(dir, change)?;
+
+    for rel in &change.removed {
+        let path = dir.join(rel);
+        fs::remove_file(&path).map_err(|e| DatasetError::io("removing", &path, e))?;
+    }
+    for (from, to) in &change.renamed {
+        let (from, to) = (dir.join(from), dir.join(to));
+        fs::rename(&from, &to).map_err(|e| DatasetError::io("renaming", &from, e))?;
+    }
+    let mut jobs: Vec<Job> = Vec::new();
+    for (i, (path, &size)) in change
+        .rewritten
+        .iter()
+        .zip(&change.rewritten_sizes)
+        .enumerate()
+    {
+        jobs.push(Job::Rewrite {
+            path,
+            index: i as u64,
+            size,
+        });
+    }
+    for (i, region) in change.regions.iter().enumerate() {
+        jobs.push(Job::Region {
+            region,
+            index: i as u64,
+        });
+    }
+    for (i, (path, size)) in change.added.iter().enumerate() {
+        jobs.push(Job::Add {
+            path,
+            index: i as u64,
+            size: *size,
+        });
+    }
+    let order = pool::biggest_first(jobs.iter().map(Job::bytes));
+    let total = jobs.iter().map(Job::bytes).sum();
+    let mtime = system_time(change.mtime);
+    let digests = pool::run(
+        &jobs,
+        &order,
+        pool::threads(1),
+        total,
+        progress,
+        |job, w| run_job(dir, job, change.seed, mtime, w),
+    )?;
+    // Folders last: the writes above do not change a folder's mtime, but
+    // the removals, renames and creations did.
+    for rel in change.changed_dirs() {
+        let path = dir.join(rel);
+        set_mtime(&path, mtime)?;
+    }
+    Ok(jobs
+        .iter()
+        .map(|job| match job {
+            Job::Rewrite { path, .. } | Job::Add { path, .. } => path.to_string(),
+            Job::Region { region, .. } => region.path.clone(),
+        })
+        .zip(digests)
+        .collect())
+}
+
+/// Checks every path the change names before it writes anything: a change
+/// planned from another tree must not half-apply.
+fn check_tree(dir: &Path, change: &TreeChange) -> io::Result<()> {
+    let mismatch = |rel: &str, detail: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: {detail}; a tree change applies only to a copy of the tree it was \
+                 planned from",
+                dir.join(rel).display()
+            ),
+        )
+    };
+    let target = |rel: &str, size: Option<u64>| -> io::Result<()> {
+        let path = dir.join(rel);
+        let md = match fs::symlink_metadata(&path) {
+            Ok(md) => md,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(mismatch(rel, "no such file"));
+            }
+            Err(e) => return Err(DatasetError::io("reading the metadata of", &path, e).into()),
+        };
+        if !md.is_file() {
+            return Err(mismatch(rel, "not a regular file"));
+        }
+        if md.nlink() > 1 {
+            return Err(mismatch(
+                rel,
+                "one name of a hard-link group, which the change must not touch (plan the \
+                 change from a metadata scan, which records hard links)",
+            ));
+        }
+        match size {
+            Some(size) if md.len() != size => Err(mismatch(
+                rel,
+                &format!("{} bytes, expected {size}", md.len()),
+            )),
+            _ => Ok(()),
+        }
+    };
+    let absent = |rel: &str| match fs::symlink_metadata(dir.join(rel)) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Ok(_) => Err(mismatch(rel, "already exists")),
+        Err(e) => Err(DatasetError::io("reading the metadata of", &dir.join(rel), e).into()),
+    };
+    for (rel, &size) in change.rewritten.iter().zip(&change.rewritten_sizes) {
+        target(rel, Some(size))?;
+    }
+    for r in &change.regions {
+        target(&r.path, None)?;
+        let size = fs::symlink_metadata(dir.join(&r.path))?.len();
+        if r.offset.saturating_add(r.len) > size {
+            return Err(mismatch(
+                &r.path,
+                &format!("{size} bytes, too short for the region"),
+            ));
+        }
+    }
+    for (rel, &size) in change.removed.iter().zip(&change.removed_sizes) {
+        target(rel, Some(size))?;
+    }
+    for (from, to) in &change.renamed {
+        target(from, None)?;
+        absent(to)?;
+    }
+    for (rel, _) in &change.added {
+        absent(rel)?;
+    }
+    Ok(())
+}
+
+fn run_job(
+    dir: &Path,
+    job: &Job,
+    seed: u64,
+    mtime: SystemTime,
+    worker: &mut Worker,
+) -> Result<String, DatasetError> {
+    let mut hasher = Sha256::new();
+    let (rel, file) = match *job {
+        Job::Rewrite { path, index, size } => {
+            let abs = dir.join(path);
+            let mut file = OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&abs)
+                .map_err(|e| DatasetError::io("opening", &abs, e))?;
+            let mut rng = stream_of(seed, Tag::Rewrite, index);
+            change::write_stream(
+                &mut file,
+                &abs,
+                &mut rng,
+                Content::Random,
+                size,
+                &mut hasher,
+                worker,
+            )?;
+            (path, file)
+        }
+        Job::Add { path, index, size } => {
+            let abs = dir.join(path);
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&abs)
+                .map_err(|e| DatasetError::io("creating", &abs, e))?;
+            // Set, not left to the umask: the manifest records the mode.
+            file.set_permissions(fs::Permissions::from_mode(ADDED_MODE))
+                .map_err(|e| DatasetError::io("setting the mode of", &abs, e))?;
+            let mut rng = stream_of(seed, Tag::Added, index);
+            change::write_stream(
+                &mut file,
+                &abs,
+                &mut rng,
+                Content::Random,
+                size,
+                &mut hasher,
+                worker,
+            )?;
+            (path, file)
+        }
+        Job::Region { region, index } => {
+            let abs = dir.join(&region.path);
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&abs)
+                .map_err(|e| DatasetError::io("opening", &abs, e))?;
+            // Hash the untouched prefix, write (and hash) the region, hash
+            // the rest: one pass over the file.
+            let prefix = hash_into(&mut file, &abs, region.offset, &mut hasher, worker)?;
+            if prefix != region.offset {
+                return Err(DatasetError::Io {
+                    action: "changing",
+                    path: abs,
+                    cause: io::Error::other("the file shrank while it was being changed"),
+                });
+            }
+            let mut rng = stream_of(seed, Tag::Region, index);
+            change::write_stream(
+                &mut file,
+                &abs,
+                &mut rng,
+                Content::Random,
+                region.len,
+                &mut hasher,
+                worker,
+            )?;
+            hash_into(&mut file, &abs, u64::MAX, &mut hasher, worker)?;
+            (region.path.as_str(), file)
+        }
+    };
+    let abs = dir.join(rel);
+    file.set_times(FileTimes::new().set_modified(mtime))
+        .map_err(|e| DatasetError::io("setting the mtime of", &abs, e))?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+fn system_time(m: Mtime) -> SystemTime {
+    let nanos = Duration::from_nanos(u64::from(m.nanos));
+    if m.secs >= 0 {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(m.secs as u64) + nanos
+    } else {
+        SystemTime::UNIX_EPOCH - Duration::from_secs(m.secs.unsigned_abs()) + nanos
+    }
+}
+
+/// Sets a file's or folder's mtime, leaving its access time alone.
+pub(crate) fn set_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
+    let set = || File::open(path)?.set_times(FileTimes::new().set_modified(mtime));
+    set().map_err(|e| DatasetError::io("setting the mtime of", path, e).into())
+}
