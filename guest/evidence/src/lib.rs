@@ -9,6 +9,7 @@
 //! read leniently by the host so that a newer agent's extra fields do not
 //! break an older report.
 
+pub mod archive_format;
 pub mod command;
 pub mod compare;
 pub mod dataset_profile;
@@ -26,6 +27,7 @@ pub mod step;
 pub mod storage;
 pub mod variant;
 
+pub use archive_format::ArchiveFormat;
 pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use dataset_profile::DatasetProfile;
 pub use event::Event;
