@@ -12,6 +12,8 @@
 //!   a small seeded tree of modes, mtimes, links, holes, odd names and
 //!   xattrs, and a verify that says which of those a restore kept.
 //! - [`history`]: the synthetic git history of the second study (SPEC 6).
+//! - [`unpack_file`]: a dataset archive (tar, zip, .deb) unpacked safely as
+//!   the tree, bounded in bytes and entries (see `unpack/`).
 //!
 //! Same [`DatasetParams`]: byte-identical tree and identical manifest on any
 //! machine (ChaCha8 streams per file, integer layout; see `stream.rs`).
@@ -33,15 +35,17 @@ pub mod profile;
 mod scan;
 pub mod stream;
 pub mod tree;
+pub mod unpack;
 mod verify;
 
 pub use change::{ChangePlan, ChangedRegion};
-pub use error::DatasetError;
+pub use error::{DatasetError, UnpackBound};
 pub use labrun_evidence::DatasetProfile;
 pub use manifest_file::{check_outside, default_manifest_path, read_manifest, write_manifest};
 pub use metadata_check::compare_metadata;
 pub use profile::change_plan;
 pub use profile::{Footprint, FootprintRow, footprint};
+pub use unpack::{UnpackLimits, Unpacked, unpack_file};
 pub use verify::{NAMED_DIFFERENCES, compare};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
