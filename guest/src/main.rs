@@ -24,6 +24,8 @@ enum Command {
     Verify(commands::verify::Args),
     /// Run the timed cycles of a plan, writing evidence as it goes.
     Run(commands::run::Args),
+    /// Unpack a dataset archive into a new folder, safely and bounded.
+    Unpack(commands::unpack::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         Command::Change(a) => commands::change::run(a),
         Command::Verify(a) => commands::verify::run(a),
         Command::Run(a) => commands::run::run(a),
+        Command::Unpack(a) => commands::unpack::run(a),
     };
     match result {
         Ok(code) => code,

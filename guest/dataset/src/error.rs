@@ -5,6 +5,7 @@
 //! matching `ErrorKind`), so `{e}` prints the message below and
 //! `e.get_ref()` can downcast to it.
 
+use labrun_evidence::ArchiveFormat;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -97,6 +98,149 @@ pub enum DatasetError {
         .path.display()
     )]
     UnsupportedFileType { path: PathBuf },
+
+    #[error(
+        "{} is not empty: unpack into a new or empty directory, so the tree holds \
+         exactly the archive",
+        .dest.display()
+    )]
+    UnpackDestNotEmpty { dest: PathBuf },
+
+    #[error(
+        "{} is said to be {}, but {}: name the format the file is in, or fetch the \
+         file the lab means",
+        .archive.display(), .declared.describe(), found_words(*.found, .first_bytes)
+    )]
+    ArchiveFormatMismatch {
+        archive: PathBuf,
+        declared: ArchiveFormat,
+        found: Option<ArchiveFormat>,
+        /// The file's first bytes (a few), shown when no format matched.
+        first_bytes: Vec<u8>,
+    },
+
+    #[error(
+        "{}{}: the archive is damaged or truncated: {detail}; fetch it again and check \
+         its SHA-256",
+        .archive.display(), at_entry(.entry)
+    )]
+    ArchiveDamaged {
+        archive: PathBuf,
+        entry: Option<String>,
+        detail: String,
+    },
+
+    #[error("{}{}: {detail}", .archive.display(), at_entry(.entry))]
+    ArchiveUnsupported {
+        archive: PathBuf,
+        entry: Option<String>,
+        detail: String,
+    },
+
+    #[error(
+        "{}: entry `{entry}` {reason}: refused, so that nothing is written outside the tree; \
+         repack the archive without it, or use another archive",
+        .archive.display()
+    )]
+    UnsafeEntry {
+        archive: PathBuf,
+        entry: String,
+        reason: String,
+    },
+
+    #[error(
+        "{}: entry `{entry}` (its bad bytes shown as U+FFFD) has a {what} that is \
+         not UTF-8: refused, because manifests name every file in UTF-8; repack the archive \
+         with UTF-8 names",
+        .archive.display()
+    )]
+    NonUtf8EntryName {
+        archive: PathBuf,
+        entry: String,
+        /// "name" or "link target".
+        what: &'static str,
+    },
+
+    #[error(
+        "{}: stopped at entry `{entry}`: {}; if the archive really is this large, raise the \
+         bound ({})",
+        .archive.display(), .bound.crossed(), .bound.how_to_raise()
+    )]
+    ArchiveTooLarge {
+        archive: PathBuf,
+        entry: String,
+        bound: UnpackBound,
+    },
+
+    #[error(
+        "{}{}: no space left on the device while unpacking into {}: free space there, or \
+         unpack where there is more room",
+        .archive.display(), at_entry(.entry), .dest.display()
+    )]
+    UnpackDiskFull {
+        archive: PathBuf,
+        entry: Option<String>,
+        dest: PathBuf,
+    },
+
+    /// The cause is part of the message (and deliberately not a `source`).
+    #[error("{}{}: {action}: {cause}", .archive.display(), at_entry(.entry))]
+    UnpackIo {
+        archive: PathBuf,
+        entry: Option<String>,
+        action: String,
+        cause: io::Error,
+    },
+}
+
+/// Which bound of an unpack an archive crossed, and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnpackBound {
+    /// More file bytes than this (sizes as the archive declares them).
+    Bytes(u64),
+    /// More entries than this.
+    Entries(u64),
+}
+
+impl UnpackBound {
+    fn crossed(&self) -> String {
+        match *self {
+            UnpackBound::Bytes(limit) => format!(
+                "unpacking it would write more than {limit} bytes ({}), the bound on the tree's \
+                 size (an archive that unpacks without end is refused there)",
+                labrun_evidence::human::bytes(limit as f64)
+            ),
+            UnpackBound::Entries(limit) => format!(
+                "the archive holds more than {limit} entries, the bound on the tree's entries"
+            ),
+        }
+    }
+
+    fn how_to_raise(&self) -> &'static str {
+        match self {
+            UnpackBound::Bytes(_) => "max_bytes; `labrun-agent unpack --max-bytes N`",
+            UnpackBound::Entries(_) => "max_entries; `labrun-agent unpack --max-entries N`",
+        }
+    }
+}
+
+fn at_entry(entry: &Option<String>) -> String {
+    match entry {
+        Some(e) => format!(" (entry `{e}`)"),
+        None => String::new(),
+    }
+}
+
+fn found_words(found: Option<ArchiveFormat>, first_bytes: &[u8]) -> String {
+    match found {
+        Some(f) => format!("it is {}", f.describe()),
+        None if first_bytes.is_empty() => "it is empty".to_string(),
+        None => format!(
+            "its first bytes ({}) are no archive format labrun unpacks ({})",
+            hex::encode(first_bytes),
+            ArchiveFormat::ALL.map(|f| f.as_str()).join(", ")
+        ),
+    }
 }
 
 impl DatasetError {
@@ -128,7 +272,18 @@ impl DatasetError {
             DatasetError::TreeMismatch { .. } | DatasetError::BaseManifestMismatch { .. } => {
                 io::ErrorKind::InvalidData
             }
-            DatasetError::UnsupportedFileType { .. } => io::ErrorKind::Unsupported,
+            DatasetError::UnsupportedFileType { .. } | DatasetError::ArchiveUnsupported { .. } => {
+                io::ErrorKind::Unsupported
+            }
+            DatasetError::UnpackDestNotEmpty { .. } => io::ErrorKind::AlreadyExists,
+            DatasetError::ArchiveFormatMismatch { .. }
+            | DatasetError::ArchiveDamaged { .. }
+            | DatasetError::UnsafeEntry { .. }
+            | DatasetError::NonUtf8EntryName { .. } => io::ErrorKind::InvalidData,
+            DatasetError::ArchiveTooLarge { .. } | DatasetError::UnpackDiskFull { .. } => {
+                io::ErrorKind::StorageFull
+            }
+            DatasetError::UnpackIo { cause, .. } => cause.kind(),
         }
     }
 }
@@ -136,7 +291,7 @@ impl DatasetError {
 const ENOSPC: i32 = 28;
 const EDQUOT: i32 = 122;
 
-fn is_disk_full(e: &io::Error) -> bool {
+pub(crate) fn is_disk_full(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::StorageFull
         || matches!(e.raw_os_error(), Some(ENOSPC) | Some(EDQUOT))
 }

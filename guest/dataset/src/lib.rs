@@ -14,6 +14,8 @@
 //! - [`history`]: the synthetic git history of the second study (SPEC 6).
 //! - [`tree_change`]: a seeded change of any tree, planned from its
 //!   manifest; [`sample`]: a seeded subset of any tree's files.
+//! - [`unpack_file`]: a dataset archive (tar, zip, .deb) unpacked safely as
+//!   the tree, bounded in bytes and entries (see `unpack/`).
 //!
 //! Same [`DatasetParams`]: byte-identical tree and identical manifest on any
 //! machine (ChaCha8 streams per file, integer layout; see `stream.rs`).
@@ -37,10 +39,11 @@ mod scan;
 pub mod stream;
 pub mod tree;
 pub mod tree_change;
+pub mod unpack;
 mod verify;
 
 pub use change::{ChangePlan, ChangedRegion};
-pub use error::DatasetError;
+pub use error::{DatasetError, UnpackBound};
 pub use labrun_evidence::DatasetProfile;
 pub use manifest_file::{check_outside, default_manifest_path, read_manifest, write_manifest};
 pub use metadata_check::compare_metadata;
@@ -48,6 +51,7 @@ pub use profile::change_plan;
 pub use profile::{Footprint, FootprintRow, footprint};
 pub use sample::{copy_sample, sample};
 pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
+pub use unpack::{UnpackLimits, Unpacked, unpack_file};
 pub use verify::{NAMED_DIFFERENCES, compare};
 
 use labrun_evidence::{Manifest, VerifyOutcome};

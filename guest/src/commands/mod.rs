@@ -1,4 +1,5 @@
 pub mod change;
 pub mod generate;
 pub mod run;
+pub mod unpack;
 pub mod verify;

@@ -1,0 +1,64 @@
+//! A Debian package's tree: its `data.tar.*` member (gz, xz, zst or plain),
+//! unpacked as a tar stream. The control files are not part of the tree.
+
+use super::format;
+use super::{Fault, Run, pipe};
+use crate::DatasetError;
+use labrun_evidence::ArchiveFormat;
+use std::io::{BufReader, Read};
+
+/// An ar member's buffer: big enough to sniff the member and to read the
+/// package in large pieces.
+const MEMBER_BUFFER: usize = 1 << 20;
+
+pub(super) fn unpack<R: Read + Send>(run: &mut Run, package: R) -> Result<(), DatasetError> {
+    let mut archive = ar::Archive::new(package);
+    let mut members = Vec::new();
+    while let Some(member) = archive.next_entry() {
+        let member = member
+            .map_err(|e| run.error(Fault::Damaged(format!("not a valid .deb: {e}")), None))?;
+        let name = String::from_utf8_lossy(member.header().identifier())
+            .trim_end_matches('/')
+            .to_string();
+        if !name.starts_with("data.tar") {
+            members.push(name);
+            continue;
+        }
+        let mut data = BufReader::with_capacity(MEMBER_BUFFER, member);
+        let sniffed =
+            format::sniff(&mut data).map_err(|e| run.error(Fault::Read(e), Some(name.clone())))?;
+        let compression = match sniffed.found {
+            Some(
+                f @ (ArchiveFormat::Tar
+                | ArchiveFormat::TarGz
+                | ArchiveFormat::TarXz
+                | ArchiveFormat::TarZst),
+            ) => f,
+            _ => {
+                return Err(run.error(
+                    Fault::Unsupported(format!(
+                        "the package's data member is not a tar archive compressed with gzip, \
+                         xz or zstd (its first bytes: {}); unpack the package with dpkg-deb \
+                         and name the tree it holds instead",
+                        hex::encode(&sniffed.first_bytes)
+                    )),
+                    Some(name),
+                ));
+            }
+        };
+        let stream =
+            format::decompressed(compression, data).map_err(|f| run.error(f, Some(name)))?;
+        return pipe::pipelined(stream, |s| super::tar::unpack(run, s));
+    }
+    Err(run.error(
+        Fault::Damaged(format!(
+            "a .deb holds its tree in a data.tar.* member, and this one has none (it holds: {})",
+            if members.is_empty() {
+                "nothing".to_string()
+            } else {
+                members.join(", ")
+            }
+        )),
+        None,
+    ))
+}

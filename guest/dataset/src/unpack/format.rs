@@ -1,0 +1,48 @@
+//! The declared format against the file's magic bytes, and the decompressor
+//! for each compressed tar (the same crates the host's artifact cache uses).
+
+use super::Fault;
+use labrun_evidence::ArchiveFormat;
+use labrun_evidence::archive_format::SNIFF_BYTES;
+use std::io::{self, BufRead, Read};
+
+/// What the file's first bytes are, and those bytes (a few, for the
+/// message when they are no known format).
+pub(super) struct Sniffed {
+    pub found: Option<ArchiveFormat>,
+    pub first_bytes: Vec<u8>,
+}
+
+/// Reads the first bytes of `reader` without consuming them. The reader's
+/// buffer must hold [`SNIFF_BYTES`]: one read of a file or of an archive
+/// member fills it (a shorter read could only hide tar's magic at 257).
+pub(super) fn sniff(reader: &mut impl BufRead) -> io::Result<Sniffed> {
+    let buf = reader.fill_buf()?;
+    let head = &buf[..buf.len().min(SNIFF_BYTES)];
+    Ok(Sniffed {
+        found: ArchiveFormat::sniff(head),
+        first_bytes: head[..head.len().min(8)].to_vec(),
+    })
+}
+
+/// A tar stream: `source` decompressed as `format` says.
+pub(super) fn decompressed<'a, R: BufRead + Send + 'a>(
+    format: ArchiveFormat,
+    source: R,
+) -> Result<Box<dyn Read + Send + 'a>, Fault> {
+    Ok(match format {
+        ArchiveFormat::Tar => Box::new(source),
+        ArchiveFormat::TarGz => Box::new(flate2::bufread::MultiGzDecoder::new(source)),
+        ArchiveFormat::TarXz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(source)),
+        ArchiveFormat::TarZst => Box::new(
+            zstd::stream::read::Decoder::with_buffer(source)
+                .map_err(|e| Fault::Damaged(format!("cannot start zstd: {e}")))?,
+        ),
+        ArchiveFormat::Zip | ArchiveFormat::Deb => {
+            return Err(Fault::Unsupported(format!(
+                "{} is no compressed tar",
+                format.describe()
+            )));
+        }
+    })
+}

@@ -1,0 +1,292 @@
+//! Unpacking a dataset archive into the tree the tools back up: tar (plain,
+//! gz, xz, zst), zip, or a Debian package's data, never writing outside the
+//! destination and bounded in bytes and entries.
+//!
+//! One job per file: [`format`] checks the declared format against the
+//! magic bytes and picks the decompressor, [`pipe`] decompresses on its own
+//! thread, [`tar`], [`zip`] and [`deb`] read the entries, [`guard`] holds
+//! the rules for names and link targets, [`budget`] the two bounds, and
+//! [`tree`] writes without ever following a link.
+
+mod budget;
+mod deb;
+mod format;
+mod guard;
+mod pipe;
+mod tar;
+mod tree;
+mod zip;
+
+use crate::error::UnpackBound;
+use crate::{DatasetError, Progress};
+use labrun_evidence::ArchiveFormat;
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How much an archive may unpack to: more is an archive bomb (or a bound
+/// to raise), refused at the first entry that crosses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnpackLimits {
+    /// File bytes, as the entries declare them (holes of a sparse file count).
+    pub max_bytes: u64,
+    /// Entries of any kind: files, folders, links, skipped specials.
+    pub max_entries: u64,
+}
+
+/// What an unpack wrote. `files`, `symlinks` and `hard_links` count entries
+/// written (a later entry of the same name replaces the earlier one, and
+/// both count); `dirs` counts the folders made under the destination,
+/// listed or implied by a path; `bytes` the file bytes written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unpacked {
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub hard_links: u64,
+    pub bytes: u64,
+    /// Devices, FIFOs and sockets: counted, not created.
+    pub skipped_special: u64,
+}
+
+/// Bytes read from the archive file at a time (also enough to sniff it).
+const READ_BUFFER: usize = 1 << 20;
+
+/// Unpacks `archive`, which must be in `format` (its magic bytes are
+/// checked: a zip named `.tar.gz` is refused, naming both), into `dest`,
+/// which must not exist or be empty.
+///
+/// Never writes outside `dest`: entries with `..` or absolute names, links
+/// whose target leaves the tree, hard links to names outside it and writes
+/// through a link an earlier entry made are refused with the entry's name
+/// (see `guard.rs` and `tree.rs`). Devices, FIFOs and sockets are skipped
+/// and counted. Names must be UTF-8. Modes keep their permission bits (no
+/// setuid, setgid or sticky), mtimes are kept, ownership is not. Corrupt and
+/// truncated archives, and the first entry that crosses `limits`, are
+/// errors naming the archive and the entry.
+///
+/// `progress` gets (archive bytes read, archive size) after each entry.
+///
+/// On any error the partial tree is left in `dest` for the caller to
+/// remove: it is not a tree of the archive.
+pub fn unpack_file(
+    archive: &Path,
+    format: ArchiveFormat,
+    dest: &Path,
+    limits: UnpackLimits,
+    progress: Progress,
+) -> Result<Unpacked, DatasetError> {
+    let fail = |action: &str, cause: io::Error| DatasetError::UnpackIo {
+        archive: archive.to_path_buf(),
+        entry: None,
+        action: action.to_string(),
+        cause,
+    };
+    let file = File::open(archive).map_err(|e| fail("cannot open the archive", e))?;
+    let total = file
+        .metadata()
+        .map_err(|e| fail("cannot read the archive's size", e))?
+        .len();
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
+    let sniffed = format::sniff(&mut reader).map_err(|e| fail("cannot read the archive", e))?;
+    if sniffed.found != Some(format) {
+        return Err(DatasetError::ArchiveFormatMismatch {
+            archive: archive.to_path_buf(),
+            declared: format,
+            found: sniffed.found,
+            first_bytes: sniffed.first_bytes,
+        });
+    }
+    prepare_dest(dest)?;
+    let read = AtomicU64::new(0);
+    let tree = tree::Tree::open(dest, budget::Budget::new(limits))
+        .map_err(|f| Run::fault_error(archive, dest, None, f))?;
+    let mut run = Run {
+        archive: archive.to_path_buf(),
+        dest: dest.to_path_buf(),
+        tree,
+        entry: None,
+        read: &read,
+        total,
+        progress,
+    };
+    let counted = pipe::Counting {
+        inner: reader,
+        count: &read,
+    };
+    match format {
+        ArchiveFormat::Zip => zip::unpack(&mut run, counted)?,
+        ArchiveFormat::Deb => deb::unpack(&mut run, counted)?,
+        tar_format => {
+            let counted = BufReader::with_capacity(READ_BUFFER, counted);
+            let stream =
+                format::decompressed(tar_format, counted).map_err(|f| run.error(f, None))?;
+            pipe::pipelined(stream, |s| tar::unpack(&mut run, s))?
+        }
+    }
+    let Run {
+        tree,
+        archive,
+        dest,
+        ..
+    } = run;
+    tree.finish()
+        .map_err(|(entry, f)| Run::fault_error(&archive, &dest, Some(entry), f))
+}
+
+/// Makes `dest` (and its parents) unless it exists; refuses one that holds
+/// anything.
+fn prepare_dest(dest: &Path) -> Result<(), DatasetError> {
+    let fail = |action: &'static str, cause| DatasetError::io(action, dest, cause);
+    match std::fs::read_dir(dest) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(DatasetError::UnpackDestNotEmpty {
+                    dest: dest.to_path_buf(),
+                });
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dest).map_err(|e| fail("creating", e))
+        }
+        Err(e) => Err(fail("reading", e)),
+    }
+}
+
+/// What went wrong with one entry, before it is told with the archive's
+/// and the entry's names.
+#[derive(Debug)]
+pub(super) enum Fault {
+    /// Would write outside the tree (the reason names how).
+    Unsafe(String),
+    /// A name or link target ("name", "link target") that is not UTF-8.
+    NotUtf8(&'static str),
+    /// Damaged or truncated (the detail says what was found).
+    Damaged(String),
+    /// A kind of entry or compression labrun does not unpack.
+    Unsupported(String),
+    /// A bound crossed.
+    TooLarge(UnpackBound),
+    /// A folder the entry needs does not exist (a walk without creating).
+    Missing,
+    /// Reading the archive failed (decompression, a damaged header).
+    Read(io::Error),
+    /// Writing the tree failed.
+    Io {
+        action: &'static str,
+        cause: io::Error,
+    },
+}
+
+impl Fault {
+    fn io(action: &'static str, errno: rustix::io::Errno) -> Fault {
+        Fault::Io {
+            action,
+            cause: errno.into(),
+        }
+    }
+
+    fn io_std(action: &'static str, cause: io::Error) -> Fault {
+        Fault::Io { action, cause }
+    }
+}
+
+/// One unpack under way: the tree, and what a message names.
+pub(super) struct Run<'a> {
+    archive: PathBuf,
+    dest: PathBuf,
+    tree: tree::Tree,
+    /// The entry being unpacked (or last unpacked), as a message shows it.
+    entry: Option<String>,
+    read: &'a AtomicU64,
+    total: u64,
+    progress: Progress<'a>,
+}
+
+impl Run<'_> {
+    /// A new entry: counted against the bound, named in later messages.
+    fn begin(&mut self, raw_name: &[u8]) -> Result<(), DatasetError> {
+        self.entry = Some(String::from_utf8_lossy(raw_name).into_owned());
+        self.tree
+            .budget
+            .add_entry()
+            .map_err(|f| self.error(f, self.entry.clone()))
+    }
+
+    /// The entry is done (or failed): tell progress, or the entry's error.
+    fn finish_entry(&mut self, result: Result<(), Fault>) -> Result<(), DatasetError> {
+        result.map_err(|f| self.error(f, self.entry.clone()))?;
+        (self.progress)(self.read.load(Ordering::Relaxed), self.total);
+        Ok(())
+    }
+
+    /// A fault between entries: named by the entry before it, if any.
+    fn after_last(&self, fault: Fault) -> DatasetError {
+        let entry = self.entry.as_ref().map(|e| format!("after {e}"));
+        self.error(fault, entry)
+    }
+
+    fn error(&self, fault: Fault, entry: Option<String>) -> DatasetError {
+        Run::fault_error(&self.archive, &self.dest, entry, fault)
+    }
+
+    fn fault_error(archive: &Path, dest: &Path, entry: Option<String>, f: Fault) -> DatasetError {
+        let archive = archive.to_path_buf();
+        let named = |entry: Option<String>| entry.unwrap_or_else(|| "?".to_string());
+        match f {
+            Fault::Unsafe(reason) => DatasetError::UnsafeEntry {
+                archive,
+                entry: named(entry),
+                reason,
+            },
+            Fault::NotUtf8(what) => DatasetError::NonUtf8EntryName {
+                archive,
+                entry: named(entry),
+                what,
+            },
+            Fault::Damaged(detail) => DatasetError::ArchiveDamaged {
+                archive,
+                entry,
+                detail,
+            },
+            Fault::Missing => DatasetError::ArchiveDamaged {
+                archive,
+                entry,
+                detail: "a folder it needs is missing".into(),
+            },
+            Fault::Read(e) => DatasetError::ArchiveDamaged {
+                archive,
+                entry,
+                detail: format!("reading it failed: {e}"),
+            },
+            Fault::Unsupported(detail) => DatasetError::ArchiveUnsupported {
+                archive,
+                entry,
+                detail,
+            },
+            Fault::TooLarge(bound) => DatasetError::ArchiveTooLarge {
+                archive,
+                entry: named(entry),
+                bound,
+            },
+            Fault::Io { action, cause } => {
+                if crate::error::is_disk_full(&cause) {
+                    DatasetError::UnpackDiskFull {
+                        archive,
+                        entry,
+                        dest: dest.to_path_buf(),
+                    }
+                } else {
+                    DatasetError::UnpackIo {
+                        archive,
+                        entry,
+                        action: format!("{action} under {}", dest.display()),
+                        cause,
+                    }
+                }
+            }
+        }
+    }
+}
