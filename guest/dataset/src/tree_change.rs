@@ -270,14 +270,27 @@ impl TreeChange {
                 .filter(|e| e.kind == EntryKind::Dir)
                 .map(|e| e.path.as_str()),
         );
-        let mut taken: BTreeSet<String> = sorted.iter().map(|e| e.path.clone()).collect();
+        // Paths of the tree by binary search (no copy of a million paths),
+        // and the new ones.
+        let exists = |path: &str| {
+            sorted
+                .binary_search_by(|e| e.path.as_str().cmp(path))
+                .is_ok()
+        };
+        let mut taken: BTreeSet<String> = BTreeSet::new();
         let mut renamed = renamed.to_vec();
         renamed.sort_unstable();
         for (k, &i) in renamed.iter().enumerate() {
             let from = &sorted[i].path;
             let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
             let name = from.rsplit('/').next().unwrap_or(from);
-            let to = free_path(dir, name, &format!("labrun-renamed-{k}"), &mut taken);
+            let to = free_path(
+                dir,
+                name,
+                &format!("labrun-renamed-{k}"),
+                &exists,
+                &mut taken,
+            );
             change.renamed.push((from.clone(), to));
         }
         let added = round(n as f64 * fraction / 5.0).max(1);
@@ -285,7 +298,7 @@ impl TreeChange {
             let like = sorted[eligible[stream::below(&mut choice, n) as usize]].size;
             let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
             let name = format!("labrun-added-{k}");
-            let path = free_path(dir, &name, &name, &mut taken);
+            let path = free_path(dir, &name, &name, &exists, &mut taken);
             change.added.push((path, like.min(WHOLE_FILE_LIMIT)));
         }
         change.added.sort();
@@ -359,7 +372,13 @@ fn seeded_mtime(seed: u64) -> Mtime {
 /// `dir/name` if no entry or earlier new path has it, else `dir/fallback`,
 /// `dir/fallback-1`, ... (the fallback also keeps a long name under the
 /// 255-byte limit of a file name).
-fn free_path(dir: &str, name: &str, fallback: &str, taken: &mut BTreeSet<String>) -> String {
+fn free_path(
+    dir: &str,
+    name: &str,
+    fallback: &str,
+    exists: &dyn Fn(&str) -> bool,
+    taken: &mut BTreeSet<String>,
+) -> String {
     let join = |n: &str| {
         if dir.is_empty() {
             n.to_string()
@@ -369,7 +388,7 @@ fn free_path(dir: &str, name: &str, fallback: &str, taken: &mut BTreeSet<String>
     };
     let mut path = join(name);
     let mut k = 0;
-    while taken.contains(&path) {
+    while exists(&path) || taken.contains(&path) {
         path = if k == 0 {
             join(fallback)
         } else {
