@@ -60,8 +60,9 @@
 //!
 //! Which files and where come from ChaCha8 streams of a key of its own
 //! (SHA-256 of `labrun-dataset/v2/tree-change` and the seed): the fraction
-//! only sets the counts, so a larger fraction's change holds a smaller one's
-//! rewritten and removed files.
+//! only sets the counts (files are taken from the front of one seeded
+//! permutation), so a larger fraction's change removes every file a smaller
+//! one's removes.
 
 use crate::Progress;
 use crate::change::{self, ChangePlan, ChangedRegion};
