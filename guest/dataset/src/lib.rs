@@ -13,7 +13,7 @@
 //!   xattrs, and a verify that says which of those a restore kept.
 //! - [`history`]: the synthetic git history of the second study (SPEC 6).
 //! - [`tree_change`]: a seeded change of any tree, planned from its
-//!   manifest; [`sample`]: a seeded subset of any tree's files.
+//!   manifest; [`mod@sample`]: a seeded subset of any tree's files.
 //! - [`unpack_file`]: a dataset archive (tar, zip, .deb) unpacked safely as
 //!   the tree, bounded in bytes and entries (see `unpack/`).
 //!

@@ -554,3 +554,32 @@ fn a_sample_copies_to_a_tree_that_scans_to_it() {
     let err = copy_sample(&t.pristine, &t.root.join("again"), &s, &mut |_, _| {}).unwrap_err();
     assert!(err.to_string().contains("differs"), "{err}");
 }
+
+#[test]
+fn new_paths_never_take_a_name_the_tree_has() {
+    // Flat: every new path goes into the root, where the first names the
+    // change would pick are taken.
+    let t = Trees::new(|root| {
+        for i in 0..20 {
+            write(root, &format!("f{i}"), i, 100);
+        }
+        write(root, "labrun-added-0", 99, 10);
+        fs::create_dir_all(root.join("labrun-added-1")).unwrap();
+    });
+    let m = scan(&t.pristine).unwrap();
+    let s = spec(0.5, 1);
+    let change = TreeChange::plan(&m, &s);
+    let names: BTreeSet<&str> = m.entries.iter().map(|e| e.path.as_str()).collect();
+    let new: Vec<&str> = change
+        .added
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .chain(change.renamed.iter().map(|(_, to)| to.as_str()))
+        .collect();
+    assert!(change.added.len() >= 2, "{change:?}");
+    assert!(new.iter().all(|p| !names.contains(p)), "{new:?}");
+    assert_eq!(new.iter().collect::<BTreeSet<_>>().len(), new.len());
+    let dir = t.copy("a");
+    let after = apply_tree_change(&dir, &change, &s, &mut |_, _| {}).unwrap();
+    assert_eq!(after, scan(&dir).unwrap());
+}

@@ -60,25 +60,22 @@
 //!
 //! Which files and where come from ChaCha8 streams of a key of its own
 //! (SHA-256 of `labrun-dataset/v2/tree-change` and the seed): the fraction
-//! only sets the counts, so a larger fraction's change holds a smaller one's
-//! rewritten and removed files.
+//! only sets the counts (files are taken from the front of one seeded
+//! permutation), so a larger fraction's change removes every file a smaller
+//! one's removes.
 
-use crate::Progress;
-use crate::change::{self, ChangePlan, ChangedRegion};
-use crate::error::DatasetError;
-use crate::pool::{self, Worker};
-use crate::scan::{self, hash_into};
-use crate::stream::{self, Content, StreamRng};
+use crate::change::{ChangePlan, ChangedRegion};
+use crate::stream::{self, StreamRng};
 use labrun_evidence::{ChangeSpec, EntryKind, Manifest, ManifestEntry, Mtime};
 use rand_chacha::rand_core::SeedableRng;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashMap};
-use std::fs::{self, File, FileTimes, OpenOptions};
-use std::io;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::collections::BTreeSet;
+
+mod apply;
+
+pub(crate) use apply::set_mtime;
+pub use apply::{apply_tree_change, apply_tree_change_from};
 
 /// Files below this size are rewritten whole; larger ones get a region.
 pub const WHOLE_FILE_LIMIT: u64 = 1 << 20;
@@ -270,14 +267,27 @@ impl TreeChange {
                 .filter(|e| e.kind == EntryKind::Dir)
                 .map(|e| e.path.as_str()),
         );
-        let mut taken: BTreeSet<String> = sorted.iter().map(|e| e.path.clone()).collect();
+        // Paths of the tree by binary search (no copy of a million paths),
+        // and the new ones.
+        let exists = |path: &str| {
+            sorted
+                .binary_search_by(|e| e.path.as_str().cmp(path))
+                .is_ok()
+        };
+        let mut taken: BTreeSet<String> = BTreeSet::new();
         let mut renamed = renamed.to_vec();
         renamed.sort_unstable();
         for (k, &i) in renamed.iter().enumerate() {
             let from = &sorted[i].path;
             let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
             let name = from.rsplit('/').next().unwrap_or(from);
-            let to = free_path(dir, name, &format!("labrun-renamed-{k}"), &mut taken);
+            let to = free_path(
+                dir,
+                name,
+                &format!("labrun-renamed-{k}"),
+                &exists,
+                &mut taken,
+            );
             change.renamed.push((from.clone(), to));
         }
         let added = round(n as f64 * fraction / 5.0).max(1);
@@ -285,7 +295,7 @@ impl TreeChange {
             let like = sorted[eligible[stream::below(&mut choice, n) as usize]].size;
             let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
             let name = format!("labrun-added-{k}");
-            let path = free_path(dir, &name, &name, &mut taken);
+            let path = free_path(dir, &name, &name, &exists, &mut taken);
             change.added.push((path, like.min(WHOLE_FILE_LIMIT)));
         }
         change.added.sort();
@@ -359,7 +369,13 @@ fn seeded_mtime(seed: u64) -> Mtime {
 /// `dir/name` if no entry or earlier new path has it, else `dir/fallback`,
 /// `dir/fallback-1`, ... (the fallback also keeps a long name under the
 /// 255-byte limit of a file name).
-fn free_path(dir: &str, name: &str, fallback: &str, taken: &mut BTreeSet<String>) -> String {
+fn free_path(
+    dir: &str,
+    name: &str,
+    fallback: &str,
+    exists: &dyn Fn(&str) -> bool,
+    taken: &mut BTreeSet<String>,
+) -> String {
     let join = |n: &str| {
         if dir.is_empty() {
             n.to_string()
@@ -369,7 +385,7 @@ fn free_path(dir: &str, name: &str, fallback: &str, taken: &mut BTreeSet<String>
     };
     let mut path = join(name);
     let mut k = 0;
-    while taken.contains(&path) {
+    while exists(&path) || taken.contains(&path) {
         path = if k == 0 {
             join(fallback)
         } else {
@@ -379,378 +395,4 @@ fn free_path(dir: &str, name: &str, fallback: &str, taken: &mut BTreeSet<String>
     }
     taken.insert(path.clone());
     path
-}
-
-/// One write of the change, run on the pool.
-enum Job<'a> {
-    Rewrite {
-        path: &'a str,
-        index: u64,
-        size: u64,
-    },
-    Region {
-        region: &'a ChangedRegion,
-        index: u64,
-    },
-    Add {
-        path: &'a str,
-        index: u64,
-        size: u64,
-    },
-}
-
-impl Job<'_> {
-    fn bytes(&self) -> u64 {
-        match self {
-            Job::Rewrite { size, .. } | Job::Add { size, .. } => *size,
-            Job::Region { region, .. } => region.len,
-        }
-    }
-}
-
-/// Applies `change` to the tree under `dir` (a copy of the tree it was
-/// planned from) and returns the tree's manifest after it (a content scan of
-/// the whole tree; see [`apply_tree_change_from`] to skip it).
-pub fn apply_tree_change(
-    dir: &Path,
-    change: &TreeChange,
-    spec: &ChangeSpec,
-    progress: Progress,
-) -> io::Result<Manifest> {
-    let written = change.summary().bytes_written;
-    let total = written + change.tree_bytes;
-    apply(dir, change, spec, &mut |done, _| {
-        progress(done.min(written), total)
-    })?;
-    Ok(scan::scan(dir, scan::Detail::Content, &mut |done, _| {
-        progress((written + done).min(total), total)
-    })?)
-}
-
-/// As [`apply_tree_change`], but updates `base` (the content manifest of
-/// the tree before the change, as [`crate::scan`] makes it) with the
-/// digests of the written files instead of reading the whole tree again.
-pub fn apply_tree_change_from(
-    dir: &Path,
-    change: &TreeChange,
-    spec: &ChangeSpec,
-    base: &Manifest,
-    progress: Progress,
-) -> io::Result<Manifest> {
-    if base
-        .entries
-        .iter()
-        .any(|e| e.mtime.is_some() || e.link_group.is_some() || e.xattrs.is_some())
-    {
-        return Err(invalid(
-            "the base manifest records metadata (mtimes, hard links or xattrs), which the \
-             change alters: use apply_tree_change, which scans the tree after the change"
-                .into(),
-        ));
-    }
-    let mut by_path: HashMap<&str, &ManifestEntry> =
-        base.entries.iter().map(|e| (e.path.as_str(), e)).collect();
-    for path in change
-        .rewritten
-        .iter()
-        .chain(change.regions.iter().map(|r| &r.path))
-        .chain(&change.removed)
-        .chain(change.renamed.iter().map(|(from, _)| from))
-    {
-        if by_path
-            .get(path.as_str())
-            .is_none_or(|e| e.kind != EntryKind::File)
-        {
-            return Err(DatasetError::BaseManifestMismatch { path: path.clone() }.into());
-        }
-    }
-    let digests = apply(dir, change, spec, progress)?;
-    let mut entries: Vec<ManifestEntry> = Vec::with_capacity(base.entries.len());
-    for path in &change.removed {
-        by_path.remove(path.as_str());
-    }
-    let renamed: HashMap<&str, &str> = change
-        .renamed
-        .iter()
-        .map(|(from, to)| (from.as_str(), to.as_str()))
-        .collect();
-    for e in by_path.into_values() {
-        let mut e = e.clone();
-        if let Some(to) = renamed.get(e.path.as_str()) {
-            e.path = (*to).to_string();
-        }
-        if let Some(digest) = digests.get(e.path.as_str()) {
-            e.sha256 = digest.clone();
-        }
-        entries.push(e);
-    }
-    for (path, size) in &change.added {
-        entries.push(ManifestEntry {
-            path: path.clone(),
-            kind: EntryKind::File,
-            size: *size,
-            mode: ADDED_MODE,
-            sha256: digests.get(path.as_str()).cloned().unwrap_or_default(),
-            ..ManifestEntry::default()
-        });
-    }
-    let mut manifest = Manifest { entries };
-    manifest.sort();
-    Ok(manifest)
-}
-
-fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, message)
-}
-
-/// Applies the change; returns the new SHA-256 of every written file, by
-/// path.
-fn apply(
-    dir: &Path,
-    change: &TreeChange,
-    spec: &ChangeSpec,
-    progress: Progress,
-) -> io::Result<HashMap<String, String>> {
-    spec.validate().map_err(invalid)?;
-    if spec.seed != change.seed {
-        return Err(invalid(format!(
-            "the change was planned with seed {}, and is applied with seed {}: plan it with \
-             the spec it is applied with",
-            change.seed, spec.seed
-        )));
-    }
-    check_tree(dir, change)?;
-
-    for rel in &change.removed {
-        let path = dir.join(rel);
-        fs::remove_file(&path).map_err(|e| DatasetError::io("removing", &path, e))?;
-    }
-    for (from, to) in &change.renamed {
-        let (from, to) = (dir.join(from), dir.join(to));
-        fs::rename(&from, &to).map_err(|e| DatasetError::io("renaming", &from, e))?;
-    }
-    let mut jobs: Vec<Job> = Vec::new();
-    for (i, (path, &size)) in change
-        .rewritten
-        .iter()
-        .zip(&change.rewritten_sizes)
-        .enumerate()
-    {
-        jobs.push(Job::Rewrite {
-            path,
-            index: i as u64,
-            size,
-        });
-    }
-    for (i, region) in change.regions.iter().enumerate() {
-        jobs.push(Job::Region {
-            region,
-            index: i as u64,
-        });
-    }
-    for (i, (path, size)) in change.added.iter().enumerate() {
-        jobs.push(Job::Add {
-            path,
-            index: i as u64,
-            size: *size,
-        });
-    }
-    let order = pool::biggest_first(jobs.iter().map(Job::bytes));
-    let total = jobs.iter().map(Job::bytes).sum();
-    let mtime = system_time(change.mtime);
-    let digests = pool::run(
-        &jobs,
-        &order,
-        pool::threads(1),
-        total,
-        progress,
-        |job, w| run_job(dir, job, change.seed, mtime, w),
-    )?;
-    // Folders last: the writes above do not change a folder's mtime, but
-    // the removals, renames and creations did.
-    for rel in change.changed_dirs() {
-        let path = dir.join(rel);
-        set_mtime(&path, mtime)?;
-    }
-    Ok(jobs
-        .iter()
-        .map(|job| match job {
-            Job::Rewrite { path, .. } | Job::Add { path, .. } => path.to_string(),
-            Job::Region { region, .. } => region.path.clone(),
-        })
-        .zip(digests)
-        .collect())
-}
-
-/// Checks every path the change names before it writes anything: a change
-/// planned from another tree must not half-apply.
-fn check_tree(dir: &Path, change: &TreeChange) -> io::Result<()> {
-    let mismatch = |rel: &str, detail: &str| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "{}: {detail}; a tree change applies only to a copy of the tree it was \
-                 planned from",
-                dir.join(rel).display()
-            ),
-        )
-    };
-    let target = |rel: &str, size: Option<u64>| -> io::Result<()> {
-        let path = dir.join(rel);
-        let md = match fs::symlink_metadata(&path) {
-            Ok(md) => md,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(mismatch(rel, "no such file"));
-            }
-            Err(e) => return Err(DatasetError::io("reading the metadata of", &path, e).into()),
-        };
-        if !md.is_file() {
-            return Err(mismatch(rel, "not a regular file"));
-        }
-        if md.nlink() > 1 {
-            return Err(mismatch(
-                rel,
-                "one name of a hard-link group, which the change must not touch (plan the \
-                 change from a metadata scan, which records hard links)",
-            ));
-        }
-        match size {
-            Some(size) if md.len() != size => Err(mismatch(
-                rel,
-                &format!("{} bytes, expected {size}", md.len()),
-            )),
-            _ => Ok(()),
-        }
-    };
-    let absent = |rel: &str| match fs::symlink_metadata(dir.join(rel)) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Ok(_) => Err(mismatch(rel, "already exists")),
-        Err(e) => Err(DatasetError::io("reading the metadata of", &dir.join(rel), e).into()),
-    };
-    for (rel, &size) in change.rewritten.iter().zip(&change.rewritten_sizes) {
-        target(rel, Some(size))?;
-    }
-    for r in &change.regions {
-        target(&r.path, None)?;
-        let size = fs::symlink_metadata(dir.join(&r.path))?.len();
-        if r.offset.saturating_add(r.len) > size {
-            return Err(mismatch(
-                &r.path,
-                &format!("{size} bytes, too short for the region"),
-            ));
-        }
-    }
-    for (rel, &size) in change.removed.iter().zip(&change.removed_sizes) {
-        target(rel, Some(size))?;
-    }
-    for (from, to) in &change.renamed {
-        target(from, None)?;
-        absent(to)?;
-    }
-    for (rel, _) in &change.added {
-        absent(rel)?;
-    }
-    Ok(())
-}
-
-fn run_job(
-    dir: &Path,
-    job: &Job,
-    seed: u64,
-    mtime: SystemTime,
-    worker: &mut Worker,
-) -> Result<String, DatasetError> {
-    let mut hasher = Sha256::new();
-    let (rel, file) = match *job {
-        Job::Rewrite { path, index, size } => {
-            let abs = dir.join(path);
-            let mut file = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(&abs)
-                .map_err(|e| DatasetError::io("opening", &abs, e))?;
-            let mut rng = stream_of(seed, Tag::Rewrite, index);
-            change::write_stream(
-                &mut file,
-                &abs,
-                &mut rng,
-                Content::Random,
-                size,
-                &mut hasher,
-                worker,
-            )?;
-            (path, file)
-        }
-        Job::Add { path, index, size } => {
-            let abs = dir.join(path);
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&abs)
-                .map_err(|e| DatasetError::io("creating", &abs, e))?;
-            // Set, not left to the umask: the manifest records the mode.
-            file.set_permissions(fs::Permissions::from_mode(ADDED_MODE))
-                .map_err(|e| DatasetError::io("setting the mode of", &abs, e))?;
-            let mut rng = stream_of(seed, Tag::Added, index);
-            change::write_stream(
-                &mut file,
-                &abs,
-                &mut rng,
-                Content::Random,
-                size,
-                &mut hasher,
-                worker,
-            )?;
-            (path, file)
-        }
-        Job::Region { region, index } => {
-            let abs = dir.join(&region.path);
-            let mut file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&abs)
-                .map_err(|e| DatasetError::io("opening", &abs, e))?;
-            // Hash the untouched prefix, write (and hash) the region, hash
-            // the rest: one pass over the file.
-            let prefix = hash_into(&mut file, &abs, region.offset, &mut hasher, worker)?;
-            if prefix != region.offset {
-                return Err(DatasetError::Io {
-                    action: "changing",
-                    path: abs,
-                    cause: io::Error::other("the file shrank while it was being changed"),
-                });
-            }
-            let mut rng = stream_of(seed, Tag::Region, index);
-            change::write_stream(
-                &mut file,
-                &abs,
-                &mut rng,
-                Content::Random,
-                region.len,
-                &mut hasher,
-                worker,
-            )?;
-            hash_into(&mut file, &abs, u64::MAX, &mut hasher, worker)?;
-            (region.path.as_str(), file)
-        }
-    };
-    let abs = dir.join(rel);
-    file.set_times(FileTimes::new().set_modified(mtime))
-        .map_err(|e| DatasetError::io("setting the mtime of", &abs, e))?;
-    Ok(hex::encode(hasher.finalize()))
-}
-
-fn system_time(m: Mtime) -> SystemTime {
-    let nanos = Duration::from_nanos(u64::from(m.nanos));
-    if m.secs >= 0 {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(m.secs as u64) + nanos
-    } else {
-        SystemTime::UNIX_EPOCH - Duration::from_secs(m.secs.unsigned_abs()) + nanos
-    }
-}
-
-/// Sets a file's or folder's mtime, leaving its access time alone.
-pub(crate) fn set_mtime(path: &Path, mtime: SystemTime) -> io::Result<()> {
-    let set = || File::open(path)?.set_times(FileTimes::new().set_modified(mtime));
-    set().map_err(|e| DatasetError::io("setting the mtime of", path, e).into())
 }
