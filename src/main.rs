@@ -13,6 +13,7 @@ mod commands;
 mod context;
 mod host_check;
 mod lab_vm;
+mod real_tree;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -156,6 +156,19 @@ pub async fn prepare(
     let (pushed, env) = tokio::join!(push, environment_of(&session, &access));
     pushed?;
     phases.end(t);
+    // A real tree goes in once the agent is there: it checks what arrived.
+    let t = HostPhases::begin("ready_trees");
+    let pushed = crate::real_tree::ready_trees(ctx, lab, &session, &remote, &mut plan, &mut |m| {
+        display.note(m)
+    })
+    .await?;
+    if !pushed.is_empty() {
+        std::fs::write(
+            host.raw().join(crate::real_tree::PUSH_FILE),
+            serde_json::to_vec_pretty(&pushed)?,
+        )?;
+    }
+    phases.end(t);
     std::fs::write(
         host.raw().join(labrun_report::ENVIRONMENT_FILE),
         serde_json::to_vec_pretty(&env)?,

@@ -58,6 +58,9 @@ pub async fn say_estimate(
         labrun_evidence::DatasetPlan::Synthetic { scale, .. } => Some(scale),
         // A git history has no scale: the lab estimates its size.
         labrun_evidence::DatasetPlan::GitHistory { .. } => None,
+        // A real tree's size is measured when it is pushed or unpacked,
+        // after this: no guess from the lab.
+        labrun_evidence::DatasetPlan::Tree(_) => return None,
     };
     let bytes = estimate::dataset_bytes(lab, scale);
     let probe = format!(

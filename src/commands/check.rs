@@ -23,6 +23,10 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             "{}",
             resolutions(lab, &ctx.cache_dir, ctx.mirror.as_deref())
         );
+        safe_print!(
+            "{}",
+            crate::real_tree::describe::describe(lab, &ctx.cache_dir, ctx.mirror.as_deref())
+        );
     }
     safe_eprint!("{}", outcome.stderr);
     Ok(ExitCode::from(outcome.status))
@@ -108,6 +112,10 @@ fn check(path: &Path, scale: Option<f64>) -> Outcome {
         return fail(format!("labrun check: --scale: {msg}\n"), 2);
     }
     match Lab::load(path) {
+        Ok(lab) if scale.is_some() && lab.dataset.is_real() => fail(
+            "labrun check: --scale sizes the synthetic dataset only: a real tree has the size it has; for a quicker look at a big tree add `sample: {fraction: 0.1}` to the dataset\n".into(),
+            2,
+        ),
         Ok(lab) => Outcome {
             stdout: format!("{}ok: {} is valid\n", lab.describe(scale), path.display()),
             stderr: String::new(),

@@ -12,6 +12,8 @@ use labrun_artifact::ArtifactSpec;
 pub enum ArtifactUse {
     ToolBinary,
     DiskImage,
+    /// The archive a dataset unpacks ([`crate::real_tree`]).
+    Dataset,
 }
 
 /// Every problem of `spec`, with paths under `at` (e.g. `tools[1].artifact`).
@@ -39,6 +41,20 @@ pub fn validate_artifact(spec: &ArtifactSpec, at: &str, usage: ArtifactUse) -> V
             out.push(Problem::new(
                 path("extract"),
                 "a disk image cannot come out of a .deb: use `raw`, `gz`, `bz2` or `tar: MEMBER`",
+            ));
+        }
+    }
+    if usage == ArtifactUse::Dataset {
+        if spec.source.is_build() {
+            out.push(Problem::new(
+                path(spec.source.key()),
+                "a dataset archive is fetched, not built: give a `url`, `file` or `apt` package",
+            ));
+        }
+        if matches!(spec.extract, labrun_artifact::Extract::DebInstall(_)) {
+            out.push(Problem::new(
+                path("extract"),
+                "a dataset archive is unpacked, not installed: leave `extract` out to unpack the package's data, or take the archive inside it with `deb-member: PATH`",
             ));
         }
     }

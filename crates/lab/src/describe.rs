@@ -29,6 +29,13 @@ impl Lab {
             }),
             // The first commit of a generated history, as small files; a
             // repository's size is not known before it is read.
+            // A real tree's size is measured on it (`check`), not known here.
+            DatasetSpec::Files(_) | DatasetSpec::Archive(_) | DatasetSpec::Trees(_) => Footprint {
+                rows: Vec::new(),
+                files: 0,
+                bytes: 0,
+                allocated_bytes: 0,
+            },
             DatasetSpec::GitHistory { generate, .. } => {
                 let (files, bytes) = generate.as_ref().map_or((0, 0), |g| {
                     let files = u64::from(g.files);
@@ -57,7 +64,11 @@ impl Lab {
                 commits,
                 every,
             } => crate::history::source(generate, repository, commits, every),
-            DatasetSpec::Synthetic { .. } => None,
+            DatasetSpec::Trees(d) => Some(labrun_evidence::HistorySource::Trees {
+                trees: d.sources(),
+                public: d.public,
+            }),
+            _ => None,
         }
     }
 
@@ -185,10 +196,25 @@ impl Lab {
                     "dataset: synthetic{shape}, seed {seed}, change seed {change}, scale {scale}"
                 );
             }
-            DatasetSpec::GitHistory { .. } => {}
+            DatasetSpec::GitHistory { .. } | DatasetSpec::Trees(_) => {}
+            DatasetSpec::Files(d) => {
+                push_line!(s, "dataset: {}", crate::real_tree::describe_plan(&d.plan()));
+            }
+            DatasetSpec::Archive(d) => {
+                push_line!(
+                    s,
+                    "dataset: {}, {}",
+                    crate::real_tree::describe_plan(&d.plan()),
+                    d.artifact.provenance()
+                );
+            }
         }
+        // A real tree's size is read from it by `check`, not from the lab.
         let rows = f.rows.iter().map(|r| (r.class, r.files, r.bytes));
         for (class, files, bytes) in rows.chain([("total", f.files, f.bytes)]) {
+            if self.dataset.is_real() {
+                break;
+            }
             push_line!(s, "  {class:<25} {files:>7} files {:>9}", gb(bytes));
         }
         if f.allocated_bytes != f.bytes {

@@ -109,6 +109,7 @@ pub(crate) fn snapshot_count(source: &HistorySource) -> Option<u32> {
             ..
         } => Some(l.len() as u32),
         HistorySource::Repository { .. } => None,
+        HistorySource::Trees { trees, .. } => Some(trees.len() as u32),
     }
 }
 
@@ -140,6 +141,22 @@ pub(crate) fn describe(source: &HistorySource, s: &mut String) {
                 labrun_evidence::printable::printable(path),
                 labrun_evidence::printable::printable(&which)
             );
+        }
+        HistorySource::Trees { trees, public } => {
+            let _ = writeln!(
+                s,
+                "dataset: a series of {} real trees, oldest first, each the next commit ({})",
+                trees.len(),
+                crate::real_tree::privacy_words(*public)
+            );
+            for (i, t) in trees.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "  tree {}: {}",
+                    i + 1,
+                    labrun_evidence::printable::printable(&crate::real_tree::source_words(t))
+                );
+            }
         }
     }
     let _ = writeln!(

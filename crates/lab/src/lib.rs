@@ -18,6 +18,7 @@ mod history;
 mod load;
 mod locate;
 mod plan;
+pub mod real_tree;
 mod redact;
 mod schema;
 pub mod storage;

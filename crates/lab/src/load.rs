@@ -71,7 +71,7 @@ impl Lab {
             }
         };
         if lab.protocol.is_empty() {
-            let history = matches!(lab.dataset, crate::DatasetSpec::GitHistory { .. });
+            let history = lab.dataset.is_history();
             lab.protocol = labrun_evidence::protocol::default_for(history);
         }
         let mut problems = lab.validate();
@@ -311,7 +311,7 @@ fn explain_expected(expected: &str) -> String {
 fn tagged_block(rust_type: &str) -> String {
     match rust_type {
         "DatasetSpec" => {
-            "a dataset: a mapping with `kind: synthetic` (and `seed`, `scale`) or `kind: git-history`"
+            "a dataset: a mapping with `kind: synthetic` (and `seed`, `scale`), `kind: git-history`, `kind: files` (and `path`), `kind: archive` (and `artifact`) or `kind: trees`"
                 .into()
         }
         _ => "a mapping with a `kind:` key".into(),

@@ -159,6 +159,23 @@ impl Lab {
                     })?;
                 DatasetPlan::GitHistory { source }
             }
+            DatasetSpec::Files(d) => {
+                refuse_scale_of_real_tree(o.scale)?;
+                DatasetPlan::Tree(d.plan())
+            }
+            DatasetSpec::Archive(d) => {
+                refuse_scale_of_real_tree(o.scale)?;
+                DatasetPlan::Tree(d.plan())
+            }
+            DatasetSpec::Trees(d) => {
+                refuse_scale_of_real_tree(o.scale)?;
+                DatasetPlan::GitHistory {
+                    source: labrun_evidence::HistorySource::Trees {
+                        trees: d.sources(),
+                        public: d.public,
+                    },
+                }
+            }
         };
         Ok(Plan {
             schema_version: labrun_evidence::SCHEMA_VERSION,
@@ -206,6 +223,19 @@ impl Lab {
             DatasetSpec::Synthetic { scale, .. } => scale_override.unwrap_or(*scale),
             // A history is sized by its generator or its repository.
             DatasetSpec::GitHistory { .. } => 1.0,
+            // A real tree has the size it has.
+            DatasetSpec::Files(_) | DatasetSpec::Archive(_) | DatasetSpec::Trees(_) => 1.0,
         }
+    }
+}
+
+/// `--scale` sizes the generated dataset; a real tree has the size it has.
+fn refuse_scale_of_real_tree(scale: Option<f64>) -> Result<(), LabError> {
+    match scale {
+        Some(_) => Err(LabError::BadOverride {
+            option: "--scale",
+            message: "applies to the synthetic dataset only: a real tree has the size it has; for a quicker look at a big tree add `sample: {fraction: 0.1}` to the dataset".into(),
+        }),
+        None => Ok(()),
     }
 }

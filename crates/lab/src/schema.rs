@@ -292,6 +292,27 @@ pub enum DatasetSpec {
         #[serde(default)]
         every: Option<EverySpec>,
     },
+    /// A folder of the user's ([`crate::real_tree`]).
+    Files(crate::real_tree::FolderDataset),
+    /// A pinned archive, unpacked in the guest.
+    Archive(Box<crate::real_tree::ArchiveDataset>),
+    /// The history study over a series of real trees.
+    Trees(crate::real_tree::TreesDataset),
+}
+
+impl DatasetSpec {
+    /// Whether the lab runs the history study (a backup per commit or tree).
+    pub fn is_history(&self) -> bool {
+        matches!(self, DatasetSpec::GitHistory { .. } | DatasetSpec::Trees(_))
+    }
+
+    /// Whether the data is the user's or an archive's, not generated.
+    pub fn is_real(&self) -> bool {
+        matches!(
+            self,
+            DatasetSpec::Files(_) | DatasetSpec::Archive(_) | DatasetSpec::Trees(_)
+        )
+    }
 }
 
 /// `every: {commits: 1000, from: v6.0, to: v6.1}`: every 1000th commit.

@@ -188,7 +188,7 @@ impl Lab {
     /// The protocol's own rule (shared with the agent's plan check), with
     /// each problem at its step.
     fn validate_protocol(&self, out: &mut Vec<Problem>) {
-        let history = matches!(self.dataset, DatasetSpec::GitHistory { .. });
+        let history = self.dataset.is_history();
         // A command no step runs is most likely a misspelt one (`bakup:`).
         let run: BTreeSet<&str> = labrun_evidence::protocol::flat(&self.protocol)
             .filter_map(|s| s.as_run())
@@ -409,6 +409,9 @@ fn validate_dataset(d: &DatasetSpec, out: &mut Vec<Problem>) {
             commits,
             every,
         } => crate::history::validate(generate, repository, commits, every, out),
+        DatasetSpec::Files(d) => crate::real_tree::validate_folder(d, out),
+        DatasetSpec::Archive(d) => crate::real_tree::validate_archive(d, out),
+        DatasetSpec::Trees(d) => crate::real_tree::validate_trees(d, out),
     }
 }
 

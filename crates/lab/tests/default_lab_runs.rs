@@ -130,10 +130,23 @@ fn default_lab_commands_back_up_and_restore_with_the_pinned_packages() {
                 .args(["--kill", "gpg-agent"])
                 .env("GNUPGHOME", home)
                 .status();
-            let left = Command::new("pgrep")
-                .args(["-f", &format!("gpg-agent --homedir {home}")])
+            // `gpgconf --kill` asks the agent to exit and returns: give it
+            // up to 5 s on a loaded machine before calling it a leak.
+            let pattern = format!("gpg-agent --homedir {home}");
+            let mut left = Command::new("pgrep")
+                .args(["-f", &pattern])
                 .output()
                 .expect("pgrep");
+            for _ in 0..50 {
+                if left.stdout.is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                left = Command::new("pgrep")
+                    .args(["-f", &pattern])
+                    .output()
+                    .expect("pgrep");
+            }
             assert!(
                 left.stdout.is_empty(),
                 "{}: a gpg-agent for {home} outlived the test: {}",

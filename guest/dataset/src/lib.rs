@@ -36,6 +36,7 @@ mod pool;
 pub mod profile;
 pub mod sample;
 mod scan;
+pub mod space;
 pub mod stream;
 pub mod tree;
 pub mod tree_change;
@@ -197,6 +198,11 @@ pub fn scan_with_progress(dir: &Path, progress: Progress) -> io::Result<Manifest
 /// stay content-only (and their scan as fast).
 pub fn scan_metadata(dir: &Path) -> io::Result<Manifest> {
     Ok(scan::scan(dir, scan::Detail::Metadata, &mut |_, _| {})?)
+}
+
+/// As [`scan_metadata`], reporting (bytes hashed, bytes to hash).
+pub fn scan_metadata_with_progress(dir: &Path, progress: Progress) -> io::Result<Manifest> {
+    Ok(scan::scan(dir, scan::Detail::Metadata, progress)?)
 }
 
 /// Compares the tree under `dir` with `expected`.

@@ -36,8 +36,8 @@ pub use event::Event;
 pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};
 pub use marker::{AgentMarker, ProcessId};
 pub use plan::{
-    CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Round, ToolCommands,
-    ToolPlan,
+    CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Round, Sample,
+    ToolCommands, ToolPlan, TreePlan, TreeSource,
 };
 pub use protocol::{EachCommit, ProtocolStep, RunStep};
 pub use record::{

@@ -86,6 +86,26 @@ impl Manifest {
         self.entries.sort_by(|a, b| a.path.cmp(&b.path));
     }
 
+    /// The manifest with every path replaced by its SHA-256 (the first 32
+    /// hex digits, in the order of the hashed names): what the evidence of
+    /// a private tree keeps. Two trees are still compared exactly (same
+    /// path, same hash); a difference is named by its hash, and the names
+    /// are the owner's to map back (`echo -n PATH | sha256sum`).
+    pub fn with_hashed_paths(&self) -> Manifest {
+        let mut out = Manifest {
+            entries: self
+                .entries
+                .iter()
+                .map(|e| ManifestEntry {
+                    path: hashed_path(&e.path),
+                    ..e.clone()
+                })
+                .collect(),
+        };
+        out.sort();
+        out
+    }
+
     pub fn total_file_bytes(&self) -> u64 {
         self.entries
             .iter()
@@ -147,6 +167,12 @@ impl Manifest {
         }
         Ok(Manifest { entries })
     }
+}
+
+/// A path as a private tree's evidence names it.
+pub fn hashed_path(path: &str) -> String {
+    let full = crate::digest::sha256_hex(path.as_bytes());
+    full.get(..32).unwrap_or(&full).to_string()
 }
 
 #[cfg(test)]
@@ -218,5 +244,32 @@ mod tests {
             nanos: 42,
         };
         assert_eq!(t.to_string(), "1000000000.000000042");
+    }
+
+    #[test]
+    fn hashed_paths_keep_the_tree_comparable_and_name_nothing() {
+        let entry = |p: &str| ManifestEntry {
+            path: p.into(),
+            kind: EntryKind::File,
+            size: 1,
+            mode: 0o644,
+            sha256: "ab".into(),
+            ..ManifestEntry::default()
+        };
+        let m = Manifest {
+            entries: vec![entry("family/2019 holiday.jpg"), entry("taxes.pdf")],
+        };
+        let h = m.with_hashed_paths();
+        assert_eq!(h, m.with_hashed_paths());
+        let mut text = Vec::new();
+        h.write_to(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            !text.contains("holiday") && !text.contains("taxes"),
+            "{text}"
+        );
+        assert!(h.entries.windows(2).all(|w| w[0].path < w[1].path));
+        assert_eq!(h.entries.len(), 2);
+        assert!(h.entries.iter().all(|e| e.path.len() == 32));
     }
 }

@@ -141,6 +141,93 @@ pub enum DatasetPlan {
     /// backup after each move of the work tree, then a restore of every
     /// snapshot. See [`HistorySource`].
     GitHistory { source: HistorySource },
+    /// A tree that is not generated: a user's folder or an unpacked archive
+    /// (issue 31), with the published cycle's change made for any tree.
+    Tree(TreePlan),
+}
+
+impl DatasetPlan {
+    /// Whether the plan runs the history study (a backup per commit or
+    /// tree, then every snapshot restored).
+    pub fn is_history(&self) -> bool {
+        matches!(self, DatasetPlan::GitHistory { .. })
+    }
+}
+
+/// A real tree as the published cycle's dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreePlan {
+    pub source: TreeSource,
+    /// What each change step does to it (a seeded share of its bytes).
+    #[serde(default)]
+    pub change: crate::ChangeSpec,
+    /// A seeded subset of the tree's files, for a quick look at a big tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Sample>,
+    /// Whether the tree's paths may appear in the evidence. False: the
+    /// manifests, logs and summaries keep no path of it ([`TreePlan::private`]).
+    #[serde(default)]
+    pub public: bool,
+}
+
+impl TreePlan {
+    /// The tree's paths stay out of the evidence.
+    pub fn private(&self) -> bool {
+        !self.public
+    }
+}
+
+/// `sample: {fraction: 0.1, seed: 1}`: the same subset every time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sample {
+    pub fraction: f64,
+    #[serde(default = "Sample::default_seed")]
+    pub seed: u64,
+}
+
+impl Sample {
+    pub fn default_seed() -> u64 {
+        1
+    }
+}
+
+/// Where a real tree is on the machine under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub enum TreeSource {
+    /// A folder, read in place and never written: a user's folder on a
+    /// `target:` machine, or the copy the host pushed into the guest.
+    Folder {
+        /// Absolute path on the machine under test.
+        path: String,
+        /// SHA-256 of the tree's manifest as the host scanned it, when the
+        /// host pushed it: the agent refuses a tree that differs (it changed
+        /// while it was pushed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        manifest_sha256: Option<String>,
+    },
+    /// An archive file on the machine under test, unpacked by the agent.
+    Archive {
+        /// Absolute path on the machine under test.
+        path: String,
+        format: crate::ArchiveFormat,
+        /// The archive's SHA-256, checked by the host before it was copied.
+        sha256: String,
+        /// Unpacking stops past this many bytes (an archive bomb).
+        max_bytes: u64,
+    },
+}
+
+impl TreeSource {
+    /// How the tree is named in messages and evidence: never a path of a
+    /// private tree's content, only where it was read from.
+    pub fn path(&self) -> &str {
+        match self {
+            TreeSource::Folder { path, .. } | TreeSource::Archive { path, .. } => path,
+        }
+    }
 }
 
 /// Where the commits of a git-history dataset come from.
@@ -157,6 +244,14 @@ pub enum HistorySource {
         /// Absolute path of the repository or `.bundle` file.
         path: String,
         commits: CommitSelection,
+    },
+    /// A series of real trees, oldest first, each the next commit: the
+    /// study over real versions of a code base without git.
+    Trees {
+        trees: Vec<TreeSource>,
+        /// As [`TreePlan::public`].
+        #[serde(default)]
+        public: bool,
     },
 }
 

@@ -76,6 +76,8 @@ pub enum PlanError {
     ZeroTimeout,
     #[error("git-history dataset: {0}")]
     BadHistory(String),
+    #[error("real-tree dataset: {0}")]
+    BadTree(String),
     #[error("storage: {0}")]
     Storage(String),
     #[error(

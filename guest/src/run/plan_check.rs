@@ -59,7 +59,7 @@ pub fn parse_plan(text: &str) -> Result<Plan, ParseError> {
     // and column of the offending field.
     let mut plan: Plan = serde_json::from_str(text).map_err(|e| ParseError::Json(e.to_string()))?;
     if plan.protocol.is_empty() {
-        let history = matches!(plan.dataset, DatasetPlan::GitHistory { .. });
+        let history = plan.dataset.is_history();
         plan.protocol = labrun_evidence::protocol::default_for(history);
     }
     validate(&plan).map_err(ParseError::Plan)?;
@@ -87,13 +87,25 @@ pub fn validate(plan: &Plan) -> Result<(), PlanError> {
             }
         }
         DatasetPlan::GitHistory { source } => check_history(source)?,
+        DatasetPlan::Tree(tree) => {
+            check_tree_source(&tree.source)?;
+            tree.change.validate().map_err(PlanError::BadTree)?;
+            if let Some(s) = tree.sample
+                && !(s.fraction > 0.0 && s.fraction <= 1.0)
+            {
+                return Err(PlanError::BadTree(format!(
+                    "sample fraction {} is not in (0, 1]",
+                    s.fraction
+                )));
+            }
+        }
     }
     if plan.step_timeout_secs == Some(0) {
         return Err(PlanError::ZeroTimeout);
     }
     // The lab check's rule, again: a plan is the agent's input.
     let tools = plan.tools.iter().map(|t| (t.name.as_str(), &t.commands));
-    let history = matches!(plan.dataset, DatasetPlan::GitHistory { .. });
+    let history = plan.dataset.is_history();
     if let Some((at, message)) = labrun_evidence::protocol::check(&plan.protocol, tools, history)
         .into_iter()
         .next()
@@ -191,7 +203,35 @@ fn check_history(source: &HistorySource) -> Result<(), PlanError> {
                 _ => Ok(()),
             }
         }
+        HistorySource::Trees { trees, .. } => {
+            if trees.is_empty() {
+                return Err(PlanError::BadHistory("the series has no tree".into()));
+            }
+            trees.iter().try_for_each(check_tree_source)
+        }
     }
+}
+
+/// A real tree must be on this machine, at an absolute path; an archive
+/// comes with its digest and a bound (the host fills both in).
+fn check_tree_source(source: &labrun_evidence::TreeSource) -> Result<(), PlanError> {
+    if !Path::new(source.path()).is_absolute() {
+        return Err(PlanError::BadTree(format!(
+            "the tree {:?} must be an absolute path on the machine under test",
+            source.path()
+        )));
+    }
+    if let labrun_evidence::TreeSource::Archive {
+        sha256, max_bytes, ..
+    } = source
+        && (!labrun_evidence::digest::is_sha256_hex(sha256) || *max_bytes == 0)
+    {
+        return Err(PlanError::BadTree(format!(
+            "the archive {:?} comes without its SHA-256 or its size bound: the host fills both in when it copies it (a bug in labrun if it did not)",
+            source.path()
+        )));
+    }
+    Ok(())
 }
 
 fn check_tool(tool: &ToolPlan) -> Result<(), PlanError> {

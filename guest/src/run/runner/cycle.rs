@@ -282,7 +282,7 @@ impl<'p> Runner<'p> {
             && tc.order as usize + 1 == self.plan.tools.len();
         if last {
             done_with.push(PathBuf::from(&tc.vars.source));
-            if !self.keeps_dataset() {
+            if !self.keeps_dataset() && self.pristine_is_ours {
                 done_with.push(self.pristine.clone());
             }
         }

@@ -52,6 +52,7 @@ mod cycle;
 mod history;
 #[cfg(test)]
 mod interpreter_tests;
+pub(crate) mod real_tree;
 mod source_tree;
 mod tool_step;
 mod verify_step;
@@ -167,8 +168,11 @@ pub fn execute_with(
             },
             change_seed,
         ),
-        // A git history (history.rs) uses none of the synthetic parameters.
-        DatasetPlan::GitHistory { .. } => (DatasetParams::published(0, 0.0), None),
+        // A git history (history.rs) and a real tree (real_tree.rs) use
+        // none of the synthetic parameters.
+        DatasetPlan::GitHistory { .. } | DatasetPlan::Tree(_) => {
+            (DatasetParams::published(0, 0.0), None)
+        }
     };
     if let DatasetPlan::Synthetic { .. } = plan.dataset {
         // What the tree takes on disk: a sparse image's holes take nothing.
@@ -192,6 +196,8 @@ pub fn execute_with(
     let mut runner = Runner {
         executor,
         pristine: root.join("pristine"),
+        pristine_is_ours: true,
+        real_tree: None,
         root,
         params,
         change_seed: change_seed.unwrap_or(params.seed.wrapping_add(1)),
@@ -250,6 +256,11 @@ struct Runner<'p> {
     interrupt: Arc<Interrupt>,
     root: PathBuf,
     pristine: PathBuf,
+    /// The run made the pristine tree and removes it at its end; false for
+    /// a folder read in place (a user's: never written, never removed).
+    pristine_is_ours: bool,
+    /// A real tree's manifest and changes ([`real_tree`]).
+    real_tree: Option<real_tree::RealTree>,
     params: DatasetParams,
     change_seed: u64,
     /// Digests of the manifests the first tool cycle made (each change
@@ -616,6 +627,34 @@ impl<'p> Runner<'p> {
 
     /// Removes a finished tree; a failure only costs disk space, so it is a
     /// warning, not a stop.
+    /// Writes a manifest of the dataset's tree into the evidence: with
+    /// hashed paths when the tree is private (its names are its owner's).
+    fn write_tree_manifest(
+        &mut self,
+        name: &str,
+        manifest: &Manifest,
+        private: bool,
+    ) -> Result<String, Halt> {
+        if private {
+            Ok(self
+                .ev
+                .write_manifest(name, &manifest.with_hashed_paths())?)
+        } else {
+            Ok(self.ev.write_manifest(name, manifest)?)
+        }
+    }
+
+    /// Whether the dataset's paths stay out of the evidence.
+    fn tree_is_private(&self) -> bool {
+        match &self.plan.dataset {
+            DatasetPlan::Tree(t) => t.private(),
+            DatasetPlan::GitHistory {
+                source: labrun_evidence::HistorySource::Trees { public, .. },
+            } => !public,
+            _ => false,
+        }
+    }
+
     fn remove_tree(&mut self, dir: &Path) {
         let failed = remove_trees(&[dir.to_path_buf()]);
         self.warn_removal(&failed);

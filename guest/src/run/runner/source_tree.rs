@@ -20,6 +20,9 @@ impl<'p> Runner<'p> {
         if let DatasetPlan::GitHistory { source } = &self.plan.dataset {
             return self.prepare_history(source);
         }
+        if let DatasetPlan::Tree(tree) = &self.plan.dataset {
+            return self.prepare_real_tree(tree);
+        }
         let mut rec = self.start_dataset_step()?;
         let started = Instant::now();
         if self.take_kept_dataset(&mut rec, started)? {
@@ -159,8 +162,12 @@ impl<'p> Runner<'p> {
         let seeds: Vec<u64> = (1..=self.change_rounds())
             .map(|round| self.change_seed_of(round))
             .collect();
+        let real = self.real_tree.as_ref().map(|t| t.touched());
         let result = self.in_process(Step::GENERATE, move |_| {
             let mut total = crate::run::reset::ResetStats::default();
+            if let Some(touched) = real {
+                return reset_tree(&pristine, &source, &touched);
+            }
             for seed in seeds {
                 let touched = labrun_dataset::change_plan(&params, seed);
                 let stats = reset_tree(&pristine, &source, &touched)?;
@@ -238,6 +245,9 @@ impl<'p> Runner<'p> {
             self.change_seed_of(round),
         );
         let manifest_name = Self::changed_manifest(round);
+        if self.real_tree.is_some() {
+            return self.change_real_tree(tc, rec, started, round);
+        }
         let result = self.in_process(name.clone(), move |progress| {
             labrun_dataset::apply_change(&dir, &params, seed, progress)
         });
@@ -304,12 +314,21 @@ impl<'p> Runner<'p> {
     /// Every tool cycle must make the same tree at this point of the
     /// protocol: the first one's manifest is kept as `manifests/<name>.jsonl`;
     /// a later one that differs is kept beside it, and its name returned.
-    fn keep_same_manifest(
+    pub(super) fn keep_same_manifest(
         &mut self,
         tc: &ToolCycle,
         name: &str,
         manifest: &labrun_evidence::Manifest,
     ) -> Result<Option<String>, Halt> {
+        // A private tree's manifests keep no path of it: compared and kept
+        // in the form the evidence holds.
+        let hashed;
+        let manifest = if self.tree_is_private() && name != FIXTURE {
+            hashed = manifest.with_hashed_paths();
+            &hashed
+        } else {
+            manifest
+        };
         match self.first_manifests.get(name) {
             None => {
                 let digest = self.ev.write_manifest(name, manifest)?;

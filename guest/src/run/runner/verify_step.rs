@@ -27,6 +27,9 @@ impl<'p> Runner<'p> {
         let manifest_path = self.ev.manifest_path(manifest);
         let target = PathBuf::from(&tc.vars.target);
         let fidelity = manifest == super::FIXTURE;
+        // A private tree's manifests hold hashed paths: the restore's are
+        // hashed the same way before they are compared.
+        let private = self.tree_is_private() && !fidelity;
         // The manifest is read on the worker and freed with it: the agent
         // holds no manifest while a tool runs.
         let result = self.in_process(Step::VERIFY, move |_| {
@@ -36,6 +39,9 @@ impl<'p> Runner<'p> {
             // The fixture's manifest records metadata: compare it too.
             if fidelity {
                 labrun_dataset::verify_fidelity(&target, &manifest)
+            } else if private {
+                labrun_dataset::scan(&target)
+                    .map(|found| labrun_dataset::compare(&manifest, &found.with_hashed_paths()))
             } else {
                 labrun_dataset::verify(&target, &manifest)
             }

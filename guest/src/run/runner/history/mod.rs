@@ -37,6 +37,9 @@ impl<'p> Runner<'p> {
     /// synthetic history needs nothing). Without it nothing can run: a
     /// failure is fatal, as the synthetic dataset's generation is.
     pub(super) fn prepare_history(&mut self, source: &HistorySource) -> Result<(), Halt> {
+        if let HistorySource::Trees { trees, .. } = source {
+            return self.prepare_series_trees(trees);
+        }
         let HistorySource::Repository { path, commits } = source else {
             return Ok(());
         };
@@ -134,6 +137,45 @@ impl<'p> Runner<'p> {
         Ok((ok, series))
     }
 
+    /// Once per run: every tree of a series made ready (folders checked
+    /// against the host's manifests, archives unpacked), in order.
+    fn prepare_series_trees(&mut self, trees: &[labrun_evidence::TreeSource]) -> Result<(), Halt> {
+        let mut rec = self.start_dataset_step()?;
+        let started = Instant::now();
+        let (trees, root) = (trees.to_vec(), self.root.clone());
+        let result = self.in_process(Step::GENERATE, move |progress| {
+            let mut files = 0;
+            for (i, t) in trees.iter().enumerate() {
+                let into = super::real_tree::series_dir(&root, i + 1);
+                let ready = super::real_tree::ready_tree(t, None, &into, progress)
+                    .map_err(|e| format!("tree {}: {e}", i + 1))?;
+                files += file_count(&ready.manifest);
+                // What moving the work tree to this tree must rewrite.
+                let manifest = super::real_tree::content_only(&ready.manifest);
+                labrun_dataset::write_manifest(&series::manifest_of(&root, i + 1), &manifest)
+                    .map_err(|e| format!("tree {}: {e}", i + 1))?;
+            }
+            Ok::<u64, String>(files)
+        });
+        rec.wall_secs = started.elapsed().as_secs_f64();
+        let message = match result {
+            InProcess::Done(Ok(files)) => {
+                rec.ok = true;
+                rec.files = Some(files);
+                return self.append(&rec);
+            }
+            InProcess::Done(Err(why)) => why,
+            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
+            InProcess::Died => LIBRARY_PANIC.to_string(),
+        };
+        rec.error = Some(message.clone());
+        self.append(&rec)?;
+        Err(Halt::Fatal(RunError::Dataset {
+            phase: "preparation of the trees",
+            message,
+        }))
+    }
+
     fn keep_manifest(
         &mut self,
         rec: &mut labrun_evidence::StepRecord,
@@ -143,6 +185,14 @@ impl<'p> Runner<'p> {
     ) -> Result<(), Halt> {
         let name = commit_manifest(k);
         let path = self.ev.manifest_path(&name);
+        // A private series keeps no path of its trees (as real_tree.rs).
+        let hashed;
+        let manifest = if self.tree_is_private() {
+            hashed = manifest.with_hashed_paths();
+            &hashed
+        } else {
+            manifest
+        };
         let first = match std::fs::read(&path) {
             Ok(bytes) => labrun_evidence::digest::sha256_hex(&bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

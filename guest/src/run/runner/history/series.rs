@@ -12,6 +12,13 @@ pub enum Series {
         history: Box<History>,
         on_disk: TreeIndex,
     },
+    /// A series of real trees, each ready in its folder: the work tree is
+    /// made identical to the next one.
+    Trees {
+        trees: Vec<PathBuf>,
+        /// The run's folder, where each tree's manifest is.
+        root: PathBuf,
+    },
     Git {
         clone: PathBuf,
         /// This tool cycle's index file: what its work tree holds.
@@ -29,6 +36,14 @@ impl Series {
                 history: Box::new(History::new(params).map_err(|e| e.to_string())?),
                 on_disk: TreeIndex::default(),
             }),
+            HistorySource::Trees { trees, .. } => Ok(Series::Trees {
+                root: root.to_path_buf(),
+                trees: trees
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| crate::run::runner::real_tree::series_tree(t, root, i + 1))
+                    .collect(),
+            }),
             HistorySource::Repository { commits, .. } => {
                 let clone = root.join(git::CLONE_DIR);
                 Ok(Series::Git {
@@ -44,6 +59,7 @@ impl Series {
         match self {
             Series::Generated { history, .. } => history.commits(),
             Series::Git { commits, .. } => commits.len() as u32,
+            Series::Trees { trees, .. } => trees.len() as u32,
         }
     }
 
@@ -51,6 +67,8 @@ impl Series {
     pub fn commit(&self, k: u32) -> String {
         match self {
             Series::Generated { .. } => history::label(k),
+            // Not the folder's name: a private tree's paths stay its own.
+            Series::Trees { .. } => format!("tree-{k}"),
             Series::Git { commits, .. } => commits
                 .get(k.saturating_sub(1) as usize)
                 .cloned()
@@ -82,6 +100,16 @@ impl Series {
                 *on_disk = now;
                 Ok(())
             }
+            Series::Trees { trees, root } => {
+                let tree = trees.get(k.saturating_sub(1) as usize).ok_or_else(|| {
+                    format!("tree {k} is beyond the {} of the series", trees.len())
+                })?;
+                let rewrite = changed_files(root, k)?;
+                std::fs::create_dir_all(dir)
+                    .and_then(|()| crate::run::reset::reset_tree(tree, dir, &rewrite))
+                    .map(|_| ())
+                    .map_err(|e| format!("cannot make the work tree tree {k}: {e}"))
+            }
             Series::Git {
                 clone,
                 index,
@@ -94,4 +122,41 @@ impl Series {
             }
         }
     }
+}
+
+/// Where tree `k`'s manifest is kept during the run.
+pub fn manifest_of(root: &Path, k: usize) -> PathBuf {
+    crate::run::runner::real_tree::series_dir(root, k).join("manifest.jsonl")
+}
+
+/// The files of tree `k` whose bytes differ from tree `k - 1`'s: copied
+/// whole when the work tree moves, since the move's walk only sees names,
+/// sizes, modes and mtimes (two releases may share a file's size and
+/// mtime and not its bytes).
+fn changed_files(root: &Path, k: u32) -> Result<labrun_dataset::ChangePlan, String> {
+    let read = |k: u32| {
+        labrun_dataset::read_manifest(&manifest_of(root, k as usize)).map_err(|e| e.to_string())
+    };
+    let now = read(k)?;
+    let before = if k > 1 {
+        read(k - 1)?
+    } else {
+        labrun_evidence::Manifest::default()
+    };
+    let old: std::collections::HashMap<&str, &str> = before
+        .entries
+        .iter()
+        .map(|e| (e.path.as_str(), e.sha256.as_str()))
+        .collect();
+    let small_files = now
+        .entries
+        .iter()
+        .filter(|e| e.kind == labrun_evidence::EntryKind::File)
+        .filter(|e| old.get(e.path.as_str()).is_some_and(|sha| *sha != e.sha256))
+        .map(|e| e.path.clone())
+        .collect();
+    Ok(labrun_dataset::ChangePlan {
+        small_files,
+        regions: Vec::new(),
+    })
 }
