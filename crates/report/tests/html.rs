@@ -473,6 +473,22 @@ fn chromium_opens_the_page_without_a_request_and_shows_its_figures() {
     let shot = browse(&page, &format!("--screenshot={}", png.display()), &shot_dir);
     assert!(shot.page_requests.is_empty(), "{:?}", shot.page_requests);
     assert_not_blank(&png);
+    keep_screenshot(&png);
+}
+
+/// `LABRUN_SCREENSHOT=PATH`: the checked screenshot is also copied there
+/// (the user guide's picture, `scripts/guide-screenshot.sh`). What the test
+/// checks is the same with or without it.
+fn keep_screenshot(png: &Path) {
+    let Some(dest) = std::env::var_os("LABRUN_SCREENSHOT") else {
+        return;
+    };
+    std::fs::copy(png, &dest).unwrap_or_else(|e| {
+        panic!(
+            "LABRUN_SCREENSHOT: cannot write {}: {e}",
+            Path::new(&dest).display()
+        )
+    });
 }
 
 /// Decodes the screenshot: a page that drew nothing is one colour.
