@@ -19,6 +19,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     // The description and the problems quote the lab file: escaped here.
     safe_print!("{}", outcome.stdout);
     if let Some(lab) = &outcome.lab {
+        safe_print!("{}", hypervisor_line(lab, ctx.host.as_deref()));
         safe_print!(
             "{}",
             resolutions(lab, &ctx.cache_dir, ctx.mirror.as_deref())
@@ -34,6 +35,17 @@ struct Outcome {
     status: u8,
     /// The lab, when it loaded and validated.
     lab: Option<Lab>,
+}
+
+/// Which libvirt the lab's machine would use here, and who runs its QEMU
+/// (an ordinary user may get the session daemon); nothing for another
+/// host's hypervisor or an existing machine.
+fn hypervisor_line(lab: &Lab, host: Option<&str>) -> String {
+    match crate::lab_vm::local_access(lab, host) {
+        Ok(None) => String::new(),
+        Ok(Some(access)) => format!("hypervisor: {}\n", access.describe()),
+        Err(e) => format!("hypervisor: none usable here: {e:#}\n"),
+    }
 }
 
 /// Where each tool's artifact would come from on this machine, decided
