@@ -77,6 +77,7 @@ fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn with<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
         move |name| {
@@ -116,6 +117,6 @@ mod tests {
             PathBuf::from("/home/u/.local/state/labrun")
         );
         let homeless = d("XDG_STATE_HOME", ".local/state", &with(&[]));
-        assert!(homeless.starts_with("/var/tmp") && homeless != PathBuf::from("/var/tmp/labrun"));
+        assert!(homeless.starts_with("/var/tmp") && homeless != Path::new("/var/tmp/labrun"));
     }
 }
