@@ -147,6 +147,18 @@ mod tests {
     }
 
     #[test]
+    fn the_hypervisor_and_who_runs_qemu_are_said() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lab = check(&root.join("lab.yaml"), None).lab.expect("valid lab");
+        let line = super::hypervisor_line(&lab, None);
+        assert!(line.starts_with("hypervisor: qemu:///"), "{line}");
+        if labrun_vm::access::is_root() {
+            // Root is told without a connection: nothing changes for it.
+            assert_eq!(line, "hypervisor: qemu:///system (as root)\n");
+        }
+    }
+
+    #[test]
     fn artifacts_nothing_here_provides_are_named() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let lab = check(&root.join("labs/restic-borg-kopia.yaml"), None)

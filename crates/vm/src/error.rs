@@ -67,6 +67,10 @@ pub enum VmError {
     )]
     KvmUnusable { reason: String },
 
+    #[error(
+        "the base image {cache}/images/... is not built yet, and building it from the recipe needs root (mmdebstrap installs the packages as root; the recipe gives its files to root): build it once as root into your cache, `sudo labrun image build --cache {cache} && sudo chown -R $USER {cache}`, or give the lab a pinned cloud image (`vm.image.cloud`), which needs no build"
+    )]
+    ImageBuildNeedsRoot { cache: PathBuf },
     #[error("cannot read the host's apt sources: {0}")]
     AptSources(String),
     #[error(

@@ -49,6 +49,7 @@ pub fn preflight(
     build_image: bool,
 ) -> Result<HostReport, VmError> {
     cfg.validate()?;
+    image_build_allowed(build_image, cache_dir)?;
     let mut programs = vec![
         ("qemu-system-x86_64", "qemu-system-x86"),
         ("qemu-img", "qemu-utils"),
@@ -119,6 +120,7 @@ pub async fn remote(
     shell: &crate::remote::HostShell,
 ) -> Result<HostReport, VmError> {
     cfg.validate()?;
+    image_build_allowed(build_image, cache_dir)?;
     if build_image {
         for (program, package) in [("mmdebstrap", "mmdebstrap"), ("mkfs.ext4", "e2fsprogs")] {
             if find_program(program).is_none() {
@@ -154,6 +156,17 @@ pub async fn remote(
         acceleration,
         warnings,
     })
+}
+
+/// The recipe's image is built as root only: said before anything else,
+/// with the two ways out.
+fn image_build_allowed(build_image: bool, cache_dir: &Path) -> Result<(), VmError> {
+    if build_image && !access::is_root() {
+        return Err(VmError::ImageBuildNeedsRoot {
+            cache: cache_dir.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 /// libvirt probes QEMU with KVM and caches the result only while the QEMU
@@ -290,6 +303,24 @@ mod tests {
         assert!(kvm_node_warning(&node, &gid).is_none());
         assert!(kvm_node_warning(&node, &None).is_some());
         assert!(kvm_node_warning(&tmp.path().join("none"), &gid).is_none());
+    }
+
+    #[test]
+    fn a_user_is_told_how_to_get_the_base_image() {
+        let cache = Path::new("/home/u/.cache/labrun");
+        image_build_allowed(false, cache).unwrap();
+        match image_build_allowed(true, cache) {
+            Ok(()) => assert!(access::is_root()),
+            Err(e) => {
+                assert!(!access::is_root());
+                let e = e.to_string();
+                assert!(
+                    e.contains("sudo labrun image build --cache /home/u/.cache/labrun")
+                        && e.contains("vm.image.cloud"),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]
