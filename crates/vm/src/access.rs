@@ -87,7 +87,7 @@ pub fn resolve(uri: &str) -> Result<LocalAccess, VmError> {
     DECIDED
         .get_or_init(|| probe_as_user().map_err(|e| e.to_string()))
         .clone()
-        .map_err(VmError::Libvirt)
+        .map_err(VmError::NoAccess)
 }
 
 /// The lab's URI as this user uses it (see [`resolve`]).
@@ -224,19 +224,31 @@ pub fn ensure_writable(path: &Path, folder: Folder) -> Result<(), VmError> {
     if rustix::fs::access(existing, rwx).is_ok() {
         return Ok(());
     }
-    let owner = std::fs::metadata(existing).map_or(0, |m| m.uid());
     let (what, env, flag) = folder.words();
+    let elsewhere = format!("set {env} (or --{flag}) to a folder of yours");
+    // chown is offered for labrun's own folder only, never for a parent
+    // (which may be `/` or a system folder).
+    let why = if existing == path {
+        let owner = std::fs::metadata(existing).map_or(0, |m| m.uid());
+        let whose = if owner == 0 {
+            "root's, made by an earlier run as root".to_string()
+        } else {
+            format!("uid {owner}'s")
+        };
+        format!(
+            "it is not writable by you (it is {whose}): `chown -R $USER {}` as root, or {elsewhere}",
+            path.display()
+        )
+    } else {
+        format!(
+            "it cannot be made, as {} is not writable by you: {elsewhere}",
+            existing.display()
+        )
+    };
     Err(VmError::NotWritable {
         what,
-        path: existing.to_path_buf(),
-        owner,
-        root_note: if owner == 0 {
-            ", root: made by an earlier run as root"
-        } else {
-            ""
-        },
-        env,
-        flag,
+        path: path.to_path_buf(),
+        why,
     })
 }
 
@@ -342,11 +354,19 @@ mod tests {
         let closed = tmp.path().join("closed");
         std::fs::create_dir(&closed).unwrap();
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o555)).unwrap();
-        let err = ensure_writable(&closed.join("labrun"), Folder::Cache)
+        let err = ensure_writable(&closed, Folder::Cache)
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("image cache") && err.contains("chown") && err.contains("XDG_CACHE_HOME"),
+            "{err}"
+        );
+        // A parent that is not labrun's own is never offered to chown.
+        let err = ensure_writable(&closed.join("labrun"), Folder::State)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !err.contains("chown") && err.contains("XDG_STATE_HOME"),
             "{err}"
         );
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).unwrap();

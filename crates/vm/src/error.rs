@@ -26,6 +26,9 @@ pub enum VmError {
         session: String,
         fix: &'static str,
     },
+    /// [`VmError::NoLibvirtAccess`] as first decided in this process.
+    #[error("{0}")]
+    NoAccess(String),
     #[error(
         "cannot reach the remote libvirt at {uri}: {reason} (check the URI's user, `keyfile` and `known_hosts` (a line `HOST ssh-ed25519 AAAA...` for that host), and that libvirt is installed there)"
     )]
@@ -51,16 +54,11 @@ pub enum VmError {
         ancestor: PathBuf,
         mode: u32,
     },
-    #[error(
-        "{what} {path} is not writable by you (it belongs to uid {owner}{root_note}): `chown -R $USER {path}` as root, or set {env} (or --{flag}) to a folder of yours"
-    )]
+    #[error("{what} {path} cannot be used: {why}")]
     NotWritable {
         what: &'static str,
         path: PathBuf,
-        owner: u32,
-        root_note: &'static str,
-        env: &'static str,
-        flag: &'static str,
+        why: String,
     },
     #[error(
         "the lab asks for `accel: kvm`, but KVM cannot run a stock guest kernel here: {reason}; use `accel: auto` or `accel: tcg`"
