@@ -67,4 +67,13 @@ if [ "$(id -u)" = 0 ]; then
     for _ in $(seq 50); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.2; done
   fi
 fi
-echo "labrun setup: host ready"
+# An ordinary user runs labrun from groups libvirt and kvm, nothing more: the
+# system daemon through its socket where the host lets the group in (polkit's
+# rule for group libvirt needs a running polkitd), else the user's own
+# qemu:///session daemon, which libvirt starts on first use. `labrun check`
+# says which. Nothing here opens root's folders or the daemon to them.
+if [ "$(id -u)" = 0 ]; then
+  echo "labrun setup: host ready (for an ordinary user: usermod -aG libvirt,kvm USER, then log in again)"
+else
+  echo "labrun setup: host ready"
+fi

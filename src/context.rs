@@ -23,35 +23,13 @@ impl Context {
             cache_dir: g
                 .cache
                 .clone()
-                .unwrap_or_else(|| system_or_xdg("/var/cache/labrun", "XDG_CACHE_HOME", ".cache")),
-            state_root: g.state.clone().unwrap_or_else(|| {
-                system_or_xdg("/var/lib/labrun", "XDG_STATE_HOME", ".local/state")
-            }),
+                .unwrap_or_else(crate::folders::default_cache),
+            state_root: g
+                .state
+                .clone()
+                .unwrap_or_else(crate::folders::default_state),
             host: g.host.clone(),
             force_host: g.force_host,
         }
-    }
-}
-
-/// As root, the system folder: libvirt's QEMU user must reach the images and
-/// overlays, and root's home is closed to it (0700). Otherwise the XDG one.
-fn system_or_xdg(system: &str, var: &str, fallback: &str) -> PathBuf {
-    use std::os::unix::fs::MetadataExt;
-    // /proc/self belongs to the process's effective user.
-    if std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
-        PathBuf::from(system)
-    } else {
-        xdg_dir(var, fallback)
-    }
-}
-
-/// `$VAR/labrun`, else `$HOME/<fallback>/labrun`, else `/var/tmp/labrun`.
-fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
-    if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("labrun");
-    }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => PathBuf::from(home).join(fallback).join("labrun"),
-        None => PathBuf::from("/var/tmp/labrun"),
     }
 }

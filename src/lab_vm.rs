@@ -66,6 +66,23 @@ pub fn pick_host<'a>(lab: &'a Lab, name: Option<&str>) -> anyhow::Result<Option<
     }
 }
 
+/// How this user reaches the libvirt of the lab's machine on `host` (as
+/// [`pick_host`] picks it): None for another host's hypervisor or a lab
+/// without a VM. The URI the lab wrote, resolved once per process.
+pub fn local_access(
+    lab: &Lab,
+    host: Option<&str>,
+) -> anyhow::Result<Option<labrun_vm::access::LocalAccess>> {
+    let Machine::Vm(vm) = lab.machine() else {
+        return Ok(None);
+    };
+    let uri = pick_host(lab, host)?.map_or(&vm.uri, |h| &h.uri);
+    if !labrun_vm::preflight::is_local_uri(uri) {
+        return Ok(None);
+    }
+    Ok(Some(labrun_vm::access::resolve(uri)?))
+}
+
 /// The lab's VM on `host` (None: this host, at `vm.uri`).
 pub fn vm_on(lab: &Lab, cache_dir: &Path, host: Option<&HostSpec>) -> anyhow::Result<VmConfig> {
     let path = absolute(&lab.source.file)?;
@@ -80,6 +97,8 @@ pub fn vm_on(lab: &Lab, cache_dir: &Path, host: Option<&HostSpec>) -> anyhow::Re
                     dir: t.workdir.clone(),
                 });
             }
+            // A user without the system daemon gets its own session one.
+            cfg.uri = labrun_vm::access::local_uri(&cfg.uri)?;
             cfg.validate()?;
             cfg
         }

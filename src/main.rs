@@ -11,6 +11,7 @@ mod bench;
 mod cli;
 mod commands;
 mod context;
+mod folders;
 mod host_check;
 mod lab_vm;
 mod real_tree;

@@ -19,6 +19,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     // The description and the problems quote the lab file: escaped here.
     safe_print!("{}", outcome.stdout);
     if let Some(lab) = &outcome.lab {
+        safe_print!("{}", hypervisor_line(lab, ctx.host.as_deref()));
         safe_print!(
             "{}",
             resolutions(lab, &ctx.cache_dir, ctx.mirror.as_deref())
@@ -38,6 +39,17 @@ struct Outcome {
     status: u8,
     /// The lab, when it loaded and validated.
     lab: Option<Lab>,
+}
+
+/// Which libvirt the lab's machine would use here, and who runs its QEMU
+/// (an ordinary user may get the session daemon); nothing for another
+/// host's hypervisor or an existing machine.
+fn hypervisor_line(lab: &Lab, host: Option<&str>) -> String {
+    match crate::lab_vm::local_access(lab, host) {
+        Ok(None) => String::new(),
+        Ok(Some(access)) => format!("hypervisor: {}\n", access.describe()),
+        Err(e) => format!("hypervisor: none usable here: {e:#}\n"),
+    }
 }
 
 /// Where each tool's artifact would come from on this machine, decided
@@ -139,6 +151,18 @@ mod tests {
             let out = check(&root.join(lab), Some(0.01));
             assert_eq!(out.status, 0, "{lab}: {}", out.stderr);
             assert!(out.stdout.contains("timed steps") && out.stdout.contains("ok: "));
+        }
+    }
+
+    #[test]
+    fn the_hypervisor_and_who_runs_qemu_are_said() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let lab = check(&root.join("lab.yaml"), None).lab.expect("valid lab");
+        let line = super::hypervisor_line(&lab, None);
+        assert!(line.starts_with("hypervisor: qemu:///"), "{line}");
+        if labrun_vm::access::is_root() {
+            // Root is told without a connection: nothing changes for it.
+            assert_eq!(line, "hypervisor: qemu:///system (as root)\n");
         }
     }
 

@@ -17,9 +17,11 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let mut unreached = 0;
     let report = if args.all {
         // Orphan clean-up needs no lab file: the lab's URI when it loads,
-        // else the default system hypervisor.
-        let uri = crate::lab_vm::config_for_teardown(ctx)
-            .map_or_else(|_| "qemu:///system".to_string(), |c| c.uri);
+        // else this user's default local hypervisor.
+        let uri = match crate::lab_vm::config_for_teardown(ctx) {
+            Ok(c) => c.uri,
+            Err(_) => labrun_vm::access::local_uri(labrun_vm::access::SYSTEM_URI)?,
+        };
         let mut report = labrun_vm::down_all(&uri, &ctx.state_root).await?;
         // And every remote hypervisor of the lab's pool, when it loads.
         if let Ok(lab) = labrun_lab::Lab::load(&ctx.lab_path) {

@@ -81,7 +81,13 @@ pub async fn bring_up_lab(
     lab: &labrun_lab::Lab,
     wanted: Option<&[String]>,
 ) -> anyhow::Result<ExitCode> {
+    crate::folders::ensure_usable(ctx)?;
     let mut cfg = crate::lab_vm::vm_of(lab, ctx)?;
+    if !labrun_vm::access::is_root()
+        && let Some(access) = crate::lab_vm::local_access(lab, ctx.host.as_deref())?
+    {
+        safe_eprintln!("up: libvirt: {}", access.describe());
+    }
     check_host(ctx, lab, &cfg).await?;
     // A wrong digest stops everything before anything is booted or installed.
     let tools = lab.selected_tools(wanted)?;

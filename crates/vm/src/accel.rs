@@ -61,7 +61,15 @@ pub fn choose(
     requested: Accel,
     probe: &AccelProbe,
 ) -> Result<(Acceleration, Option<String>), VmError> {
-    let unusable = probe.kvm_unusable_reason();
+    choose_for(requested, probe.kvm_unusable_reason())
+}
+
+/// [`choose`] given why KVM cannot be used (None: it can), for reasons the
+/// probe does not see (a session QEMU that cannot open `/dev/kvm`).
+pub fn choose_for(
+    requested: Accel,
+    unusable: Option<String>,
+) -> Result<(Acceleration, Option<String>), VmError> {
     match (requested, unusable) {
         (Accel::Kvm, Some(reason)) => Err(VmError::KvmUnusable { reason }),
         (Accel::Kvm, None) | (Accel::Auto, None) => Ok((Acceleration::Kvm, None)),

@@ -18,6 +18,18 @@ pub enum VmError {
     )]
     Libvirtd { uri: String, reason: String },
     #[error(
+        "no libvirt daemon here lets you in: the system daemon's socket {socket} said `{system}`; your own session daemon (qemu:///session) said `{session}`; {fix}"
+    )]
+    NoLibvirtAccess {
+        socket: PathBuf,
+        system: String,
+        session: String,
+        fix: &'static str,
+    },
+    /// [`VmError::NoLibvirtAccess`] as first decided in this process.
+    #[error("{0}")]
+    NoAccess(String),
+    #[error(
         "cannot reach the remote libvirt at {uri}: {reason} (check the URI's user, `keyfile` and `known_hosts` (a line `HOST ssh-ed25519 AAAA...` for that host), and that libvirt is installed there)"
     )]
     RemoteLibvirtd { uri: String, reason: String },
@@ -35,18 +47,28 @@ pub enum VmError {
         what: &'static str,
     },
     #[error(
-        "{path} cannot be entered by the QEMU user libvirt-qemu ({ancestor} has mode {mode:o}): put labrun's cache and state elsewhere, e.g. `--cache /var/cache/labrun --state /var/lib/labrun` (or LABRUN_CACHE/LABRUN_STATE)"
+        "{path} cannot be entered by the system daemon's QEMU user libvirt-qemu ({ancestor} has mode {mode:o}): put labrun's cache and state where it can read them, e.g. `--cache /var/cache/labrun --state /var/lib/labrun` as root, or folders of yours outside a private home (`--cache`/`--state`, LABRUN_CACHE/LABRUN_STATE); as an ordinary user, `uri: qemu:///session` runs QEMU as you instead"
     )]
     NotTraversable {
         path: PathBuf,
         ancestor: PathBuf,
         mode: u32,
     },
+    #[error("{what} {path} cannot be used: {why}")]
+    NotWritable {
+        what: &'static str,
+        path: PathBuf,
+        why: String,
+    },
     #[error(
         "the lab asks for `accel: kvm`, but KVM cannot run a stock guest kernel here: {reason}; use `accel: auto` or `accel: tcg`"
     )]
     KvmUnusable { reason: String },
 
+    #[error(
+        "the base image {cache}/images/... is not built yet, and building it from the recipe needs root (mmdebstrap installs the packages as root; the recipe gives its files to root): build it once as root into your cache, `sudo labrun image build --cache {cache} && sudo chown -R $USER {cache}`, or give the lab a pinned cloud image (`vm.image.cloud`), which needs no build"
+    )]
+    ImageBuildNeedsRoot { cache: PathBuf },
     #[error("cannot read the host's apt sources: {0}")]
     AptSources(String),
     #[error(

@@ -68,8 +68,9 @@ impl Hypervisor {
                 Err(StartError::PortInUse(e.message().to_string()))
             }
             Err(e) => Err(StartError::Other(VmError::Libvirt(format!(
-                "starting the domain failed: {} (the QEMU log is /var/log/libvirt/qemu/<name>.log)",
-                e.message()
+                "starting the domain failed: {} (the QEMU log is {}/<name>.log)",
+                e.message(),
+                qemu_log_dir(&self.uri)
             )))),
         }
     }
@@ -124,6 +125,16 @@ impl Hypervisor {
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
+    }
+}
+
+/// Where libvirt keeps QEMU's own log of a domain: the system daemon's
+/// folder, or the session's under the user's cache.
+fn qemu_log_dir(uri: &str) -> String {
+    if uri.ends_with("/session") {
+        "~/.cache/libvirt/qemu/log".into()
+    } else {
+        "/var/log/libvirt/qemu".into()
     }
 }
 

@@ -9,6 +9,7 @@
 //! `shared/notes/vm-on-this-host.md`.
 
 pub mod accel;
+pub mod access;
 pub use labrun_artifact::apt_sources;
 pub mod cloud;
 pub mod config;

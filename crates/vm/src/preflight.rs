@@ -2,6 +2,7 @@
 //! fixes it.
 
 use crate::accel::{self, AccelProbe, Acceleration};
+use crate::access::{self, Folder};
 use crate::config::VmConfig;
 use crate::error::VmError;
 use crate::hypervisor::Hypervisor;
@@ -48,6 +49,7 @@ pub fn preflight(
     build_image: bool,
 ) -> Result<HostReport, VmError> {
     cfg.validate()?;
+    image_build_allowed(build_image, cache_dir)?;
     let mut programs = vec![
         ("qemu-system-x86_64", "qemu-system-x86"),
         ("qemu-img", "qemu-utils"),
@@ -61,11 +63,18 @@ pub fn preflight(
             return Err(VmError::MissingProgram { program, package });
         }
     }
-    if is_local_uri(&cfg.uri) {
+    // The system daemon's QEMU runs as libvirt-qemu and logs through the
+    // system virtlogd; a session's runs as the user, with its own virtlogd.
+    let system = cfg.uri == access::SYSTEM_URI;
+    if system {
         virtlogd_answers(Path::new(VIRTLOGD_SOCKET))?;
     }
     Hypervisor::open(&cfg.uri)?;
     if is_local_uri(&cfg.uri) {
+        access::ensure_writable(cache_dir, Folder::Cache)?;
+        access::ensure_writable(state_dir, Folder::State)?;
+    }
+    if system {
         qemu_can_reach(cache_dir)?;
         qemu_can_reach(state_dir)?;
     }
@@ -82,12 +91,17 @@ pub fn preflight(
             state_dir.display()
         ));
     }
-    if is_local_uri(&cfg.uri)
-        && let Some(w) = kvm_node_warning(Path::new("/dev/kvm"), &kvm_gid())
-    {
+    let kvm = Path::new("/dev/kvm");
+    if system && let Some(w) = kvm_node_warning(kvm, &access::group_id("kvm")) {
         warnings.push(w);
     }
-    let (acceleration, warning) = accel::choose(cfg.accel, &AccelProbe::read_host())?;
+    let probe = AccelProbe::read_host();
+    // Under a session QEMU opens /dev/kvm as the user.
+    let denied = (cfg.uri == access::SESSION_URI)
+        .then(|| access::kvm_denied(kvm, &access::Groups::of_this_process()))
+        .flatten();
+    let (acceleration, warning) =
+        accel::choose_for(cfg.accel, probe.kvm_unusable_reason().or(denied))?;
     warnings.extend(warning);
     Ok(HostReport {
         acceleration,
@@ -106,6 +120,7 @@ pub async fn remote(
     shell: &crate::remote::HostShell,
 ) -> Result<HostReport, VmError> {
     cfg.validate()?;
+    image_build_allowed(build_image, cache_dir)?;
     if build_image {
         for (program, package) in [("mmdebstrap", "mmdebstrap"), ("mkfs.ext4", "e2fsprogs")] {
             if find_program(program).is_none() {
@@ -143,6 +158,17 @@ pub async fn remote(
     })
 }
 
+/// The recipe's image is built as root only: said before anything else,
+/// with the two ways out.
+fn image_build_allowed(build_image: bool, cache_dir: &Path) -> Result<(), VmError> {
+    if build_image && !access::is_root() {
+        return Err(VmError::ImageBuildNeedsRoot {
+            cache: cache_dir.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
 /// libvirt probes QEMU with KVM and caches the result only while the QEMU
 /// user can open `/dev/kvm`; a root-only node (0600) makes it re-probe on
 /// every domain start, which costs ~45 s on a busy 2-core host.
@@ -161,15 +187,6 @@ fn kvm_node_warning(node: &Path, kvm_gid: &Option<u32>) -> Option<String> {
     ))
 }
 
-fn kvm_gid() -> Option<u32> {
-    let groups = std::fs::read_to_string("/etc/group").ok()?;
-    groups
-        .lines()
-        .find(|l| l.starts_with("kvm:"))
-        .and_then(|l| l.split(':').nth(2))
-        .and_then(|g| g.parse().ok())
-}
-
 /// A URI whose QEMU runs on this host (files, sockets and free ports are
 /// checked locally only then).
 pub fn is_local_uri(uri: &str) -> bool {
@@ -183,8 +200,8 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// libvirt runs QEMU as `libvirt-qemu`, which must traverse every folder
-/// above the images and overlays (a 0700 `/root` stops it).
+/// The system daemon runs QEMU as `libvirt-qemu`, which must traverse every
+/// folder above the images and overlays (a 0700 `/root` or home stops it).
 pub fn qemu_can_reach(path: &Path) -> Result<(), VmError> {
     for ancestor in path.ancestors() {
         let Ok(meta) = std::fs::metadata(ancestor) else {
@@ -286,6 +303,24 @@ mod tests {
         assert!(kvm_node_warning(&node, &gid).is_none());
         assert!(kvm_node_warning(&node, &None).is_some());
         assert!(kvm_node_warning(&tmp.path().join("none"), &gid).is_none());
+    }
+
+    #[test]
+    fn a_user_is_told_how_to_get_the_base_image() {
+        let cache = Path::new("/home/u/.cache/labrun");
+        image_build_allowed(false, cache).unwrap();
+        match image_build_allowed(true, cache) {
+            Ok(()) => assert!(access::is_root()),
+            Err(e) => {
+                assert!(!access::is_root());
+                let e = e.to_string();
+                assert!(
+                    e.contains("sudo labrun image build --cache /home/u/.cache/labrun")
+                        && e.contains("vm.image.cloud"),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]
