@@ -746,3 +746,29 @@ fn the_byte_bound_is_exact() {
     fs::remove_dir_all(&c.dest).unwrap();
     assert_eq!(c.unpack(ArchiveFormat::Tar, at(10)).unwrap().bytes, 10);
 }
+
+#[test]
+fn a_deb_data_member_may_be_plain_gz_xz_or_zst() {
+    let tar = tar_bytes(&[E::File(b"./usr/share/doc/x/copyright", 0o644, b"MIT")]);
+    for (member, format) in [
+        ("data.tar", ArchiveFormat::Tar),
+        ("data.tar.gz", ArchiveFormat::TarGz),
+        ("data.tar.zst", ArchiveFormat::TarZst),
+    ] {
+        let c = case(
+            "x.deb",
+            &deb_bytes(&[
+                ("debian-binary", b"2.0\n".to_vec()),
+                // Odd-sized, so the data member starts at a padded offset.
+                ("control.tar.gz", compress(ArchiveFormat::TarGz, b"odd")),
+                (member, compress(format, &tar)),
+            ]),
+        );
+        let got = c.unpack(ArchiveFormat::Deb, ROOMY).unwrap();
+        assert_eq!((got.files, got.bytes), (1, 3), "{member}");
+        assert_eq!(
+            fs::read(c.dest.join("usr/share/doc/x/copyright")).unwrap(),
+            b"MIT"
+        );
+    }
+}

@@ -21,7 +21,7 @@ use crate::error::UnpackBound;
 use crate::{DatasetError, Progress};
 use labrun_evidence::ArchiveFormat;
 use std::fs::File;
-use std::io::{self, BufReader};
+use std::io::{self, BufReader, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -50,7 +50,7 @@ pub struct Unpacked {
     pub skipped_special: u64,
 }
 
-/// Bytes read from the archive file at a time (also enough to sniff it).
+/// Bytes read from the archive file at a time.
 const READ_BUFFER: usize = 1 << 20;
 
 /// Unpacks `archive`, which must be in `format` (its magic bytes are
@@ -83,13 +83,15 @@ pub fn unpack_file(
         action: action.to_string(),
         cause,
     };
-    let file = File::open(archive).map_err(|e| fail("cannot open the archive", e))?;
+    let mut file = File::open(archive).map_err(|e| fail("cannot open the archive", e))?;
     let total = file
         .metadata()
         .map_err(|e| fail("cannot read the archive's size", e))?
         .len();
-    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
-    let sniffed = format::sniff(&mut reader).map_err(|e| fail("cannot read the archive", e))?;
+    let (sniffed, _) = format::sniff(&mut file).map_err(|e| fail("cannot read the archive", e))?;
+    file.rewind()
+        .map_err(|e| fail("cannot read the archive", e))?;
+    let reader = BufReader::with_capacity(READ_BUFFER, file);
     if sniffed.found != Some(format) {
         return Err(DatasetError::ArchiveFormatMismatch {
             archive: archive.to_path_buf(),
