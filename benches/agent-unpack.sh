@@ -88,7 +88,7 @@ echo "tree: $files files, $bytes bytes"
 formats=("tar-gz -z tree.tar.gz" "tar-xz -J tree.tar.xz" "tar-zst --zstd tree.tar.zst")
 for f in "${formats[@]}"; do
   read -r _ flag file <<< "$f"
-  XZ_OPT='-1 -T1' GZIP=-6 tar -c "$flag" -f "$scratch/$file" -C "$scratch/src" .
+  XZ_OPT='-1 -T1' tar -c "$flag" -f "$scratch/$file" -C "$scratch/src" .
   echo "packed $file: $(stat -c %s "$scratch/$file") bytes"
 done
 rm -rf "$scratch/src"

@@ -772,3 +772,41 @@ fn a_deb_data_member_may_be_plain_gz_xz_or_zst() {
         );
     }
 }
+
+#[test]
+fn a_sparse_file_counts_its_holes_toward_the_bound() {
+    // GNU tar stores a sparse file's data regions only: 1 GiB in a few kB.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir(&src).unwrap();
+    let f = fs::File::create(src.join("disk.img")).unwrap();
+    f.set_len(1 << 30).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, b"boot", 4096).unwrap();
+    let archive = dir.path().join("sparse.tar");
+    let o = std::process::Command::new("tar")
+        .args(["--sparse", "-cf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(fs::metadata(&archive).unwrap().len() < 1 << 20);
+    let limits = UnpackLimits {
+        max_bytes: 100 << 20,
+        max_entries: 10,
+    };
+    let e = unpack_file(
+        &archive,
+        ArchiveFormat::Tar,
+        &dir.path().join("t"),
+        limits,
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, DatasetError::ArchiveTooLarge { .. }) && e.to_string().contains("disk.img"),
+        "{e}"
+    );
+}
