@@ -224,10 +224,19 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// A fault between entries: named by the entry before it, if any.
+    /// A fault between entries: placed by the entry before it, if any.
     fn after_last(&self, fault: Fault) -> DatasetError {
-        let entry = self.entry.as_ref().map(|e| format!("after {e}"));
-        self.error(fault, entry)
+        let Some(last) = &self.entry else {
+            return self.error(fault, None);
+        };
+        let placed = match fault {
+            Fault::Read(e) => {
+                Fault::Damaged(format!("reading it failed after entry `{last}`: {e}"))
+            }
+            Fault::Damaged(d) => Fault::Damaged(format!("{d}, after entry `{last}`")),
+            other => return self.error(other, Some(last.clone())),
+        };
+        self.error(placed, None)
     }
 
     fn error(&self, fault: Fault, entry: Option<String>) -> DatasetError {
