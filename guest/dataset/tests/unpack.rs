@@ -810,3 +810,23 @@ fn a_sparse_file_counts_its_holes_toward_the_bound() {
         "{e}"
     );
 }
+
+#[test]
+fn what_the_archive_says_is_shown_escaped_and_short() {
+    // A name that would clear a terminal.
+    let c = tar_case(ArchiveFormat::Tar, &[E::File(b"\x1b[2J/../x", 0o644, b"x")]);
+    let (_, msg) = c.refused(ArchiveFormat::Tar);
+    assert!(
+        !msg.contains('\x1b') && msg.contains("\\x1b[2J/../x"),
+        "{msg}"
+    );
+    // Not a tar inside the gzip: the tar reader's words quote the bytes.
+    let c = case(
+        "a.tar.gz",
+        &compress(ArchiveFormat::TarGz, &noise(30_000, 3)),
+    );
+    let (e, msg) = c.refused(ArchiveFormat::TarGz);
+    assert!(matches!(e, DatasetError::ArchiveDamaged { .. }), "{msg}");
+    assert!(msg.chars().all(|ch| !ch.is_control()), "{msg:?}");
+    assert!(msg.len() < 1000, "{msg}");
+}

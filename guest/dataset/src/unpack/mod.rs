@@ -243,14 +243,19 @@ impl Run<'_> {
         Run::fault_error(&self.archive, &self.dest, entry, fault)
     }
 
+    /// The error of `f`, with the archive's and the entry's names. What
+    /// came from the archive (names, targets, a decoder's words about its
+    /// bytes) is shown with control characters escaped and cut short, so a
+    /// hostile archive cannot write to the terminal or flood a log.
     fn fault_error(archive: &Path, dest: &Path, entry: Option<String>, f: Fault) -> DatasetError {
         let archive = archive.to_path_buf();
+        let entry = entry.map(shown);
         let named = |entry: Option<String>| entry.unwrap_or_else(|| "?".to_string());
         match f {
             Fault::Unsafe(reason) => DatasetError::UnsafeEntry {
                 archive,
                 entry: named(entry),
-                reason,
+                reason: shown(reason),
             },
             Fault::NotUtf8(what) => DatasetError::NonUtf8EntryName {
                 archive,
@@ -260,7 +265,7 @@ impl Run<'_> {
             Fault::Damaged(detail) => DatasetError::ArchiveDamaged {
                 archive,
                 entry,
-                detail,
+                detail: shown(detail),
             },
             Fault::Missing => DatasetError::ArchiveDamaged {
                 archive,
@@ -270,12 +275,12 @@ impl Run<'_> {
             Fault::Read(e) => DatasetError::ArchiveDamaged {
                 archive,
                 entry,
-                detail: format!("reading it failed: {e}"),
+                detail: shown(format!("reading it failed: {e}")),
             },
             Fault::Unsupported(detail) => DatasetError::ArchiveUnsupported {
                 archive,
                 entry,
-                detail,
+                detail: shown(detail),
             },
             Fault::TooLarge(bound) => DatasetError::ArchiveTooLarge {
                 archive,
@@ -299,5 +304,16 @@ impl Run<'_> {
                 }
             }
         }
+    }
+}
+
+/// The most characters of archive-borne text a message shows.
+const SHOWN_CHARS: usize = 300;
+
+fn shown(text: String) -> String {
+    let safe = labrun_evidence::printable::printable(&text);
+    match safe.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}...", &safe[..cut]),
+        None => safe.into_owned(),
     }
 }
