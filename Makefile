@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test test-fast setup lint agent build bench bench-agent bench-vm bench-overhead bench-scale bench-pool bench-report
+.PHONY: test test-fast setup lint agent build bench bench-agent bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -75,6 +75,11 @@ bench: setup build
 bench-agent: setup agent
 	AGENT=$(AGENT) bash benches/agent-dataset.sh
 	AGENT=$(AGENT) bash benches/agent-memory.sh
+
+## bench-unpack: `labrun-agent unpack` vs GNU `tar -x` of the same ~200 MB
+## archive (tar.gz, tar.xz, tar.zst), cold cache, side by side (target: 0.8x)
+bench-unpack: setup agent
+	AGENT=$(AGENT) bash benches/agent-unpack.sh
 
 ## bench-vm: `labrun up` (image cached) to SSH ready and `down`, vs virsh by hand
 bench-vm: setup build

@@ -484,7 +484,7 @@ fn truncated_and_corrupt_archives_are_errors_never_short_trees() {
     let c = case("a.tar", &first[..first.len() - 1024]);
     let (_, msg) = c.refused(ArchiveFormat::Tar);
     assert!(
-        msg.contains("end-of-archive") && msg.contains("after one"),
+        msg.contains("end-of-archive") && msg.contains("after entry `one`"),
         "{msg}"
     );
     // Cut inside an entry's data: the entry is named.
@@ -745,4 +745,88 @@ fn the_byte_bound_is_exact() {
     assert!(c.unpack(ArchiveFormat::Tar, at(9)).is_err());
     fs::remove_dir_all(&c.dest).unwrap();
     assert_eq!(c.unpack(ArchiveFormat::Tar, at(10)).unwrap().bytes, 10);
+}
+
+#[test]
+fn a_deb_data_member_may_be_plain_gz_xz_or_zst() {
+    let tar = tar_bytes(&[E::File(b"./usr/share/doc/x/copyright", 0o644, b"MIT")]);
+    for (member, format) in [
+        ("data.tar", ArchiveFormat::Tar),
+        ("data.tar.gz", ArchiveFormat::TarGz),
+        ("data.tar.zst", ArchiveFormat::TarZst),
+    ] {
+        let c = case(
+            "x.deb",
+            &deb_bytes(&[
+                ("debian-binary", b"2.0\n".to_vec()),
+                // Odd-sized, so the data member starts at a padded offset.
+                ("control.tar.gz", compress(ArchiveFormat::TarGz, b"odd")),
+                (member, compress(format, &tar)),
+            ]),
+        );
+        let got = c.unpack(ArchiveFormat::Deb, ROOMY).unwrap();
+        assert_eq!((got.files, got.bytes), (1, 3), "{member}");
+        assert_eq!(
+            fs::read(c.dest.join("usr/share/doc/x/copyright")).unwrap(),
+            b"MIT"
+        );
+    }
+}
+
+#[test]
+fn a_sparse_file_counts_its_holes_toward_the_bound() {
+    // GNU tar stores a sparse file's data regions only: 1 GiB in a few kB.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir(&src).unwrap();
+    let f = fs::File::create(src.join("disk.img")).unwrap();
+    f.set_len(1 << 30).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, b"boot", 4096).unwrap();
+    let archive = dir.path().join("sparse.tar");
+    let o = std::process::Command::new("tar")
+        .args(["--sparse", "-cf"])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&src)
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(fs::metadata(&archive).unwrap().len() < 1 << 20);
+    let limits = UnpackLimits {
+        max_bytes: 100 << 20,
+        max_entries: 10,
+    };
+    let e = unpack_file(
+        &archive,
+        ArchiveFormat::Tar,
+        &dir.path().join("t"),
+        limits,
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, DatasetError::ArchiveTooLarge { .. }) && e.to_string().contains("disk.img"),
+        "{e}"
+    );
+}
+
+#[test]
+fn what_the_archive_says_is_shown_escaped_and_short() {
+    // A name that would clear a terminal.
+    let c = tar_case(ArchiveFormat::Tar, &[E::File(b"\x1b[2J/../x", 0o644, b"x")]);
+    let (_, msg) = c.refused(ArchiveFormat::Tar);
+    assert!(
+        !msg.contains('\x1b') && msg.contains("\\x1b[2J/../x"),
+        "{msg}"
+    );
+    // Not a tar inside the gzip: the tar reader's words quote the bytes.
+    let c = case(
+        "a.tar.gz",
+        &compress(ArchiveFormat::TarGz, &noise(30_000, 3)),
+    );
+    let (e, msg) = c.refused(ArchiveFormat::TarGz);
+    assert!(matches!(e, DatasetError::ArchiveDamaged { .. }), "{msg}");
+    assert!(msg.chars().all(|ch| !ch.is_control()), "{msg:?}");
+    assert!(msg.len() < 1000, "{msg}");
 }

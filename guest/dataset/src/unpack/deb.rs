@@ -5,17 +5,16 @@ use super::format;
 use super::{Fault, Run, pipe};
 use crate::DatasetError;
 use labrun_evidence::ArchiveFormat;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Cursor, Read};
 
-/// An ar member's buffer: big enough to sniff the member and to read the
-/// package in large pieces.
+/// An ar member's buffer: the package is read in large pieces.
 const MEMBER_BUFFER: usize = 1 << 20;
 
 pub(super) fn unpack<R: Read + Send>(run: &mut Run, package: R) -> Result<(), DatasetError> {
     let mut archive = ar::Archive::new(package);
     let mut members = Vec::new();
     while let Some(member) = archive.next_entry() {
-        let member = member
+        let mut member = member
             .map_err(|e| run.error(Fault::Damaged(format!("not a valid .deb: {e}")), None))?;
         let name = String::from_utf8_lossy(member.header().identifier())
             .trim_end_matches('/')
@@ -24,9 +23,10 @@ pub(super) fn unpack<R: Read + Send>(run: &mut Run, package: R) -> Result<(), Da
             members.push(name);
             continue;
         }
-        let mut data = BufReader::with_capacity(MEMBER_BUFFER, member);
-        let sniffed =
-            format::sniff(&mut data).map_err(|e| run.error(Fault::Read(e), Some(name.clone())))?;
+        let (sniffed, head) = format::sniff(&mut member)
+            .map_err(|e| run.error(Fault::Read(e), Some(name.clone())))?;
+        // The sniffed bytes go first again.
+        let data = BufReader::with_capacity(MEMBER_BUFFER, Cursor::new(head).chain(member));
         let compression = match sniffed.found {
             Some(
                 f @ (ArchiveFormat::Tar

@@ -13,16 +13,17 @@ pub(super) struct Sniffed {
     pub first_bytes: Vec<u8>,
 }
 
-/// Reads the first bytes of `reader` without consuming them. The reader's
-/// buffer must hold [`SNIFF_BYTES`]: one read of a file or of an archive
-/// member fills it (a shorter read could only hide tar's magic at 257).
-pub(super) fn sniff(reader: &mut impl BufRead) -> io::Result<Sniffed> {
-    let buf = reader.fill_buf()?;
-    let head = &buf[..buf.len().min(SNIFF_BYTES)];
-    Ok(Sniffed {
-        found: ArchiveFormat::sniff(head),
+/// Reads the first [`SNIFF_BYTES`] of `reader` (fewer at its end) and
+/// tells their format. Reads until it has them: one read of an archive
+/// member may return only what a buffer beneath it held.
+pub(super) fn sniff(reader: &mut impl Read) -> io::Result<(Sniffed, Vec<u8>)> {
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    reader.take(SNIFF_BYTES as u64).read_to_end(&mut head)?;
+    let sniffed = Sniffed {
+        found: ArchiveFormat::sniff(&head),
         first_bytes: head[..head.len().min(8)].to_vec(),
-    })
+    };
+    Ok((sniffed, head))
 }
 
 /// A tar stream: `source` decompressed as `format` says.

@@ -21,7 +21,7 @@ use crate::error::UnpackBound;
 use crate::{DatasetError, Progress};
 use labrun_evidence::ArchiveFormat;
 use std::fs::File;
-use std::io::{self, BufReader};
+use std::io::{self, BufReader, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -50,7 +50,7 @@ pub struct Unpacked {
     pub skipped_special: u64,
 }
 
-/// Bytes read from the archive file at a time (also enough to sniff it).
+/// Bytes read from the archive file at a time.
 const READ_BUFFER: usize = 1 << 20;
 
 /// Unpacks `archive`, which must be in `format` (its magic bytes are
@@ -83,13 +83,15 @@ pub fn unpack_file(
         action: action.to_string(),
         cause,
     };
-    let file = File::open(archive).map_err(|e| fail("cannot open the archive", e))?;
+    let mut file = File::open(archive).map_err(|e| fail("cannot open the archive", e))?;
     let total = file
         .metadata()
         .map_err(|e| fail("cannot read the archive's size", e))?
         .len();
-    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
-    let sniffed = format::sniff(&mut reader).map_err(|e| fail("cannot read the archive", e))?;
+    let (sniffed, _) = format::sniff(&mut file).map_err(|e| fail("cannot read the archive", e))?;
+    file.rewind()
+        .map_err(|e| fail("cannot read the archive", e))?;
+    let reader = BufReader::with_capacity(READ_BUFFER, file);
     if sniffed.found != Some(format) {
         return Err(DatasetError::ArchiveFormatMismatch {
             archive: archive.to_path_buf(),
@@ -222,24 +224,38 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// A fault between entries: named by the entry before it, if any.
+    /// A fault between entries: placed by the entry before it, if any.
     fn after_last(&self, fault: Fault) -> DatasetError {
-        let entry = self.entry.as_ref().map(|e| format!("after {e}"));
-        self.error(fault, entry)
+        let Some(last) = &self.entry else {
+            return self.error(fault, None);
+        };
+        let placed = match fault {
+            Fault::Read(e) => {
+                Fault::Damaged(format!("reading it failed after entry `{last}`: {e}"))
+            }
+            Fault::Damaged(d) => Fault::Damaged(format!("{d}, after entry `{last}`")),
+            other => return self.error(other, Some(last.clone())),
+        };
+        self.error(placed, None)
     }
 
     fn error(&self, fault: Fault, entry: Option<String>) -> DatasetError {
         Run::fault_error(&self.archive, &self.dest, entry, fault)
     }
 
+    /// The error of `f`, with the archive's and the entry's names. What
+    /// came from the archive (names, targets, a decoder's words about its
+    /// bytes) is shown with control characters escaped and cut short, so a
+    /// hostile archive cannot write to the terminal or flood a log.
     fn fault_error(archive: &Path, dest: &Path, entry: Option<String>, f: Fault) -> DatasetError {
         let archive = archive.to_path_buf();
+        let entry = entry.map(shown);
         let named = |entry: Option<String>| entry.unwrap_or_else(|| "?".to_string());
         match f {
             Fault::Unsafe(reason) => DatasetError::UnsafeEntry {
                 archive,
                 entry: named(entry),
-                reason,
+                reason: shown(reason),
             },
             Fault::NotUtf8(what) => DatasetError::NonUtf8EntryName {
                 archive,
@@ -249,7 +265,7 @@ impl Run<'_> {
             Fault::Damaged(detail) => DatasetError::ArchiveDamaged {
                 archive,
                 entry,
-                detail,
+                detail: shown(detail),
             },
             Fault::Missing => DatasetError::ArchiveDamaged {
                 archive,
@@ -259,12 +275,12 @@ impl Run<'_> {
             Fault::Read(e) => DatasetError::ArchiveDamaged {
                 archive,
                 entry,
-                detail: format!("reading it failed: {e}"),
+                detail: shown(format!("reading it failed: {e}")),
             },
             Fault::Unsupported(detail) => DatasetError::ArchiveUnsupported {
                 archive,
                 entry,
-                detail,
+                detail: shown(detail),
             },
             Fault::TooLarge(bound) => DatasetError::ArchiveTooLarge {
                 archive,
@@ -288,5 +304,16 @@ impl Run<'_> {
                 }
             }
         }
+    }
+}
+
+/// The most characters of archive-borne text a message shows.
+const SHOWN_CHARS: usize = 300;
+
+fn shown(text: String) -> String {
+    let safe = labrun_evidence::printable::printable(&text);
+    match safe.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}...", &safe[..cut]),
+        None => safe.into_owned(),
     }
 }

@@ -41,7 +41,7 @@ pub(super) fn unpack(run: &mut Run, stream: &mut dyn Read) -> Result<(), Dataset
     let rest = archive.into_inner();
     if rest.hit_end {
         return Err(run.after_last(Fault::Damaged(
-            "it ends without tar's end-of-archive marker (truncated)".into(),
+            "it stops without tar's end-of-archive marker (truncated)".into(),
         )));
     }
     io::copy(&mut rest.inner.take(TRAILER_READ), &mut io::sink())
