@@ -60,7 +60,7 @@ LABRUN := $(TARGET_DIR)/release/labrun
 ## relative to that, so it is not a free setting).
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
-LIBDIR := $(BINDIR)/../lib/labrun
+LIBDIR := $(abspath $(BINDIR)/../lib/labrun)
 MANDIR ?= $(PREFIX)/share/man/man1
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions

@@ -32,7 +32,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         What::Man { out_dir } => man_pages(&out_dir)?,
         What::Completions { shell, out_dir } => {
             vec![
-                clap_complete::generate_to(shell, &mut Cli::command(), "labrun", &out_dir)
+                clap_complete::generate_to(shell, &mut public_command(), "labrun", &out_dir)
                     .with_context(|| format!("writing the {shell} completions"))?,
             ]
         }
@@ -43,8 +43,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The command line without its hidden subcommands (this one): clap's
+/// completion scripts would otherwise offer them, and clap has no way to
+/// take a subcommand out, so the command is made again around the rest.
+fn public_command() -> clap::Command {
+    let full = Cli::command();
+    let mut public = clap::Command::new("labrun")
+        .version(env!("LABRUN_LONG_VERSION"))
+        .propagate_version(true)
+        .subcommand_required(full.is_subcommand_required_set())
+        .args(full.get_arguments().cloned())
+        .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    if let Some(about) = full.get_about() {
+        public = public.about(about.clone());
+    }
+    public
+}
+
 fn man_pages(out_dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    clap_mangen::generate_to(Cli::command(), out_dir)
+    clap_mangen::generate_to(public_command(), out_dir)
         .with_context(|| format!("writing man pages into {}", out_dir.display()))?;
     let mut written: Vec<PathBuf> = std::fs::read_dir(out_dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
