@@ -299,3 +299,28 @@ fn a_run_without_an_end_is_running_then_lost_and_a_pack_of_one_is_incomplete() {
     assert_eq!(list[0]["id"], "live-20261203T120000Z-cccccc");
     assert_eq!(list[0]["status"], "incomplete");
 }
+
+#[test]
+fn no_results_folder_yet_is_no_runs_but_a_missing_folder_named_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let default = Command::new(LABRUN)
+        .arg("runs")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(default.status.success(), "{default:?}");
+    assert!(
+        String::from_utf8_lossy(&default.stdout).starts_with("no runs in results"),
+        "{default:?}"
+    );
+    let named = Command::new(LABRUN)
+        .arg("runs")
+        .arg(tmp.path().join("nowhere"))
+        .output()
+        .unwrap();
+    assert!(!named.status.success(), "{named:?}");
+    assert!(
+        String::from_utf8_lossy(&named.stderr).contains("cannot read the folder of runs"),
+        "{named:?}"
+    );
+}

@@ -10,22 +10,31 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The folder of runs: run folders and packs (`*.tar.gz`).
-    #[arg(value_name = "DIR", default_value = "results")]
-    pub dir: PathBuf,
+    /// The folder of runs: run folders and packs (`*.tar.gz`). Default:
+    /// `results`, where `bench` writes them.
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     /// One JSON array on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
+/// Where `bench` writes its runs unless told otherwise.
+const RESULTS: &str = "results";
+
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let dir = args.dir.clone();
+    let given = args.dir.is_some();
+    let dir = args.dir.unwrap_or_else(|| PathBuf::from(RESULTS));
+    let read = dir.clone();
     let listed =
-        tokio::task::spawn_blocking(move || runs::list(&dir, std::time::SystemTime::now()))
+        match tokio::task::spawn_blocking(move || runs::list(&read, std::time::SystemTime::now()))
             .await?
-            .map_err(|e| {
-                anyhow::anyhow!("cannot read the folder of runs {}: {e}", args.dir.display())
-            })?;
+        {
+            Ok(listed) => listed,
+            // No results/ yet: nothing has run here, which is no error.
+            Err(e) if !given && e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => anyhow::bail!("cannot read the folder of runs {}: {e}", dir.display()),
+        };
     if args.json {
         // JSON for programs: escaped the JSON way, so it parses the same.
         let json = serde_json::to_string_pretty(&listed)?;
@@ -33,7 +42,10 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if listed.is_empty() {
-        safe_println!("no runs in {}", args.dir.display());
+        safe_println!(
+            "no runs in {} (`labrun bench` writes them to {RESULTS}/)",
+            dir.display()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     safe_print!("{}", table(&listed));
