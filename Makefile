@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test test-fast setup lint agent build bench bench-agent bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report
+.PHONY: test test-fast setup lint agent build install bench bench-agent bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -53,6 +53,30 @@ build: agent
 	cp $(AGENT) $(TARGET_DIR)/release/labrun-agent
 
 LABRUN := $(TARGET_DIR)/release/labrun
+
+## install: labrun, its static agent, man pages and bash/zsh/fish completions
+## under PREFIX (DESTDIR for a packager's staging folder). labrun looks for
+## the agent in $(PREFIX)/lib/labrun/, beside its own bin/ (LIBDIR is
+## relative to that, so it is not a free setting).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR := $(abspath $(BINDIR)/../lib/labrun)
+MANDIR ?= $(PREFIX)/share/man/man1
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+GENERATED := $(TARGET_DIR)/release/generated
+install: build
+	rm -rf $(GENERATED)
+	$(LABRUN) generate man $(GENERATED)/man
+	for sh in bash zsh fish; do $(LABRUN) generate completions $$sh $(GENERATED)/completions || exit 1; done
+	install -D -m 755 $(LABRUN) $(DESTDIR)$(BINDIR)/labrun
+	install -D -m 755 $(AGENT) $(DESTDIR)$(LIBDIR)/labrun-agent
+	install -d $(DESTDIR)$(MANDIR)
+	install -m 644 $(GENERATED)/man/*.1 $(DESTDIR)$(MANDIR)/
+	install -D -m 644 $(GENERATED)/completions/labrun.bash $(DESTDIR)$(BASHCOMPDIR)/labrun
+	install -D -m 644 $(GENERATED)/completions/_labrun $(DESTDIR)$(ZSHCOMPDIR)/_labrun
+	install -D -m 644 $(GENERATED)/completions/labrun.fish $(DESTDIR)$(FISHCOMPDIR)/labrun.fish
 # Under software emulation (no usable KVM) the full 6.10 GB protocol takes
 # hours: the default is a quick look. SCALE=1 is the published experiment.
 SCALE ?= 0.01

@@ -7,7 +7,13 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "labrun", version, about, propagate_version = true)]
+// The version names the commit it was built from (build.rs).
+#[command(
+    name = "labrun",
+    version = env!("LABRUN_LONG_VERSION"),
+    about,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -73,4 +79,9 @@ pub enum Command {
     Compare(commands::compare::Args),
     /// Pack a run folder into one file with a SHA-256 manifest, to share or commit it.
     Pack(commands::pack::Args),
+    /// The runs under results/ (or a folder), newest first, and which compare.
+    Runs(commands::runs::Args),
+    /// Man pages and shell completions from this definition (`make install`).
+    #[command(hide = true)]
+    Generate(commands::generate::Args),
 }

@@ -3,8 +3,14 @@
 use anyhow::bail;
 use std::path::{Path, PathBuf};
 
-/// `--agent`, else `labrun-agent` beside this executable, else the `make
-/// agent` output under the current folder.
+/// The agent's place under an install prefix; the Makefile's `install`
+/// target puts it there.
+const INSTALLED_AGENT: &str = "lib/labrun/labrun-agent";
+
+/// `--agent`, else `labrun-agent` beside this executable (`make build`),
+/// else where `make install` puts it (`<prefix>/lib/labrun/` for
+/// `<prefix>/bin/labrun`), else the `make agent` output under the current
+/// folder.
 pub fn locate_agent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(p) = given {
         if p.is_file() {
@@ -21,6 +27,9 @@ pub fn locate_agent(given: Option<&Path>) -> anyhow::Result<PathBuf> {
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
         candidates.push(dir.join("labrun-agent"));
+        if let Some(prefix) = dir.parent() {
+            candidates.push(prefix.join(INSTALLED_AGENT));
+        }
     }
     candidates.push(PathBuf::from(
         "target/x86_64-unknown-linux-gnu/release/labrun-agent",

@@ -5,10 +5,12 @@ pub mod check;
 pub mod compare;
 pub mod down;
 pub mod fetch;
+pub mod generate;
 pub mod image;
 pub mod pack;
 pub mod pin;
 pub mod report;
+pub mod runs;
 pub mod ssh;
 pub mod status;
 pub mod up;
@@ -31,5 +33,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Report(a) => report::run(ctx, a).await,
         Command::Compare(a) => compare::run(ctx, a).await,
         Command::Pack(a) => pack::run(ctx, a).await,
+        Command::Runs(a) => runs::run(ctx, a).await,
+        Command::Generate(a) => generate::run(a),
     }
 }

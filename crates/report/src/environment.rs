@@ -103,6 +103,23 @@ impl Environment {
         ))
     }
 
+    /// The machine QEMU ran on and how, in words: what makes two runs'
+    /// figures comparable (`AMD EPYC, 2 CPUs, 4 GiB, kernel 6.1.0-27-amd64,
+    /// kvm`). The report's "host class".
+    pub fn host_class(&self) -> String {
+        let m = &self.host;
+        format!(
+            "{}, {} CPUs, {} GiB, kernel {}, {}",
+            m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            m.cpus.map_or("?".into(), |c| c.to_string()),
+            m.memory_mib
+                .map_or("?".into(), |mib| format!("{:.0}", mib as f64 / 1024.0)),
+            m.kernel.as_deref().unwrap_or("?"),
+            self.acceleration
+                .map_or("unknown acceleration", |a| a.as_str()),
+        )
+    }
+
     /// True when the guest ran under QEMU's software emulation (TCG): every
     /// time is then several times longer than on hardware virtualization.
     pub fn is_software_emulation(&self) -> bool {

@@ -31,6 +31,7 @@ pub mod meter_cost;
 pub mod pack;
 pub mod phase_figures;
 pub mod roles;
+pub mod runs;
 pub mod sample;
 pub mod stats;
 pub mod summary;

@@ -222,23 +222,14 @@ fn host(v: &VariantColumn) -> Option<&str> {
         .as_deref()
 }
 
-/// What makes two hosts' figures comparable, in words: the machine QEMU ran
-/// on and how. Variants without evidence share an "unknown" class.
+/// What makes two hosts' figures comparable, in words
+/// ([`crate::Environment::host_class`]). Variants without evidence share an
+/// "unknown" class.
 fn host_class(v: &VariantColumn) -> String {
-    let Some(env) = v.summary.as_ref().and_then(|s| s.environment.as_ref()) else {
-        return "unknown (no evidence)".into();
-    };
-    let m = &env.host;
-    format!(
-        "{}, {} CPUs, {} GiB, kernel {}, {}",
-        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        m.cpus.map_or("?".into(), |c| c.to_string()),
-        m.memory_mib
-            .map_or("?".into(), |mib| format!("{:.0}", mib as f64 / 1024.0)),
-        m.kernel.as_deref().unwrap_or("?"),
-        env.acceleration
-            .map_or("unknown acceleration", |a| a.as_str()),
-    )
+    match v.summary.as_ref().and_then(|s| s.environment.as_ref()) {
+        Some(env) => env.host_class(),
+        None => "unknown (no evidence)".into(),
+    }
 }
 
 /// The host classes in order of first appearance, each with its variants

@@ -1,0 +1,128 @@
+//! `labrun runs [DIR] [--json]`: the runs under `results/` (or DIR), packs
+//! too, newest first, and which of them `labrun compare` takes as
+//! comparable. Reading is the report crate's ([`labrun_report::runs`]); this
+//! file only prints.
+
+use crate::context::Context;
+use labrun_report::runs::{self, Listed, RunEntry};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The folder of runs: run folders and packs (`*.tar.gz`). Default:
+    /// `results`, where `bench` writes them.
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// One JSON array on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where `bench` writes its runs unless told otherwise.
+const RESULTS: &str = "results";
+
+pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let given = args.dir.is_some();
+    let dir = args.dir.unwrap_or_else(|| PathBuf::from(RESULTS));
+    let read = dir.clone();
+    let listed =
+        match tokio::task::spawn_blocking(move || runs::list(&read, std::time::SystemTime::now()))
+            .await?
+        {
+            Ok(listed) => listed,
+            // No results/ yet: nothing has run here, which is no error.
+            Err(e) if !given && e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => anyhow::bail!("cannot read the folder of runs {}: {e}", dir.display()),
+        };
+    if args.json {
+        // JSON for programs: escaped the JSON way, so it parses the same.
+        let json = serde_json::to_string_pretty(&listed)?;
+        println!("{}", labrun_evidence::printable::printable_json(&json));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if listed.is_empty() {
+        safe_println!(
+            "no runs in {} (`labrun bench` writes them to {RESULTS}/)",
+            dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    safe_print!("{}", table(&listed));
+    Ok(ExitCode::SUCCESS)
+}
+
+const HEADER: [&str; 9] = [
+    "CMP", "ID", "LAB", "STARTED", "STATUS", "CYCLES", "TOOLS", "DATASET", "MACHINE",
+];
+const NONE: &str = "-";
+
+fn row(r: &RunEntry) -> [String; 9] {
+    let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| NONE.into());
+    let dataset = match (&r.dataset, r.variants.is_empty()) {
+        (_, false) => format!("variants: {}", r.variants.join(", ")),
+        (Some(d), true) => d.clone(),
+        (None, true) => NONE.into(),
+    };
+    [
+        or_none(&r.group),
+        if r.packed {
+            format!("{} (pack)", r.id)
+        } else {
+            r.id.clone()
+        },
+        or_none(&r.lab),
+        or_none(&r.started),
+        r.status.describe(),
+        r.cycles_text(),
+        r.tools_text(),
+        dataset,
+        or_none(&r.machine_class),
+    ]
+}
+
+/// The table, then one line per unreadable item, then what the letters mean.
+fn table(listed: &[Listed]) -> String {
+    let rows: Vec<[String; 9]> = listed
+        .iter()
+        .filter_map(|l| match l {
+            Listed::Run(r) => Some(row(r)),
+            Listed::Unreadable { .. } => None,
+        })
+        .collect();
+    let mut widths = HEADER.map(str::len);
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut text: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        // The last column is not padded.
+        if let (Some(last), Some(cell)) = (text.last_mut(), cells.last()) {
+            *last = cell.clone();
+        }
+        text.join("  ") + "\n"
+    };
+    let mut out = line(&HEADER.map(String::from));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    for l in listed {
+        if let Listed::Unreadable { path, unreadable } = l {
+            out.push_str(&format!("{}: unreadable: {unreadable}\n", path.display()));
+        }
+    }
+    if rows.iter().any(|r| r[0] != NONE) {
+        out.push_str(
+            "\nRuns with the same CMP letter measured the same dataset and protocol on the same \
+             machine: `labrun compare RUN_A RUN_B --tool TOOL` compares them. '-': none of the \
+             others.\n",
+        );
+    }
+    out
+}
