@@ -77,6 +77,7 @@ install: build
 	install -D -m 644 $(GENERATED)/completions/labrun.bash $(DESTDIR)$(BASHCOMPDIR)/labrun
 	install -D -m 644 $(GENERATED)/completions/_labrun $(DESTDIR)$(ZSHCOMPDIR)/_labrun
 	install -D -m 644 $(GENERATED)/completions/labrun.fish $(DESTDIR)$(FISHCOMPDIR)/labrun.fish
+
 # Under software emulation (no usable KVM) the full 6.10 GB protocol takes
 # hours: the default is a quick look. SCALE=1 is the published experiment.
 SCALE ?= 0.01
