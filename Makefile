@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test test-fast setup lint agent build install bench bench-agent bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report
+.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -52,7 +52,7 @@ build: agent
 	$(CARGO) build --release -p labrun
 	cp $(AGENT) $(TARGET_DIR)/release/labrun-agent
 
-LABRUN := $(TARGET_DIR)/release/labrun
+LABRUN ?= $(TARGET_DIR)/release/labrun
 
 ## install: labrun, its static agent, man pages and bash/zsh/fish completions
 ## under PREFIX (DESTDIR for a packager's staging folder). labrun looks for
@@ -66,7 +66,11 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 GENERATED := $(TARGET_DIR)/release/generated
-install: build
+install: build install-files
+
+## install-files: the copying part of install, of whatever LABRUN and AGENT
+## name (tests install the debug labrun: the same files, no second build)
+install-files:
 	rm -rf $(GENERATED)
 	$(LABRUN) generate man $(GENERATED)/man
 	for sh in bash zsh fish; do $(LABRUN) generate completions $$sh $(GENERATED)/completions || exit 1; done

@@ -33,13 +33,20 @@ fn text(out: &Output) -> String {
 }
 
 #[test]
-#[ignore = "needs make install (a release build): make test runs it"]
+#[ignore = "needs the static agent `make agent` builds (LABRUN_AGENT): make test runs it"]
 fn make_install_gives_a_labrun_that_finds_its_agent_from_anywhere() {
     let staging = tempfile::tempdir().unwrap();
+    // `install` is `build` (a release build, as `make bench` does) then
+    // `install-files`: the files are installed from this test's own labrun
+    // and the agent `make test` built, so CI pays for no second build.
+    let agent = std::env::var("LABRUN_AGENT")
+        .expect("LABRUN_AGENT: the static agent `make agent` built (make test sets it)");
     let make = Command::new("make")
         .arg("-C")
         .arg(REPO)
-        .arg("install")
+        .arg("install-files")
+        .arg(format!("LABRUN={}", env!("CARGO_BIN_EXE_labrun")))
+        .arg(format!("AGENT={agent}"))
         .arg(format!("DESTDIR={}", staging.path().display()))
         .arg("PREFIX=/usr")
         .output()
