@@ -150,8 +150,12 @@ impl<'p> Runner<'p> {
                 let ready = super::real_tree::ready_tree(t, None, &into, progress)
                     .map_err(|e| format!("tree {}: {e}", i + 1))?;
                 files += file_count(&ready.manifest);
-                // What moving the work tree to this tree must rewrite.
+                // What moving the work tree to this tree must rewrite. A
+                // folder read in place made no folder of its own here yet.
                 let manifest = super::real_tree::content_only(&ready.manifest);
+                std::fs::create_dir_all(&into).map_err(|e| {
+                    format!("tree {}: cannot create {}: {e}", i + 1, into.display())
+                })?;
                 labrun_dataset::write_manifest(&series::manifest_of(&root, i + 1), &manifest)
                     .map_err(|e| format!("tree {}: {e}", i + 1))?;
             }
