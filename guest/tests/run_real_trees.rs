@@ -167,8 +167,19 @@ fn odd_tree(root: &Path) {
 /// and every byte (the manifest with metadata).
 #[derive(Debug, PartialEq)]
 struct Snapshot {
-    stats: BTreeMap<PathBuf, (u32, u64, u32, u32, i64, i64, u64, u64)>,
+    stats: BTreeMap<PathBuf, Stat>,
     manifest: Manifest,
+}
+
+/// What `lstat` says of one entry.
+#[derive(Debug, PartialEq)]
+struct Stat {
+    mode: u32,
+    size: u64,
+    owner: (u32, u32),
+    mtime: (i64, i64),
+    inode: u64,
+    links: u64,
 }
 
 fn snapshot(root: &Path) -> Snapshot {
@@ -178,16 +189,14 @@ fn snapshot(root: &Path) -> Snapshot {
         let md = std::fs::symlink_metadata(&p).unwrap();
         stats.insert(
             p.strip_prefix(root).unwrap().to_path_buf(),
-            (
-                md.mode(),
-                md.size(),
-                md.uid(),
-                md.gid(),
-                md.mtime(),
-                md.mtime_nsec(),
-                md.ino(),
-                md.nlink(),
-            ),
+            Stat {
+                mode: md.mode(),
+                size: md.size(),
+                owner: (md.uid(), md.gid()),
+                mtime: (md.mtime(), md.mtime_nsec()),
+                inode: md.ino(),
+                links: md.nlink(),
+            },
         );
         if md.is_dir() {
             for e in std::fs::read_dir(&p).unwrap() {

@@ -86,8 +86,9 @@ impl<'p> Runner<'p> {
         let mut rec = self.start_dataset_step()?;
         let started = Instant::now();
         let (source, sample, into) = (tree.source.clone(), tree.sample, self.root.clone());
+        let private = tree.private();
         let result = self.in_process(labrun_evidence::Step::GENERATE, move |progress| {
-            ready_tree(&source, sample, &into, progress)
+            ready_tree(&source, sample, private, &into, progress)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         let message = match result {
@@ -97,6 +98,11 @@ impl<'p> Runner<'p> {
                 rec.argv = ready.argv;
                 rec.files = Some(file_count(&ready.manifest));
                 rec.bytes = Some(ready.manifest.total_file_bytes());
+                if tree.private() {
+                    for e in &ready.manifest.entries {
+                        self.private_paths.add(&e.path);
+                    }
+                }
                 self.write_tree_manifest(
                     GENERATED,
                     &content_only(&ready.manifest),
@@ -190,10 +196,12 @@ pub struct ReadyTree {
 /// Makes `source` a tree on this machine: a folder as it is (checked
 /// against the host's manifest when the host pushed it), an archive
 /// unpacked into `into`/pristine; then the sample, if any, copied out of
-/// it into `into`/pristine-sample.
+/// it into `into`/pristine-sample. An archive entry a `private` tree's
+/// error names is hashed.
 pub fn ready_tree(
     source: &TreeSource,
     sample: Option<Sample>,
+    private: bool,
     into: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ReadyTree, String> {
@@ -241,7 +249,10 @@ pub fn ready_tree(
                 max_entries: MAX_ARCHIVE_ENTRIES,
             };
             labrun_dataset::unpack::unpack_file(&archive, *format, &dir, limits, progress)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| match private {
+                    true => e.with_hashed_entry().to_string(),
+                    false => e.to_string(),
+                })?;
             let manifest = scan_tree(&dir, progress)
                 .map_err(|e| format!("cannot read the unpacked tree: {}", describe_io(&e)))?;
             ReadyTree {
