@@ -107,10 +107,13 @@ impl<'p> Runner<'p> {
         let (mut rec, started) = self.start_step(tc, step.clone())?;
         let dir = PathBuf::from(&tc.vars.source);
         let result = self.in_process(step, move |progress| {
-            let tree = series.move_to(k, &dir).and_then(|()| {
-                labrun_dataset::scan_with_progress(&dir, progress)
-                    .map_err(|e| format!("{} ({})", describe_io(&e), dir.display()))
-            });
+            let tree = series
+                .move_to(k, &dir)
+                .and_then(|()| {
+                    labrun_dataset::scan_with_progress(&dir, progress)
+                        .map_err(|e| format!("{} ({})", describe_io(&e), dir.display()))
+                })
+                .and_then(|m| series.check_moved(k, &m).map(|()| m));
             (series, tree)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
