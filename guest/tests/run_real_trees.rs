@@ -437,6 +437,38 @@ fn no_name_or_path_of_a_private_tree_is_in_the_evidence() {
     );
 }
 
+#[test]
+fn no_name_or_path_of_a_private_series_is_in_the_evidence() {
+    require_tools();
+    let lab = Lab::new();
+    let (one, two) = (lab.path("user/v1"), lab.path("user/v2"));
+    let mut paths = secret_tree(&one);
+    copy_tree(&one, &two);
+    let added = format!("{}/QzxFileEtaSecret.md", SECRET_DIRS[1]);
+    write(&two.join(&added), &bytes(77, 9000));
+    paths.push(added);
+    let tool = verbose(borg(), "borg-list", &["--list"], &["--list"]);
+    let mut plan = base_plan("private-series", 1, vec![tool]);
+    plan["drop_caches"] = json!(false);
+    plan["dataset"] = json!({"kind": "git-history", "source": {"trees": {
+        "trees": [folder(&one), folder(&two)],
+        "public": false,
+    }}});
+    let out = lab.run(&plan);
+    assert_ran(&lab, &out);
+    let log = std::fs::read_to_string(
+        lab.evidence()
+            .join("logs/borg-list/c1-s2-backup_incremental.err"),
+    )
+    .unwrap();
+    assert!(log.lines().count() > 6, "borg --list listed nothing: {log}");
+    let leaked = leaks(&lab, &paths);
+    assert!(
+        leaked.is_empty(),
+        "paths of a private series in the evidence: {leaked:#?}"
+    );
+}
+
 fn sha256_of(path: &Path) -> String {
     labrun_evidence::digest::sha256_file(path).unwrap()
 }
