@@ -469,6 +469,34 @@ fn no_name_or_path_of_a_private_series_is_in_the_evidence() {
     );
 }
 
+#[test]
+fn a_private_folder_that_cannot_be_read_is_refused_without_naming_its_entry() {
+    let lab = Lab::new();
+    let tree = lab.path("user/data");
+    secret_tree(&tree);
+    let fifo = tree.join(SECRET_DIRS[1]).join("QzxFifoSecret");
+    let out = Command::new("mkfifo").arg(&fifo).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = lab.run(&tree_plan(
+        "fifo",
+        folder(&tree),
+        false,
+        vec![sh_tool("copy", json!({}))],
+    ));
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(tree.to_str().unwrap()) && err.contains("not a regular file"),
+        "{err}"
+    );
+    assert!(!err.contains("Qzx"), "{err}");
+    assert!(leaks(&lab, &[]).is_empty(), "{:#?}", leaks(&lab, &[]));
+}
+
 fn sha256_of(path: &Path) -> String {
     labrun_evidence::digest::sha256_file(path).unwrap()
 }

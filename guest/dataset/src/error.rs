@@ -334,6 +334,34 @@ impl DatasetError {
         }
     }
 
+    /// The error with the path of the entry it names hashed below `root`
+    /// (`root/<hash>`): a private tree's names must not reach the evidence
+    /// through a failed scan of it.
+    pub fn with_hashed_path_under(self, root: &Path) -> DatasetError {
+        let hide = |path: PathBuf| match path.strip_prefix(root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => root.join(
+                labrun_evidence::manifest::hashed_path(&rel.to_string_lossy()),
+            ),
+            _ => path,
+        };
+        match self {
+            DatasetError::Io {
+                action,
+                path,
+                cause,
+            } => DatasetError::Io {
+                action,
+                path: hide(path),
+                cause,
+            },
+            DatasetError::UnsupportedFileType { path } => {
+                DatasetError::UnsupportedFileType { path: hide(path) }
+            }
+            DatasetError::DiskFull { path } => DatasetError::DiskFull { path: hide(path) },
+            other => other,
+        }
+    }
+
     fn kind(&self) -> io::ErrorKind {
         match self {
             DatasetError::InvalidScale { .. }

@@ -162,6 +162,20 @@ pub fn content_only(m: &Manifest) -> Manifest {
     }
 }
 
+/// What a failed scan of a tree says: for a private tree, the entry it
+/// names is hashed (`folder/<hash>`), as the manifests name it.
+fn scan_error(e: std::io::Error, root: &Path, private: bool) -> String {
+    use labrun_dataset::DatasetError;
+    if !private || !e.get_ref().is_some_and(|i| i.is::<DatasetError>()) {
+        return describe_io(&e);
+    }
+    match e.into_inner().map(|i| i.downcast::<DatasetError>()) {
+        Some(Ok(d)) => d.with_hashed_path_under(root).to_string(),
+        // Checked just above: not reached.
+        _ => "an entry of the private tree could not be read".to_string(),
+    }
+}
+
 /// Where an archive is unpacked, under the folder given to [`ready_tree`].
 pub fn unpacked_dir(into: &Path) -> PathBuf {
     into.join("pristine")
@@ -211,8 +225,12 @@ pub fn ready_tree(
             manifest_sha256,
         } => {
             let dir = PathBuf::from(path);
-            let manifest = scan_tree(&dir, progress)
-                .map_err(|e| format!("cannot read the folder {path}: {}", describe_io(&e)))?;
+            let manifest = scan_tree(&dir, progress).map_err(|e| {
+                format!(
+                    "cannot read the folder {path}: {}",
+                    scan_error(e, &dir, private)
+                )
+            })?;
             if let Some(expected) = manifest_sha256 {
                 let found =
                     crate::run::evidence::Evidence::manifest_digest(&content_only(&manifest));
@@ -253,8 +271,12 @@ pub fn ready_tree(
                     true => e.with_hashed_entry().to_string(),
                     false => e.to_string(),
                 })?;
-            let manifest = scan_tree(&dir, progress)
-                .map_err(|e| format!("cannot read the unpacked tree: {}", describe_io(&e)))?;
+            let manifest = scan_tree(&dir, progress).map_err(|e| {
+                format!(
+                    "cannot read the unpacked tree: {}",
+                    scan_error(e, &dir, private)
+                )
+            })?;
             ReadyTree {
                 dir,
                 ours: true,
