@@ -259,6 +259,109 @@ impl DatasetError {
         }
     }
 
+    /// The error with the name of the archive entry it stopped at hashed
+    /// (as a private tree's manifests name it): a private archive's names
+    /// must not reach the evidence through its error either.
+    pub fn with_hashed_entry(self) -> DatasetError {
+        let hash = |e: String| labrun_evidence::manifest::hashed_path(&e);
+        match self {
+            DatasetError::ArchiveDamaged {
+                archive,
+                entry,
+                detail,
+            } => DatasetError::ArchiveDamaged {
+                archive,
+                entry: entry.map(hash),
+                detail,
+            },
+            DatasetError::ArchiveUnsupported {
+                archive,
+                entry,
+                detail,
+            } => DatasetError::ArchiveUnsupported {
+                archive,
+                entry: entry.map(hash),
+                detail,
+            },
+            DatasetError::UnsafeEntry {
+                archive,
+                entry,
+                reason,
+            } => DatasetError::UnsafeEntry {
+                archive,
+                entry: hash(entry),
+                reason,
+            },
+            DatasetError::NonUtf8EntryName {
+                archive,
+                entry,
+                what,
+            } => DatasetError::NonUtf8EntryName {
+                archive,
+                entry: hash(entry),
+                what,
+            },
+            DatasetError::ArchiveTooLarge {
+                archive,
+                entry,
+                bound,
+            } => DatasetError::ArchiveTooLarge {
+                archive,
+                entry: hash(entry),
+                bound,
+            },
+            DatasetError::UnpackDiskFull {
+                archive,
+                entry,
+                dest,
+            } => DatasetError::UnpackDiskFull {
+                archive,
+                entry: entry.map(hash),
+                dest,
+            },
+            DatasetError::UnpackIo {
+                archive,
+                entry,
+                action,
+                cause,
+            } => DatasetError::UnpackIo {
+                archive,
+                entry: entry.map(hash),
+                action,
+                cause,
+            },
+            other => other,
+        }
+    }
+
+    /// The error with the path of the entry it names hashed below `root`
+    /// (`root/<hash>`): a private tree's names must not reach the evidence
+    /// through a failed scan of it.
+    pub fn with_hashed_path_under(self, root: &Path) -> DatasetError {
+        let hide = |path: PathBuf| match path.strip_prefix(root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => root.join(
+                labrun_evidence::manifest::hashed_path(&rel.to_string_lossy()),
+            ),
+            _ => path,
+        };
+        match self {
+            DatasetError::Io {
+                action,
+                path,
+                cause,
+            } => DatasetError::Io {
+                action,
+                path: hide(path),
+                cause,
+            },
+            DatasetError::UnsupportedFileType { path } => {
+                DatasetError::UnsupportedFileType { path: hide(path) }
+            }
+            DatasetError::DiskFull { path } => DatasetError::DiskFull { path: hide(path) },
+            other => other,
+        }
+    }
+
     fn kind(&self) -> io::ErrorKind {
         match self {
             DatasetError::InvalidScale { .. }

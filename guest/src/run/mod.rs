@@ -16,6 +16,7 @@ pub mod measure;
 pub mod oom;
 pub mod placeholders;
 pub mod plan_check;
+pub mod private_paths;
 pub mod process;
 pub mod remove;
 pub mod repo_size;

@@ -32,6 +32,7 @@ use crate::run::leftover::{self, stop_leftover_tool};
 use crate::run::measure::{Executor, Processes};
 use crate::run::placeholders::Vars;
 use crate::run::plan_check::{check_binaries, load_plan};
+use crate::run::private_paths::PathRedactor;
 use crate::run::remove::remove_trees;
 use crate::run::rotation::cycle_order;
 use crate::run::run_dirs::resolve as resolve_dirs;
@@ -198,6 +199,7 @@ pub fn execute_with(
         pristine: root.join("pristine"),
         pristine_is_ours: true,
         real_tree: None,
+        private_paths: PathRedactor::default(),
         root,
         params,
         change_seed: change_seed.unwrap_or(params.seed.wrapping_add(1)),
@@ -261,6 +263,8 @@ struct Runner<'p> {
     pristine_is_ours: bool,
     /// A real tree's manifest and changes ([`real_tree`]).
     real_tree: Option<real_tree::RealTree>,
+    /// A private tree's paths, hashed in every tool log (empty otherwise).
+    private_paths: PathRedactor,
     params: DatasetParams,
     change_seed: u64,
     /// Digests of the manifests the first tool cycle made (each change
@@ -605,7 +609,8 @@ impl<'p> Runner<'p> {
         self.plan.step_timeout_secs.map(Duration::from_secs)
     }
 
-    /// Secret values of `tool` out of the given logs.
+    /// Secret values of `tool`, and a private tree's paths, out of the
+    /// given logs.
     fn scrub(&mut self, tool: &ToolPlan, logs: &[&Path]) -> Result<(), Halt> {
         let secrets: Vec<&str> = tool
             .secret_env
@@ -621,6 +626,9 @@ impl<'p> Runner<'p> {
                     return Err(RunError::io("cannot redact secrets in tool log", log, e).into());
                 }
             }
+            self.private_paths.redact_file(log).map_err(|e| {
+                RunError::io("cannot hash the private tree's paths in tool log", log, e)
+            })?;
         }
         Ok(())
     }

@@ -86,8 +86,9 @@ impl<'p> Runner<'p> {
         let mut rec = self.start_dataset_step()?;
         let started = Instant::now();
         let (source, sample, into) = (tree.source.clone(), tree.sample, self.root.clone());
+        let private = tree.private();
         let result = self.in_process(labrun_evidence::Step::GENERATE, move |progress| {
-            ready_tree(&source, sample, &into, progress)
+            ready_tree(&source, sample, private, &into, progress)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         let message = match result {
@@ -97,6 +98,11 @@ impl<'p> Runner<'p> {
                 rec.argv = ready.argv;
                 rec.files = Some(file_count(&ready.manifest));
                 rec.bytes = Some(ready.manifest.total_file_bytes());
+                if tree.private() {
+                    for e in &ready.manifest.entries {
+                        self.private_paths.add(&e.path);
+                    }
+                }
                 self.write_tree_manifest(
                     GENERATED,
                     &content_only(&ready.manifest),
@@ -156,6 +162,20 @@ pub fn content_only(m: &Manifest) -> Manifest {
     }
 }
 
+/// What a failed scan of a tree says: for a private tree, the entry it
+/// names is hashed (`folder/<hash>`), as the manifests name it.
+fn scan_error(e: std::io::Error, root: &Path, private: bool) -> String {
+    use labrun_dataset::DatasetError;
+    if !private || !e.get_ref().is_some_and(|i| i.is::<DatasetError>()) {
+        return describe_io(&e);
+    }
+    match e.into_inner().map(|i| i.downcast::<DatasetError>()) {
+        Some(Ok(d)) => d.with_hashed_path_under(root).to_string(),
+        // Checked just above: not reached.
+        _ => "an entry of the private tree could not be read".to_string(),
+    }
+}
+
 /// Where an archive is unpacked, under the folder given to [`ready_tree`].
 pub fn unpacked_dir(into: &Path) -> PathBuf {
     into.join("pristine")
@@ -190,10 +210,12 @@ pub struct ReadyTree {
 /// Makes `source` a tree on this machine: a folder as it is (checked
 /// against the host's manifest when the host pushed it), an archive
 /// unpacked into `into`/pristine; then the sample, if any, copied out of
-/// it into `into`/pristine-sample.
+/// it into `into`/pristine-sample. An archive entry a `private` tree's
+/// error names is hashed.
 pub fn ready_tree(
     source: &TreeSource,
     sample: Option<Sample>,
+    private: bool,
     into: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ReadyTree, String> {
@@ -203,8 +225,12 @@ pub fn ready_tree(
             manifest_sha256,
         } => {
             let dir = PathBuf::from(path);
-            let manifest = scan_tree(&dir, progress)
-                .map_err(|e| format!("cannot read the folder {path}: {}", describe_io(&e)))?;
+            let manifest = scan_tree(&dir, progress).map_err(|e| {
+                format!(
+                    "cannot read the folder {path}: {}",
+                    scan_error(e, &dir, private)
+                )
+            })?;
             if let Some(expected) = manifest_sha256 {
                 let found =
                     crate::run::evidence::Evidence::manifest_digest(&content_only(&manifest));
@@ -241,9 +267,16 @@ pub fn ready_tree(
                 max_entries: MAX_ARCHIVE_ENTRIES,
             };
             labrun_dataset::unpack::unpack_file(&archive, *format, &dir, limits, progress)
-                .map_err(|e| e.to_string())?;
-            let manifest = scan_tree(&dir, progress)
-                .map_err(|e| format!("cannot read the unpacked tree: {}", describe_io(&e)))?;
+                .map_err(|e| match private {
+                    true => e.with_hashed_entry().to_string(),
+                    false => e.to_string(),
+                })?;
+            let manifest = scan_tree(&dir, progress).map_err(|e| {
+                format!(
+                    "cannot read the unpacked tree: {}",
+                    scan_error(e, &dir, private)
+                )
+            })?;
             ReadyTree {
                 dir,
                 ours: true,

@@ -37,8 +37,8 @@ impl<'p> Runner<'p> {
     /// synthetic history needs nothing). Without it nothing can run: a
     /// failure is fatal, as the synthetic dataset's generation is.
     pub(super) fn prepare_history(&mut self, source: &HistorySource) -> Result<(), Halt> {
-        if let HistorySource::Trees { trees, .. } = source {
-            return self.prepare_series_trees(trees);
+        if let HistorySource::Trees { trees, public } = source {
+            return self.prepare_series_trees(trees, !public);
         }
         let HistorySource::Repository { path, commits } = source else {
             return Ok(());
@@ -107,10 +107,13 @@ impl<'p> Runner<'p> {
         let (mut rec, started) = self.start_step(tc, step.clone())?;
         let dir = PathBuf::from(&tc.vars.source);
         let result = self.in_process(step, move |progress| {
-            let tree = series.move_to(k, &dir).and_then(|()| {
-                labrun_dataset::scan_with_progress(&dir, progress)
-                    .map_err(|e| format!("{} ({})", describe_io(&e), dir.display()))
-            });
+            let tree = series
+                .move_to(k, &dir)
+                .and_then(|()| {
+                    labrun_dataset::scan_with_progress(&dir, progress)
+                        .map_err(|e| format!("{} ({})", describe_io(&e), dir.display()))
+                })
+                .and_then(|m| series.check_moved(k, &m).map(|()| m));
             (series, tree)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
@@ -139,19 +142,27 @@ impl<'p> Runner<'p> {
 
     /// Once per run: every tree of a series made ready (folders checked
     /// against the host's manifests, archives unpacked), in order.
-    fn prepare_series_trees(&mut self, trees: &[labrun_evidence::TreeSource]) -> Result<(), Halt> {
+    fn prepare_series_trees(
+        &mut self,
+        trees: &[labrun_evidence::TreeSource],
+        private: bool,
+    ) -> Result<(), Halt> {
         let mut rec = self.start_dataset_step()?;
         let started = Instant::now();
-        let (trees, root) = (trees.to_vec(), self.root.clone());
+        let (sources, root) = (trees.to_vec(), self.root.clone());
         let result = self.in_process(Step::GENERATE, move |progress| {
             let mut files = 0;
-            for (i, t) in trees.iter().enumerate() {
+            for (i, t) in sources.iter().enumerate() {
                 let into = super::real_tree::series_dir(&root, i + 1);
-                let ready = super::real_tree::ready_tree(t, None, &into, progress)
+                let ready = super::real_tree::ready_tree(t, None, private, &into, progress)
                     .map_err(|e| format!("tree {}: {e}", i + 1))?;
                 files += file_count(&ready.manifest);
-                // What moving the work tree to this tree must rewrite.
+                // What moving the work tree to this tree must rewrite. A
+                // folder read in place made no folder of its own here yet.
                 let manifest = super::real_tree::content_only(&ready.manifest);
+                std::fs::create_dir_all(&into).map_err(|e| {
+                    format!("tree {}: cannot create {}: {e}", i + 1, into.display())
+                })?;
                 labrun_dataset::write_manifest(&series::manifest_of(&root, i + 1), &manifest)
                     .map_err(|e| format!("tree {}: {e}", i + 1))?;
             }
@@ -162,6 +173,9 @@ impl<'p> Runner<'p> {
             InProcess::Done(Ok(files)) => {
                 rec.ok = true;
                 rec.files = Some(files);
+                if private {
+                    self.learn_private_paths(trees.len())?;
+                }
                 return self.append(&rec);
             }
             InProcess::Done(Err(why)) => why,
@@ -174,6 +188,19 @@ impl<'p> Runner<'p> {
             phase: "preparation of the trees",
             message,
         }))
+    }
+
+    /// Every path of the series' `n` trees, to be hashed in tool logs.
+    fn learn_private_paths(&mut self, n: usize) -> Result<(), Halt> {
+        for k in 1..=n {
+            let path = series::manifest_of(&self.root, k);
+            let manifest = labrun_dataset::read_manifest(&path)
+                .map_err(|e| RunError::io("cannot read the manifest of a tree", &path, e.into()))?;
+            for e in &manifest.entries {
+                self.private_paths.add(&e.path);
+            }
+        }
+        Ok(())
     }
 
     fn keep_manifest(

@@ -124,6 +124,29 @@ impl Series {
     }
 }
 
+impl Series {
+    /// Checks the work tree after a move to tree `k` of a series of real
+    /// trees against that tree's own manifest: a move that left a file
+    /// behind or unrewritten would otherwise become the commit's manifest,
+    /// and every restore of it would pass. Counts only: a private tree's
+    /// paths stay out of the record.
+    pub fn check_moved(&self, k: u32, found: &labrun_evidence::Manifest) -> Result<(), String> {
+        let Series::Trees { root, .. } = self else {
+            return Ok(());
+        };
+        let expected = labrun_dataset::read_manifest(&manifest_of(root, k as usize))
+            .map_err(|e| e.to_string())?;
+        let outcome = labrun_dataset::compare(&expected, found);
+        if outcome.passed {
+            return Ok(());
+        }
+        Err(format!(
+            "after the move the work tree is not tree {k}: {} missing, {} extra, {} changed (a bug in labrun: please report it with this run's evidence)",
+            outcome.missing, outcome.extra, outcome.changed
+        ))
+    }
+}
+
 /// Where tree `k`'s manifest is kept during the run.
 pub fn manifest_of(root: &Path, k: usize) -> PathBuf {
     crate::run::runner::real_tree::series_dir(root, k).join("manifest.jsonl")
