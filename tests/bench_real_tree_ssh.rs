@@ -135,6 +135,17 @@ fn assert_verified(run: &Path) {
     }
 }
 
+/// The tree the run backed up had `files` regular files (a hard link is
+/// one more): the data reached the agent.
+fn assert_tree_files(run: &Path, files: u64) {
+    let recs = records(run);
+    let generate = recs
+        .iter()
+        .find(|r| r["step"] == "generate")
+        .unwrap_or_else(|| panic!("no generate record: {recs:?}"));
+    assert_eq!(generate["files"], files, "{generate}");
+}
+
 /// What the host said it copied in (`raw/dataset-push.json`), tree by tree.
 fn sent_bytes(run: &Path) -> Vec<u64> {
     let text = std::fs::read_to_string(run.join("raw/dataset-push.json"))
@@ -218,6 +229,7 @@ fn a_folder_read_in_place_and_archives_copied_once_on_a_target() {
     );
     let (run, text) = bench(&lab, dir.path(), "results-files", &sshd);
     assert_verified(&run);
+    assert_tree_files(&run, 7);
     assert_eq!(
         fingerprint(&folder),
         before,
@@ -259,6 +271,7 @@ fn a_folder_read_in_place_and_archives_copied_once_on_a_target() {
     );
     let (run, text) = bench(&lab, dir.path(), "results-tgz-1", &sshd);
     assert_verified(&run);
+    assert_tree_files(&run, 3);
     let size = std::fs::metadata(&tgz).expect("tgz").len();
     assert_eq!(sent_bytes(&run), [size], "{text}");
     let (run, text) = bench(&lab, dir.path(), "results-tgz-2", &sshd);
@@ -279,6 +292,7 @@ fn a_folder_read_in_place_and_archives_copied_once_on_a_target() {
     );
     let (run, text) = bench(&lab, dir.path(), "results-deb", &sshd);
     assert_verified(&run);
+    assert_tree_files(&run, 3);
     let sent = sent_bytes(&run);
     // The member is copied, not the package.
     let xz = std::fs::metadata(dir.path().join("pkg").join(member))
