@@ -274,6 +274,9 @@ fn a_folder_read_in_place_and_archives_copied_once_on_a_target() {
     assert_tree_files(&run, 3);
     let size = std::fs::metadata(&tgz).expect("tgz").len();
     assert_eq!(sent_bytes(&run), [size], "{text}");
+    // The copy is a phase of bench's own time (a generated dataset has none).
+    let phases = std::fs::read_to_string(run.join("raw/host-phases.jsonl")).expect("phases");
+    assert!(phases.contains("\"ready_trees\""), "{phases}");
     let (run, text) = bench(&lab, dir.path(), "results-tgz-2", &sshd);
     assert_verified(&run);
     assert_eq!(sent_bytes(&run), [0], "copied again:\n{text}");
