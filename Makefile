@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report
+.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -17,7 +17,7 @@ AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 # what is missing, when the host lacks it. Measurements are ignored too but
 # are not tests: `make test` skips them by name, their bench-* target runs
 # them (and they refuse to run without its variable).
-MEASUREMENTS := pool_timing_one_host_against_two report_time_per_record_at_two_sizes
+MEASUREMENTS := pool_timing_one_host_against_two report_time_per_record_at_two_sizes push_against_tar_over_ssh
 
 ## test: install what is missing, build, lint, run every test (CI runs this).
 ## The tests' `labrun` pushes the agent `make agent` built (the one `make
@@ -123,6 +123,12 @@ bench-overhead: setup build
 ## through libvirt's remote protocol): both wall times and their ratio
 bench-pool: setup agent
 	LABRUN_BENCH_POOL=1 $(CARGO) test --test vm pool_timing_one_host_against_two -- --ignored --nocapture
+
+## bench-push: labrun's push of a folder (a release build) vs `tar | ssh tar`
+## of the same tree to a loopback sshd, 3 rounds, and their ratio
+## (LABRUN_BENCH_PUSH_MB sizes the tree; 256 by default)
+bench-push: setup
+	LABRUN_BENCH_PUSH=1 $(CARGO) test --release --test push_timing -- --ignored --nocapture
 
 ## bench-scale: the default lab, 1 cycle, at four scales (0.002-0.02) in one VM
 ## boot: per phase a fitted line (fixed + per GB), the full-scale time it

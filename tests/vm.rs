@@ -413,6 +413,7 @@ fn up_ssh_status_down_leaves_nothing() {
     assert!(["tcg", "kvm"].contains(&me["acceleration"].as_str().unwrap()));
 
     network_storage_applies_its_latency(&lab, &base_yaml);
+    a_folder_is_pushed_once(&lab, &base_yaml);
 
     // A variant of the same lab (its file, so its VM) that needs 1 GiB: the
     // VM is taken down and booted again in that shape. (That variants which
@@ -621,6 +622,56 @@ fn bench_restic_variants(
     let results = write_restic_variants(lab, base_yaml, variants, results);
     let bench = lab.run(&restic_variants_bench(&results));
     (bench, results)
+}
+
+/// A folder of the host's as the dataset of the VM that is up: pushed into
+/// it on the first bench (every restore verified), found there by its
+/// manifest's digest on the second, which pushes nothing.
+fn a_folder_is_pushed_once(lab: &Lab, base_yaml: &str) {
+    let folder = lab.root.join("user-data");
+    std::fs::create_dir_all(folder.join("sub dir")).unwrap();
+    std::fs::write(folder.join("a.txt"), b"a file of the user's\n").unwrap();
+    std::fs::write(folder.join("sub dir/b.bin"), vec![3u8; 300_000]).unwrap();
+    std::fs::write(folder.join("sub dir/c"), b"").unwrap();
+    let synthetic = "dataset:\n  kind: synthetic\n  seed: 1\n  scale: 1\n";
+    assert!(
+        base_yaml.contains(synthetic),
+        "the default lab's dataset moved"
+    );
+    let files = format!(
+        "dataset:\n  kind: files\n  path: \"{}\"\n",
+        folder.display()
+    );
+    std::fs::write(&lab.lab_file, base_yaml.replace(synthetic, &files)).unwrap();
+    let sent = |results: &str| -> u64 {
+        let results = lab.root.join(results);
+        let bench = lab.run(&[
+            "bench",
+            "--tools",
+            "restic",
+            "--cycles",
+            "1",
+            "--plain",
+            "--results",
+            results.to_str().unwrap(),
+        ]);
+        assert!(bench.status.success(), "labrun bench of a folder failed");
+        let run = only_run_dir(&results);
+        let recs = records(&run);
+        let verified: Vec<_> = recs.iter().filter(|r| !r["verify"].is_null()).collect();
+        assert!(!verified.is_empty(), "{results:?}: no verify record");
+        for r in verified {
+            assert_eq!(r["verify"]["passed"], true, "{r}");
+        }
+        let pushed: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(run.join("raw/dataset-push.json")).unwrap(),
+        )
+        .unwrap();
+        pushed[0]["sent_bytes"].as_u64().unwrap()
+    };
+    assert!(sent("files-results-1") > 0, "the folder was not pushed");
+    assert_eq!(sent("files-results-2"), 0, "the folder was pushed again");
+    std::fs::write(&lab.lab_file, base_yaml).unwrap();
 }
 
 /// The lab's file with `variants` added; where their results go.

@@ -162,13 +162,15 @@ pub async fn prepare(
         display.note(m)
     })
     .await?;
+    // A phase only when there was a tree to ready, as the repository's
+    // push above: a generated dataset's phases stay what they were.
     if !pushed.is_empty() {
         std::fs::write(
             host.raw().join(crate::real_tree::PUSH_FILE),
             serde_json::to_vec_pretty(&pushed)?,
         )?;
+        phases.end(t);
     }
-    phases.end(t);
     std::fs::write(
         host.raw().join(labrun_report::ENVIRONMENT_FILE),
         serde_json::to_vec_pretty(&env)?,

@@ -127,7 +127,7 @@ async fn fetch_archive(
         ctx.mirror.clone(),
     ))?;
     let fetched = fetcher
-        .fetch("dataset", spec, &mut labrun_artifact::NoProgress)
+        .fetch_whole_archive("dataset", spec, &mut labrun_artifact::NoProgress)
         .await
         .context("fetching the dataset's archive")?;
     if spec.extract == labrun_artifact::Extract::Raw {

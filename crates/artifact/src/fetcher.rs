@@ -80,6 +80,29 @@ impl Fetcher {
         progress: &mut dyn Progress,
     ) -> Result<FetchedArtifact, ArtifactError> {
         spec.validate()?;
+        self.fetch_valid(name, spec, progress).await
+    }
+
+    /// [`Self::fetch`] of an archive a dataset unpacks whole (see
+    /// [`ArtifactSpec::whole_archive_problems`]).
+    pub async fn fetch_whole_archive(
+        &self,
+        name: &str,
+        spec: &ArtifactSpec,
+        progress: &mut dyn Progress,
+    ) -> Result<FetchedArtifact, ArtifactError> {
+        if let Some(p) = spec.whole_archive_problems().into_iter().next() {
+            return Err(p.into());
+        }
+        self.fetch_valid(name, spec, progress).await
+    }
+
+    async fn fetch_valid(
+        &self,
+        name: &str,
+        spec: &ArtifactSpec,
+        progress: &mut dyn Progress,
+    ) -> Result<FetchedArtifact, ArtifactError> {
         let expected = spec.sha256.as_str();
         let file_name = spec.file_name()?;
         let done = |path: PathBuf, from: Source| FetchedArtifact {

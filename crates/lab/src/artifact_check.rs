@@ -25,8 +25,13 @@ pub fn validate_artifact(spec: &ArtifactSpec, at: &str, usage: ArtifactUse) -> V
             format!("{at}.{field}")
         }
     };
-    let mut out: Vec<Problem> = spec
-        .problems()
+    // A dataset's archive is used whole unless a member is taken out.
+    let problems = if usage == ArtifactUse::Dataset {
+        spec.whole_archive_problems()
+    } else {
+        spec.problems()
+    };
+    let mut out: Vec<Problem> = problems
         .into_iter()
         .map(|p| Problem::new(path(&p.field), p.message))
         .collect();
@@ -59,4 +64,33 @@ pub fn validate_artifact(spec: &ArtifactSpec, at: &str, usage: ArtifactUse) -> V
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(yaml: &str) -> ArtifactSpec {
+        serde_saphyr::from_str(yaml).expect("an artifact block")
+    }
+
+    #[test]
+    fn a_whole_archive_is_a_dataset_not_a_tool_binary() {
+        let sha = "a".repeat(64);
+        for file in ["/data/tree.tar.gz", "/data/pkg.deb"] {
+            let whole = spec(&format!("{{file: {file}, sha256: {sha}}}"));
+            assert_eq!(
+                validate_artifact(&whole, "dataset.artifact", ArtifactUse::Dataset),
+                [],
+                "{file}"
+            );
+            let problems = validate_artifact(&whole, "tools[0].artifact", ArtifactUse::ToolBinary);
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.to_string().contains("does not fit")),
+                "{file}: {problems:?}"
+            );
+        }
+    }
 }

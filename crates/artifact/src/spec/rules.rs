@@ -73,6 +73,17 @@ impl ArtifactSpec {
         out
     }
 
+    /// [`Self::problems`] of a file used whole, as the archive a dataset
+    /// unpacks: with `extract` left out, a `.tar.gz` or a `.deb` is what is
+    /// wanted, not a binary's missing `tar: MEMBER`.
+    pub fn whole_archive_problems(&self) -> Vec<SpecProblem> {
+        let whole = self.extract == Extract::Raw;
+        self.problems()
+            .into_iter()
+            .filter(|p| !(whole && p.field == "extract"))
+            .collect()
+    }
+
     /// The block's first problem, for callers that stop at one.
     pub fn validate(&self) -> Result<(), ArtifactError> {
         match self.problems().into_iter().next() {
