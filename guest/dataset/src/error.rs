@@ -218,7 +218,10 @@ impl UnpackBound {
 
     fn how_to_raise(&self) -> &'static str {
         match self {
-            UnpackBound::Bytes(_) => "max_bytes; `labrun-agent unpack --max-bytes N`",
+            UnpackBound::Bytes(_) => {
+                "in a lab, `unpacked_size:` of the dataset (the bound is 10% above it); \
+                 by hand, `labrun-agent unpack --max-bytes N`"
+            }
             UnpackBound::Entries(_) => "max_entries; `labrun-agent unpack --max-entries N`",
         }
     }
