@@ -217,6 +217,38 @@ impl Lab {
         ) {
             out.push(Problem::new(at.to_string(), message));
         }
+        if history {
+            self.validate_restores_by_snapshot(out);
+        }
+    }
+
+    /// The history study restores snapshot k of many: a restore command
+    /// that never names `{snapshot}` brings back the same one each time
+    /// (`restore latest`), and every verify but the last fails.
+    fn validate_restores_by_snapshot(&self, out: &mut Vec<Problem>) {
+        let restores: BTreeSet<&str> = labrun_evidence::protocol::flat(&self.protocol)
+            .filter_map(|s| s.as_run())
+            .filter(|r| r.restores.is_some())
+            .map(|r| r.command.as_str())
+            .collect();
+        for (i, tool) in self.tools.iter().enumerate() {
+            for key in &restores {
+                let Some(command) = tool.commands.get(*key) else {
+                    continue;
+                };
+                let named = command
+                    .argv
+                    .iter()
+                    .chain(command.cwd.iter())
+                    .any(|a| a.contains("{snapshot}"));
+                if !named {
+                    out.push(Problem::new(
+                        format!("tools[{i}].commands.{key}"),
+                        "the history study restores every snapshot in turn, and this command never names `{snapshot}`: it would restore the same one each time; restore by the snapshot's label or id (restic: `--tag {snapshot}` on the backup and `restore latest --tag {snapshot}`)",
+                    ));
+                }
+            }
+        }
     }
 }
 

@@ -27,8 +27,8 @@ tools:
     commands:
       version: ["{bin}", version]
       init: ["{bin}", init, -r, "{repo}"]
-      backup: {argv: ["{bin}", backup, -r, "{repo}", .], cwd: "{source}"}
-      restore: ["{bin}", restore, latest, -r, "{repo}", --target, "{target}"]
+      backup: {argv: ["{bin}", backup, -r, "{repo}", --tag, "{snapshot}", .], cwd: "{source}"}
+      restore: ["{bin}", restore, latest, --tag, "{snapshot}", -r, "{repo}", --target, "{target}"]
 "#;
 
 fn guide_dir() -> PathBuf {
