@@ -3,7 +3,9 @@
 
 use super::push::host_folder;
 use super::survey::survey;
-use labrun_lab::real_tree::{DEFAULT_EXPANSION, TreeSpec};
+use labrun_artifact::Resolution;
+use labrun_evidence::ArchiveFormat;
+use labrun_lab::real_tree::{DEFAULT_EXPANSION, TreeSpec, archive_format};
 use labrun_lab::{DatasetSpec, Lab, Machine};
 use std::path::Path;
 
@@ -15,15 +17,18 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
         DatasetSpec::Archive(d) => vec![Tree::Archive(
             &d.artifact,
             d.unpacked_size.map(|s| s.bytes()),
+            archive_format(&d.artifact, d.format),
         )],
         DatasetSpec::Trees(d) => d
             .trees
             .iter()
             .map(|t| match t {
                 TreeSpec::Files(p) => Tree::Folder(p),
-                TreeSpec::Archive(a) => {
-                    Tree::Archive(&a.artifact, a.unpacked_size.map(|s| s.bytes()))
-                }
+                TreeSpec::Archive(a) => Tree::Archive(
+                    &a.artifact,
+                    a.unpacked_size.map(|s| s.bytes()),
+                    archive_format(&a.artifact, a.format),
+                ),
             })
             .collect(),
         DatasetSpec::Synthetic { .. } | DatasetSpec::GitHistory { .. } => return String::new(),
@@ -51,20 +56,31 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                     Err(why) => format!("cannot be used: {why}"),
                 }
             }
-            Tree::Archive(spec, declared) => {
+            Tree::Archive(spec, declared, format) => {
                 let r = labrun_artifact::resolve_offline(spec, cache, mirror);
-                match declared {
-                    Some(b) => {
-                        largest = largest.max(*b);
+                let resolution = r.to_string();
+                let whence = crate::terminal::one_line(&resolution);
+                match (listing(spec, &r, *format, *declared), declared) {
+                    (Some(Ok(u)), _) => {
+                        largest = largest.max(u.bytes);
                         format!(
-                            "an archive declared to unpack to {}; {}",
-                            labrun_vocab::human_bytes(*b),
-                            crate::terminal::one_line(&r.to_string())
+                            "{} files, {} in {} folders ({} symbolic links), from the archive's listing; {whence}",
+                            u.files + u.hard_links,
+                            labrun_vocab::human_bytes(u.bytes),
+                            u.dirs,
+                            u.symlinks
                         )
                     }
-                    None => format!(
-                        "an archive of undeclared size (unpacking stops at {DEFAULT_EXPANSION} times the archive's: add `unpacked_size:` to size the disk); {}",
-                        crate::terminal::one_line(&r.to_string())
+                    (Some(Err(why)), _) => format!("cannot be used: {why}"),
+                    (None, Some(b)) => {
+                        largest = largest.max(*b);
+                        format!(
+                            "an archive declared to unpack to {} (listed once it is fetched); {whence}",
+                            labrun_vocab::human_bytes(*b),
+                        )
+                    }
+                    (None, None) => format!(
+                        "an archive of undeclared size (unpacking stops at {DEFAULT_EXPANSION} times the archive's: add `unpacked_size:` to size the disk); {whence}"
                     ),
                 }
             }
@@ -82,5 +98,162 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
 
 enum Tree<'l> {
     Folder(&'l str),
-    Archive(&'l labrun_artifact::ArtifactSpec, Option<u64>),
+    Archive(
+        &'l labrun_artifact::ArtifactSpec,
+        Option<u64>,
+        Option<ArchiveFormat>,
+    ),
+}
+
+/// What the archive holds, read from its listing when it is on this
+/// machine already (in the cache, the mirror or a local file), with the
+/// bounds the unpack in the guest keeps: nothing when it is not here yet.
+/// A `.deb`'s member is copied out to a temporary file first (the listing
+/// reads a file, as the unpack does).
+fn listing(
+    spec: &labrun_artifact::ArtifactSpec,
+    r: &Resolution,
+    format: Option<ArchiveFormat>,
+    declared: Option<u64>,
+) -> Option<Result<labrun_dataset::Unpacked, String>> {
+    let (Resolution::Cached(path) | Resolution::Mirror(path) | Resolution::LocalFile(path)) = r
+    else {
+        return None;
+    };
+    let format = format?;
+    Some(list(spec, path, format, declared))
+}
+
+fn list(
+    spec: &labrun_artifact::ArtifactSpec,
+    path: &Path,
+    format: ArchiveFormat,
+    declared: Option<u64>,
+) -> Result<labrun_dataset::Unpacked, String> {
+    let limits = |size: u64| labrun_dataset::UnpackLimits {
+        max_bytes: super::max_unpacked(size, declared),
+        max_entries: labrun_dataset::unpack::MAX_ENTRIES,
+    };
+    let listed = |file: &Path| -> Result<labrun_dataset::Unpacked, String> {
+        let size = std::fs::metadata(file).map_err(|e| e.to_string())?.len();
+        labrun_dataset::list_file(file, format, limits(size)).map_err(|e| e.to_string())
+    };
+    if spec.extract == labrun_artifact::Extract::Raw {
+        return listed(path);
+    }
+    let mut member = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    labrun_artifact::extract::read_member("dataset", path, &spec.extract, |r| {
+        std::io::copy(r, member.as_file_mut()).map_err(|e| {
+            labrun_artifact::ArtifactError::BadArchive {
+                name: "dataset".into(),
+                archive: path.display().to_string(),
+                detail: format!("cannot copy its member out: {e}"),
+            }
+        })
+    })
+    .map_err(|e| e.to_string())?;
+    listed(member.path())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+    use std::path::Path;
+
+    const TOOL: &str = r#"tools:
+  - name: restic
+    version: 0.14.0
+    artifact:
+      apt: {package: restic, version: 0.14.0-1+b5}
+      sha256: 9d7e8c210736f3f15ed7cf425ab56aa5259b07d8422b958494bfd4359b5024d1
+      extract: {deb-member: usr/bin/restic}
+    env: {RESTIC_PASSWORD: lab-only-not-a-secret}
+    secret_env: [RESTIC_PASSWORD]
+    commands:
+      init: ["{bin}", init, -r, "{repo}"]
+      backup: {argv: ["{bin}", backup, -r, "{repo}", .], cwd: "{source}"}
+      restore: ["{bin}", restore, latest, -r, "{repo}", --target, "{target}"]
+"#;
+
+    /// A tar.gz of `entries` (name, bytes) in `dir`, and its SHA-256.
+    fn tar_gz(dir: &Path, name: &str, entries: &[(&str, &[u8])]) -> String {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        for (path, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_entry_type(tar::EntryType::Regular);
+            // Written raw so a test can name what a careful writer refuses.
+            h.as_gnu_mut().unwrap().name[..path.len()].copy_from_slice(path.as_bytes());
+            h.set_cksum();
+            b.append(&h, *data).unwrap();
+        }
+        let bytes = b.into_inner().unwrap().finish().unwrap();
+        std::fs::write(dir.join(name), &bytes).unwrap();
+        labrun_artifact::digest::sha256_hex(&bytes)
+    }
+
+    fn lab_of(dir: &Path, dataset: &str) -> labrun_lab::Lab {
+        let path = dir.join("lab.yaml");
+        std::fs::write(&path, format!("name: t\n{dataset}\n{TOOL}")).unwrap();
+        labrun_lab::Lab::load(&path).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn an_archive_on_this_machine_is_sized_from_its_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sha = tar_gz(
+            dir.path(),
+            "data.tar.gz",
+            &[("a/one.txt", b"12345"), ("a/b/two.txt", b"1234567890")],
+        );
+        let lab = lab_of(
+            dir.path(),
+            &format!(
+                "dataset:\n  kind: archive\n  artifact: {{file: {}, sha256: {sha}}}",
+                dir.path().join("data.tar.gz").display()
+            ),
+        );
+        let text = describe(&lab, &dir.path().join("cache"), None);
+        assert!(
+            text.contains(
+                "tree 1: 2 files, 15B in 2 folders (0 symbolic links), from the archive's listing"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("the machine needs about"), "{text}");
+    }
+
+    #[test]
+    fn an_archive_the_guest_would_refuse_is_refused_before_anything_boots() {
+        let dir = tempfile::tempdir().unwrap();
+        let sha = tar_gz(dir.path(), "bad.tar.gz", &[("../escape", b"x")]);
+        let lab = lab_of(
+            dir.path(),
+            &format!(
+                "dataset:\n  kind: archive\n  artifact: {{file: {}, sha256: {sha}}}",
+                dir.path().join("bad.tar.gz").display()
+            ),
+        );
+        let text = describe(&lab, &dir.path().join("cache"), None);
+        assert!(
+            text.contains("tree 1: cannot be used:") && text.contains("entry `../escape`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_archive_not_here_yet_is_described_by_its_declared_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = lab_of(
+            dir.path(),
+            "dataset:\n  kind: archive\n  artifact: {url: 'https://example.invalid/d.tar.xz', sha256: 5259c57ca92092da39bd2ea803046da0e3c28f2b6a11ea20f6297468188ceb67}\n  unpacked_size: 2GB",
+        );
+        let text = describe(&lab, &dir.path().join("cache"), None);
+        assert!(
+            text.contains("an archive declared to unpack to 1.86GiB (listed once it is fetched)"),
+            "{text}"
+        );
+    }
 }

@@ -101,12 +101,7 @@ pub async fn ready_trees(
                 };
                 let format = *format;
                 let local = fetch_archive(ctx, artifact).await?;
-                let size = std::fs::metadata(&local)?.len();
-                // 10% above a declared size; else the expansion past which an
-                // archive is taken for a bomb.
-                let max_bytes = unpacked_size.map_or(size.saturating_mul(DEFAULT_EXPANSION), |s| {
-                    s.saturating_add(s / 10)
-                });
+                let max_bytes = max_unpacked(std::fs::metadata(&local)?.len(), *unpacked_size);
                 push::push_archive(session, remote, &local, format, max_bytes, note).await?
             }
         };
@@ -114,6 +109,14 @@ pub async fn ready_trees(
         pushed.push(how);
     }
     Ok(pushed)
+}
+
+/// The most an archive of `size` bytes may unpack to: 10% above its
+/// declared size, else the expansion past which it is taken for a bomb.
+pub fn max_unpacked(size: u64, declared: Option<u64>) -> u64 {
+    declared.map_or(size.saturating_mul(DEFAULT_EXPANSION), |s| {
+        s.saturating_add(s / 10)
+    })
 }
 
 /// The archive file, fetched and checked through the artifact cache; a

@@ -56,53 +56,73 @@ pub fn extract(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let open = || {
-        File::open(&fetched.path)
-            .map(BufReader::new)
-            .map_err(|e| ArtifactError::Io {
-                name: fetched.name.clone(),
-                what: "cannot read",
-                path: fetched.path.clone(),
-                source: e,
-            })
-    };
     let out_dir = fetched
         .path
         .parent()
         .unwrap_or(Path::new("."))
         .join("extracted");
-    let out =
-        |reader: &mut dyn Read| write_binary(&ctx, reader, &out_dir, spec.binary_sha256.as_deref());
-    let binary = match &spec.extract {
-        Extract::Raw => out(&mut open()?)?,
-        Extract::Bz2 => out(&mut bzip2::read::MultiBzDecoder::new(open()?))?,
-        Extract::Gz => out(&mut flate2::read::MultiGzDecoder::new(open()?))?,
-        Extract::Tar(member) => {
-            let tarball = decompressed(&ctx, open()?)?;
-            with_tar_member(&ctx, tarball, member, |r| out(r))?
-        }
-        Extract::DebMember(member) => with_deb_member(&ctx, open()?, member, |r| out(r))?,
-        Extract::DebInstall(binary_path) => {
-            let member = binary_path.trim_start_matches('/');
-            let actual = with_deb_member(&ctx, open()?, member, |r| {
-                let (_, digest) = copy_hashed(&ctx, r, io::sink())?;
-                Ok(digest)
-            })?;
-            check_pin(&ctx, spec.binary_sha256.as_deref(), &actual)?;
-            return Ok(Installable {
-                path: fetched.path.clone(),
-                binary_sha256: actual,
-                kind: InstallKind::Deb {
-                    binary_path: binary_path.clone(),
-                },
-            });
-        }
-    };
+    if let Extract::DebInstall(binary_path) = &spec.extract {
+        let actual = read_member(&fetched.name, &fetched.path, &spec.extract, |r| {
+            let (_, digest) = copy_hashed(&ctx, r, io::sink())?;
+            Ok(digest)
+        })?;
+        check_pin(&ctx, spec.binary_sha256.as_deref(), &actual)?;
+        return Ok(Installable {
+            path: fetched.path.clone(),
+            binary_sha256: actual,
+            kind: InstallKind::Deb {
+                binary_path: binary_path.clone(),
+            },
+        });
+    }
+    let binary = read_member(&fetched.name, &fetched.path, &spec.extract, |r| {
+        write_binary(&ctx, r, &out_dir, spec.binary_sha256.as_deref())
+    })?;
     Ok(Installable {
         path: binary.0,
         binary_sha256: binary.1,
         kind: InstallKind::Binary,
     })
+}
+
+/// Hands `use_member` the bytes `extract` names in the verified file at
+/// `path` (of the artifact called `name`, for messages), streamed: the file
+/// itself, decompressed, a tarball's member, or a member of a .deb's data
+/// (for `deb-install`, the binary the package installs). Nothing is written.
+pub fn read_member<T>(
+    name: &str,
+    path: &Path,
+    extract: &Extract,
+    use_member: impl FnOnce(&mut dyn Read) -> Result<T, ArtifactError>,
+) -> Result<T, ArtifactError> {
+    let ctx = Ctx {
+        name,
+        archive: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let mut file = File::open(path)
+        .map(BufReader::new)
+        .map_err(|e| ArtifactError::Io {
+            name: name.to_string(),
+            what: "cannot read",
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+    match extract {
+        Extract::Raw => use_member(&mut file),
+        Extract::Bz2 => use_member(&mut bzip2::read::MultiBzDecoder::new(file)),
+        Extract::Gz => use_member(&mut flate2::read::MultiGzDecoder::new(file)),
+        Extract::Tar(member) => {
+            let tarball = decompressed(&ctx, file)?;
+            with_tar_member(&ctx, tarball, member, use_member)
+        }
+        Extract::DebMember(member) => with_deb_member(&ctx, file, member, use_member),
+        Extract::DebInstall(binary_path) => {
+            with_deb_member(&ctx, file, binary_path.trim_start_matches('/'), use_member)
+        }
+    }
 }
 
 /// For error messages.

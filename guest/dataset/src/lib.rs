@@ -52,7 +52,7 @@ pub use profile::change_plan;
 pub use profile::{Footprint, FootprintRow, footprint};
 pub use sample::{copy_sample, sample};
 pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
-pub use unpack::{UnpackLimits, Unpacked, unpack_file};
+pub use unpack::{UnpackLimits, Unpacked, list_file, unpack_file};
 pub use verify::{NAMED_DIFFERENCES, compare};
 
 use labrun_evidence::{Manifest, VerifyOutcome};

@@ -1,7 +1,7 @@
 //! Unpacking dataset archives: every format round trip, and each hostile
 //! input the unpacker refuses, with an archive each test makes itself.
 
-use labrun_dataset::{DatasetError, UnpackBound, UnpackLimits, Unpacked, unpack_file};
+use labrun_dataset::{DatasetError, UnpackBound, UnpackLimits, Unpacked, list_file, unpack_file};
 use labrun_evidence::ArchiveFormat;
 use std::fs;
 use std::io::Write;
@@ -829,4 +829,69 @@ fn what_the_archive_says_is_shown_escaped_and_short() {
     assert!(matches!(e, DatasetError::ArchiveDamaged { .. }), "{msg}");
     assert!(msg.chars().all(|ch| !ch.is_control()), "{msg:?}");
     assert!(msg.len() < 1000, "{msg}");
+}
+
+// ---------- listing (what `labrun check` says before anything boots) ----------
+
+#[test]
+fn a_listing_counts_what_the_unpack_makes_and_writes_nothing() {
+    let big = noise(300_000, 3);
+    let entries = [
+        E::Dir(b"./", 0o755),
+        E::File(b"./src/main.c", 0o644, b"int main;\n"),
+        E::File(b"./big.bin", 0o600, &big),
+        E::File(b"./deep/er/implied.txt", 0o444, b"implied folders"),
+        E::Dir(b"./empty/", 0o700),
+        E::Dir(b"./src/", 0o750),
+        E::Symlink(b"./src/latest", b"main.c"),
+        E::HardLink(b"./src/again.c", b"./src/main.c"),
+        E::Special(b"./fifo", tar::EntryType::Fifo),
+    ];
+    for format in TAR_FORMATS {
+        let c = tar_case(format, &entries);
+        let listed = list_file(&c.archive, format, ROOMY).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!c.dest.exists(), "{format}: a listing writes nothing");
+        let unpacked = c.unpack(format, ROOMY).unwrap();
+        assert_eq!(listed, unpacked, "{format}");
+        assert_eq!((listed.files, listed.dirs), (3, 4), "{format}");
+    }
+    let c = case(
+        "a.zip",
+        &zip_bytes(&[
+            Z::Dir("docs/"),
+            Z::File("docs/readme.txt", 0o644, b"hello"),
+            Z::File("a/b/c.bin", 0o644, &big),
+        ]),
+    );
+    let listed = list_file(&c.archive, ArchiveFormat::Zip, ROOMY).unwrap();
+    assert_eq!(listed, c.unpack(ArchiveFormat::Zip, ROOMY).unwrap());
+    assert_eq!(listed.bytes, 5 + big.len() as u64);
+}
+
+#[test]
+fn a_listing_refuses_what_the_unpack_refuses_naming_the_entry() {
+    let c = tar_case(
+        ArchiveFormat::TarGz,
+        &[E::File(b"a/../../escape", 0o644, b"x")],
+    );
+    let e = list_file(&c.archive, ArchiveFormat::TarGz, ROOMY).unwrap_err();
+    assert!(matches!(e, DatasetError::UnsafeEntry { .. }), "{e}");
+    assert!(e.to_string().contains("entry `a/../../escape`"), "{e}");
+
+    let c = tar_case(ArchiveFormat::Tar, &[E::Declared(b"huge", 1 << 40, b"")]);
+    let e = list_file(&c.archive, ArchiveFormat::Tar, ROOMY).unwrap_err();
+    assert!(matches!(e, DatasetError::ArchiveTooLarge { .. }), "{e}");
+
+    let tar = tar_bytes(&[E::File(b"data", 0o644, &noise(200_000, 9))]);
+    let gz = compress(ArchiveFormat::TarGz, &tar);
+    let c = case("cut.tar.gz", &gz[..gz.len() / 2]);
+    let e = list_file(&c.archive, ArchiveFormat::TarGz, ROOMY).unwrap_err();
+    assert!(matches!(e, DatasetError::ArchiveDamaged { .. }), "{e}");
+
+    let c = case("a.tar.xz", &compress(ArchiveFormat::TarGz, &tar));
+    let e = list_file(&c.archive, ArchiveFormat::TarXz, ROOMY).unwrap_err();
+    assert!(
+        matches!(e, DatasetError::ArchiveFormatMismatch { .. }),
+        "{e}"
+    );
 }

@@ -11,10 +11,6 @@ use labrun_evidence::ArchiveFormat;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Entries unpacked at most unless `--max-entries` says otherwise: ten
-/// times the tiny-files profile's million files at scale 1.
-const DEFAULT_MAX_ENTRIES: u64 = 10_000_000;
-
 #[derive(clap::Args)]
 pub struct Args {
     /// The archive to unpack.
@@ -33,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub max_bytes: Option<u64>,
     /// Refuse the archive once it holds more than N entries.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ENTRIES)]
+    #[arg(long, value_name = "N", default_value_t = labrun_dataset::unpack::MAX_ENTRIES)]
     pub max_entries: u64,
 }
 

@@ -6,13 +6,16 @@
 //! magic bytes and picks the decompressor, [`pipe`] decompresses on its own
 //! thread, [`tar`], [`zip`] and [`deb`] read the entries, [`guard`] holds
 //! the rules for names and link targets, [`budget`] the two bounds, and
-//! [`tree`] writes without ever following a link.
+//! [`tree`] writes without ever following a link. Entries go to a
+//! [`sink`]: the tree writer, or a listing that only counts them
+//! ([`list_file`], for `labrun check`).
 
 mod budget;
 mod deb;
 mod format;
 mod guard;
 mod pipe;
+mod sink;
 mod tar;
 mod tree;
 mod zip;
@@ -50,6 +53,11 @@ pub struct Unpacked {
     pub skipped_special: u64,
 }
 
+/// Entries an archive may hold unless told otherwise: far above any real
+/// tree's (the Linux sources are about 90,000), far below what fills a
+/// guest's inode table.
+pub const MAX_ENTRIES: u64 = 20_000_000;
+
 /// Bytes read from the archive file at a time.
 const READ_BUFFER: usize = 1 << 20;
 
@@ -77,6 +85,42 @@ pub fn unpack_file(
     limits: UnpackLimits,
     progress: Progress,
 ) -> Result<Unpacked, DatasetError> {
+    let (file, total) = open_checked(archive, format)?;
+    prepare_dest(dest)?;
+    let mut tree = tree::Tree::open(dest, budget::Budget::new(limits))
+        .map_err(|f| Run::fault_error(archive, dest, None, f))?;
+    read_entries(archive, dest, &mut tree, format, file, total, progress)?;
+    tree.finish()
+        .map_err(|(entry, f)| Run::fault_error(archive, dest, Some(entry), f))
+}
+
+/// What unpacking `archive` would make, read the same way as
+/// [`unpack_file`] reads it but writing nothing (and skipping file data):
+/// the same counts, and the same refusals of names, link targets, damage
+/// and bounds, naming the same entry. Only what a written tree shows (a
+/// write through a link an earlier entry made) is left to the unpack.
+pub fn list_file(
+    archive: &Path,
+    format: ArchiveFormat,
+    limits: UnpackLimits,
+) -> Result<Unpacked, DatasetError> {
+    let (file, total) = open_checked(archive, format)?;
+    let mut listing = sink::Listing::new(budget::Budget::new(limits));
+    read_entries(
+        archive,
+        Path::new(""),
+        &mut listing,
+        format,
+        file,
+        total,
+        &mut |_, _| {},
+    )?;
+    Ok(listing.finish())
+}
+
+/// `archive` opened, its size, and its magic bytes checked against `format`
+/// (a zip named `.tar.gz` is refused, naming both).
+fn open_checked(archive: &Path, format: ArchiveFormat) -> Result<(File, u64), DatasetError> {
     let fail = |action: &str, cause: io::Error| DatasetError::UnpackIo {
         archive: archive.to_path_buf(),
         entry: None,
@@ -91,7 +135,6 @@ pub fn unpack_file(
     let (sniffed, _) = format::sniff(&mut file).map_err(|e| fail("cannot read the archive", e))?;
     file.rewind()
         .map_err(|e| fail("cannot read the archive", e))?;
-    let reader = BufReader::with_capacity(READ_BUFFER, file);
     if sniffed.found != Some(format) {
         return Err(DatasetError::ArchiveFormatMismatch {
             archive: archive.to_path_buf(),
@@ -100,41 +143,43 @@ pub fn unpack_file(
             first_bytes: sniffed.first_bytes,
         });
     }
-    prepare_dest(dest)?;
+    Ok((file, total))
+}
+
+/// Every entry of `file` (in `format`) into `sink`.
+fn read_entries(
+    archive: &Path,
+    dest: &Path,
+    sink: &mut dyn sink::Sink,
+    format: ArchiveFormat,
+    file: File,
+    total: u64,
+    progress: Progress,
+) -> Result<(), DatasetError> {
     let read = AtomicU64::new(0);
-    let tree = tree::Tree::open(dest, budget::Budget::new(limits))
-        .map_err(|f| Run::fault_error(archive, dest, None, f))?;
     let mut run = Run {
         archive: archive.to_path_buf(),
         dest: dest.to_path_buf(),
-        tree,
+        tree: sink,
         entry: None,
         read: &read,
         total,
         progress,
     };
     let counted = pipe::Counting {
-        inner: reader,
+        inner: BufReader::with_capacity(READ_BUFFER, file),
         count: &read,
     };
     match format {
-        ArchiveFormat::Zip => zip::unpack(&mut run, counted)?,
-        ArchiveFormat::Deb => deb::unpack(&mut run, counted)?,
+        ArchiveFormat::Zip => zip::unpack(&mut run, counted),
+        ArchiveFormat::Deb => deb::unpack(&mut run, counted),
         tar_format => {
             let counted = BufReader::with_capacity(READ_BUFFER, counted);
             let stream =
                 format::decompressed(tar_format, counted).map_err(|f| run.error(f, None))?;
-            pipe::pipelined(stream, |s| tar::unpack(&mut run, s))?
+            pipe::pipelined(stream, |s| tar::unpack(&mut run, s))
         }
     }
-    let Run {
-        tree,
-        archive,
-        dest,
-        ..
-    } = run;
-    tree.finish()
-        .map_err(|(entry, f)| Run::fault_error(&archive, &dest, Some(entry), f))
 }
 
 /// Makes `dest` (and its parents) unless it exists; refuses one that holds
@@ -199,7 +244,7 @@ impl Fault {
 pub(super) struct Run<'a> {
     archive: PathBuf,
     dest: PathBuf,
-    tree: tree::Tree,
+    tree: &'a mut dyn sink::Sink,
     /// The entry being unpacked (or last unpacked), as a message shows it.
     entry: Option<String>,
     read: &'a AtomicU64,
@@ -212,7 +257,7 @@ impl Run<'_> {
     fn begin(&mut self, raw_name: &[u8]) -> Result<(), DatasetError> {
         self.entry = Some(String::from_utf8_lossy(raw_name).into_owned());
         self.tree
-            .budget
+            .budget()
             .add_entry()
             .map_err(|f| self.error(f, self.entry.clone()))
     }

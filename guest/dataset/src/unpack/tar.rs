@@ -2,7 +2,8 @@
 //! into the tree.
 
 use super::guard;
-use super::tree::{Meta, Tree};
+use super::sink::Sink;
+use super::tree::Meta;
 use super::{Fault, Run};
 use crate::DatasetError;
 use std::io::{self, Read};
@@ -61,7 +62,7 @@ fn one_entry(
         mode: header.mode().unwrap_or(0o644),
         mtime: header.mtime().ok().and_then(|t| i64::try_from(t).ok()),
     };
-    let tree: &mut Tree = &mut run.tree;
+    let tree: &mut dyn Sink = &mut *run.tree;
     match kind {
         EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
             // The size as declared (a sparse file's full size), so holes

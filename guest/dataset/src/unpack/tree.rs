@@ -382,3 +382,35 @@ fn copy_exactly(
     }
     Ok(done)
 }
+
+impl super::sink::Sink for Tree {
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    fn file(
+        &mut self,
+        path: &EntryPath,
+        meta: Meta,
+        size: u64,
+        data: &mut dyn Read,
+    ) -> Result<(), Fault> {
+        Tree::file(self, path, meta, size, data)
+    }
+
+    fn dir(&mut self, path: &EntryPath, meta: Meta) -> Result<(), Fault> {
+        Tree::dir(self, path, meta)
+    }
+
+    fn symlink(&mut self, path: &EntryPath, target: &str, meta: Meta) -> Result<(), Fault> {
+        Tree::symlink(self, path, target, meta)
+    }
+
+    fn hard_link(&mut self, path: &EntryPath, target: &EntryPath) -> Result<(), Fault> {
+        Tree::hard_link(self, path, target)
+    }
+
+    fn special(&mut self) {
+        Tree::special(self)
+    }
+}

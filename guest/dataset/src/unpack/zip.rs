@@ -3,7 +3,8 @@
 //! so, its data the target.
 
 use super::guard;
-use super::tree::{Meta, Tree};
+use super::sink::Sink;
+use super::tree::Meta;
 use super::{Fault, Run};
 use crate::DatasetError;
 use std::io::{Read, Seek};
@@ -29,14 +30,14 @@ pub(super) fn unpack<R: Read + Seek>(run: &mut Run, source: R) -> Result<(), Dat
             .map_err(|e| run.error(fault(e), name))?;
         let raw_name = entry.name_raw().to_vec();
         run.begin(&raw_name)?;
-        let result = one_entry(&mut run.tree, &mut entry, &raw_name);
+        let result = one_entry(&mut *run.tree, &mut entry, &raw_name);
         run.finish_entry(result)?;
     }
     Ok(())
 }
 
 fn one_entry<R: Read>(
-    tree: &mut Tree,
+    tree: &mut dyn Sink,
     entry: &mut zip::read::ZipFile<'_, R>,
     raw_name: &[u8],
 ) -> Result<(), Fault> {

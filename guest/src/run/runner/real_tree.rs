@@ -17,10 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Entries an archive may hold: far above any real tree's (the Linux
-/// sources are about 90,000), far below what fills a guest's inode table.
-pub const MAX_ARCHIVE_ENTRIES: u64 = 20_000_000;
-
 /// What the run keeps of its real tree once it is ready.
 pub struct RealTree {
     /// The pristine tree's manifest: every change is planned from it.
@@ -264,7 +260,7 @@ pub fn ready_tree(
             let dir = unpacked_dir(into);
             let limits = UnpackLimits {
                 max_bytes: *max_bytes,
-                max_entries: MAX_ARCHIVE_ENTRIES,
+                max_entries: labrun_dataset::unpack::MAX_ENTRIES,
             };
             labrun_dataset::unpack::unpack_file(&archive, *format, &dir, limits, progress)
                 .map_err(|e| match private {
