@@ -81,19 +81,6 @@ fn fingerprint(dir: &Path) -> Vec<(PathBuf, u32, i64, i64, u64, Vec<u8>)> {
     out
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 fn sha256_file(path: &Path) -> String {
     hex::encode(sha2::Sha256::digest(std::fs::read(path).expect("read")))
 }
@@ -241,7 +228,7 @@ fn a_folder_read_in_place_and_archives_copied_once_on_a_target() {
     );
     // Private: no name of the tree anywhere in the run's evidence, logs
     // included (each name carries the marker; JSON escapes leave it whole).
-    let files = walk(&run);
+    let files = common::files_under(&run);
     assert!(files.len() > 5, "{files:?}");
     for f in &files {
         let bytes = std::fs::read(f).expect("read evidence");
@@ -352,7 +339,7 @@ fn check_sizes_a_folder_and_refuses_scale() {
     assert_eq!(code, Some(0), "{text}");
     // 6 regular files (the hard link is one of them twice), 70 KB of the
     // nested one plus its hard link and the small ones.
-    let bytes: u64 = walk(&folder)
+    let bytes: u64 = common::files_under(&folder)
         .iter()
         .filter(|p| !p.is_symlink())
         .map(|p| std::fs::metadata(p).expect("stat").len())

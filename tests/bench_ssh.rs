@@ -104,7 +104,7 @@ fn assert_complete(run: &Path, cycles: u64) {
         assert!(md.contains(v), "summary.md lacks {v}:\n{md}");
     }
     // The password reaches the tools through their environment only.
-    for entry in walk(run) {
+    for entry in common::files_under(run) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("lab-only-not-a-secret"),
@@ -112,19 +112,6 @@ fn assert_complete(run: &Path, cycles: u64) {
             entry.display()
         );
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]

@@ -237,7 +237,7 @@ fn variants_sharing_the_machine_run_cycle_by_cycle_and_generate_each_dataset_onc
     assert_eq!(dataset_steps.len(), 6, "{dataset_steps:?}");
     let store = dir.path().join("remote/datasets");
     assert!(store.is_dir(), "the machine's dataset store was used");
-    let left: Vec<_> = walk(&store);
+    let left: Vec<_> = common::files_under(&store);
     assert!(left.is_empty(), "left in the dataset store: {left:?}");
 
     // The comparison as for variants run one after another.
@@ -246,18 +246,4 @@ fn variants_sharing_the_machine_run_cycle_by_cycle_and_generate_each_dataset_onc
         md.contains("| Tool | baseline | tuned | other-data |"),
         "{md}"
     );
-}
-
-/// Every file under `dir` (none when it is missing).
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(p) = stack.pop() {
-        match std::fs::read_dir(&p) {
-            Ok(entries) => stack.extend(entries.flatten().map(|e| e.path())),
-            Err(_) if p != dir => out.push(p),
-            Err(_) => {}
-        }
-    }
-    out
 }

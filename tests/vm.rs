@@ -15,6 +15,8 @@ use std::sync::Mutex;
 
 mod run_output;
 use run_output::{only_run_dir, records};
+#[path = "common/cloud_standin.rs"]
+mod cloud_standin;
 #[path = "common/remote_hypervisor.rs"]
 mod remote_hypervisor;
 use remote_hypervisor::RemoteHypervisor;
@@ -777,64 +779,6 @@ fn down_after_killed_up_leaves_nothing() {
     lab.assert_nothing_left();
 }
 
-/// The stand-in cloud image, built once per version of its recipe and kept
-/// in the test cache (a few minutes to build; the official image cannot be
-/// downloaded on the test machines).
-fn cloud_standin_image() -> PathBuf {
-    let folder = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/images/cloud-standin"));
-    let recipe = folder.join("build.sh");
-    let key = sha256_hex(&folder_fingerprint(folder));
-    let image = PathBuf::from(format!("{CACHE}/cloud-standin-{}.qcow2", &key[..16]));
-    if !image.exists() {
-        std::fs::create_dir_all(CACHE).unwrap();
-        let t = Instant::now();
-        let partial = image.with_extension("partial.qcow2");
-        let st = Command::new("bash")
-            .arg(&recipe)
-            .arg(&partial)
-            .status()
-            .unwrap();
-        assert!(st.success(), "building the stand-in cloud image failed");
-        std::fs::rename(&partial, &image).unwrap();
-        eprintln!(
-            "stand-in cloud image built in {:.0} s",
-            t.elapsed().as_secs_f64()
-        );
-    }
-    image
-}
-
-/// Every file's relative path and content, in a stable order.
-fn folder_fingerprint(folder: &Path) -> Vec<u8> {
-    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, base, out);
-            } else {
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-                out.push((rel, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(folder, folder, &mut files);
-    files.sort();
-    let mut bytes = Vec::new();
-    for (rel, content) in files {
-        bytes.extend_from_slice(rel.as_bytes());
-        bytes.push(0);
-        bytes.extend_from_slice(sha256_hex(&content).as_bytes());
-        bytes.push(b'\n');
-    }
-    bytes
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
 /// Serves one file at `/NAME` on 127.0.0.1 until the process ends; returns
 /// its URL. Counts requests, so the test can tell a cached fetch from a
 /// download.
@@ -910,8 +854,8 @@ fn cloud_image_boots_with_a_nocloud_seed() {
         panic!("no free loop device: the stand-in cloud image cannot be built");
     }
     let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let image = cloud_standin_image();
-    let digest = sha256_hex(&std::fs::read(&image).unwrap());
+    let image = cloud_standin::image(CACHE);
+    let digest = cloud_standin::sha256_hex(&std::fs::read(&image).unwrap());
     let (url, hits) = serve_file(image, "debian-12-standin-amd64.qcow2");
 
     // A wrong pin stops `up` before anything is made.

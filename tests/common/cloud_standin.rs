@@ -1,7 +1,7 @@
 //! The stand-in cloud image (`images/cloud-standin/build.sh`), built once
 //! per version of its recipe and kept in the test cache: a few minutes to
 //! build, and the official image cannot be downloaded on the test machines.
-//! The same file name and key as tests/vm.rs uses, so one build serves both.
+//! tests/vm.rs and tests/nonroot.rs share it, so one build serves both.
 
 // Each test that includes this file uses part of it.
 #![allow(dead_code)]

@@ -65,3 +65,20 @@ pub fn bench_ok(lab: &Path, results: &Path, tools: &str, extra: &[&str], sshd: &
     assert!(out.status.success(), "{text}\nsshd log:\n{}", sshd.log());
     text
 }
+
+/// Every file under `dir`, at any depth (none when it is missing). Links
+/// are not followed.
+// Not every test that includes this module walks a folder.
+#[allow(dead_code)]
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
