@@ -168,3 +168,33 @@ impl NoiseFloor {
 fn round(f: f64) -> f64 {
     (f * 1000.0).round() / 1000.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_floor_is_the_interval_s_farthest_end_from_one() {
+        let f = spread([0.95, 1.12]).unwrap();
+        assert!((f - 0.12).abs() < 1e-12, "{f}");
+        // ÷1.25 is as far from 1 as ×1.25.
+        let f = spread([0.8, 1.05]).unwrap();
+        assert!((f - 0.25).abs() < 1e-12, "{f}");
+        assert_eq!(spread([0.0, 1.1]), None);
+        assert_eq!(spread([f64::NAN, 1.1]), None);
+    }
+
+    #[test]
+    fn a_mark_says_inside_or_beyond() {
+        let inside = FloorMark {
+            floor: 0.12,
+            inside: true,
+        };
+        assert_eq!(inside.words(), "inside the noise floor (±12%)");
+        let beyond = FloorMark {
+            floor: 0.0314159,
+            inside: false,
+        };
+        assert_eq!(beyond.words(), "beyond the noise floor (±3.1%)");
+    }
+}
