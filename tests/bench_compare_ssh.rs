@@ -121,7 +121,10 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
 
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("## Verdict: borg@zstd22 against borg"), "{md}");
-    assert!(md.contains("## Noise floor: borg@aa against borg (A/A)"), "{md}");
+    assert!(
+        md.contains("## Noise floor: borg@aa against borg (A/A)"),
+        "{md}"
+    );
     assert!(md.contains("`--until-conclusive 2` added"), "{md}");
     assert!(
         md.contains(
