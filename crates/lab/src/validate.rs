@@ -170,9 +170,15 @@ impl Lab {
             ));
         }
         let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let floor_copy = self.noise_floor.as_ref().map(|f| f.copy_name());
         for (i, p) in c.pairs.iter().enumerate() {
             for (side, name) in [("baseline", &p.baseline), ("candidate", &p.candidate)] {
-                if !known.contains(&name.as_str()) {
+                if floor_copy.as_ref() == Some(name) {
+                    out.push(Problem::new(
+                        format!("compare.pairs[{i}].{side}"),
+                        format!("`{name}` is the noise floor's A/A copy: `noise_floor:` adds its pair itself, and every other verdict is read against it; remove this pair"),
+                    ));
+                } else if !known.contains(&name.as_str()) {
                     let hint = crate::suggest::nearest(name, known.iter().copied())
                         .map(|n| format!(" (did you mean `{n}`?)"))
                         .unwrap_or_default();

@@ -199,3 +199,13 @@ fn comparing_a_tool_with_itself_points_at_the_option() {
     let err = lab("compare:\n  pairs:\n    - {baseline: restic, candidate: restic}\n").unwrap_err();
     assert!(err.contains("noise_floor: {tool: restic}"), "{err}");
 }
+
+#[test]
+fn a_pair_naming_the_copy_is_refused_as_the_floor_s_own() {
+    let err = lab(
+        "noise_floor: {tool: restic}\ncompare:\n  pairs:\n    - {baseline: restic@0.14.0, candidate: restic@aa}\n",
+    )
+    .unwrap_err();
+    assert!(err.contains("compare.pairs[0].candidate"), "{err}");
+    assert!(err.contains("`noise_floor:` adds its pair itself"), "{err}");
+}
