@@ -27,10 +27,11 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
         3,
     );
     // target_lab keeps only the shipped lab's protocol and tools: the
-    // lab's `compare:` block is added here, as written there.
+    // lab's `compare:` and `noise_floor:` are added here, as written there
+    // (the floor adds `borg@aa` and its pair after the others).
     let mut text = std::fs::read_to_string(&lab).unwrap();
     text.push_str(
-        "compare:\n  pairs:\n    - {baseline: borg, candidate: borg@zstd22}\n    - {baseline: borg, candidate: borg@again}\n    - {baseline: restic, candidate: restic@0.14.0}\n",
+        "compare:\n  pairs:\n    - {baseline: borg, candidate: borg@zstd22}\n    - {baseline: restic, candidate: restic@0.14.0}\nnoise_floor: {tool: borg}\n",
     );
     std::fs::write(&lab, text).unwrap();
     let results = dir.path().join("results");
@@ -39,7 +40,7 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
     let text = common::bench_ok(
         &lab,
         &results,
-        "borg,borg@zstd22,borg@again",
+        "borg,borg@zstd22",
         &["--until-conclusive", "2"],
         &sshd,
     );
@@ -54,7 +55,7 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
         added
             .rounds
             .iter()
-            .all(|r| r.tools.contains(&"borg@again".to_string()))
+            .all(|r| r.tools.contains(&"borg@aa".to_string()))
     );
     // Never beyond the maximum: no record past cycle 3 + added.
     let last = records(&run)
@@ -108,7 +109,8 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
     assert!((3..=5).contains(&pairs), "{full}");
 
     let aa = &comparisons[1];
-    assert_eq!(aa["candidate"]["tool"], "borg@again");
+    assert_eq!(aa["candidate"]["tool"], "borg@aa");
+    assert_eq!(summary["noise_floor"]["copy"], "borg@aa");
     for row in aa["rows"].as_array().unwrap() {
         let v = row["verdict"].as_str().unwrap();
         assert!(
@@ -119,7 +121,10 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
 
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("## Verdict: borg@zstd22 against borg"), "{md}");
-    assert!(md.contains("## Verdict: borg@again against borg"), "{md}");
+    assert!(
+        md.contains("## Noise floor: borg@aa against borg (A/A)"),
+        "{md}"
+    );
     assert!(md.contains("`--until-conclusive 2` added"), "{md}");
     assert!(
         md.contains(

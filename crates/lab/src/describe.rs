@@ -171,10 +171,7 @@ impl Lab {
                 describe_protocol(&mut s, &self.protocol);
             }
             describe_history_steps(self, &source, &mut s);
-            push_line!(s, "tools ({}):", self.tools.len());
-            for t in &self.tools {
-                describe_tool(&mut s, t);
-            }
+            describe_tools(self, &mut s);
             return s;
         }
         let scale = self.scale(scale_override);
@@ -242,10 +239,7 @@ impl Lab {
             self.timeouts.step
         );
 
-        push_line!(s, "tools ({}):", self.tools.len());
-        for t in &self.tools {
-            describe_tool(&mut s, t);
-        }
+        describe_tools(self, &mut s);
         describe_variants(self, scale_override, &mut s);
         describe_comparisons(self, &mut s);
         s
@@ -338,6 +332,23 @@ fn describe_storage(lab: &Lab, s: &mut String) {
         );
         push_line!(s, "    from    {}", source_of(&tool.artifact));
         push_line!(s, "    sha256  {}", tool.artifact.sha256);
+    }
+}
+
+/// Each tool; the noise floor's A/A copy in one line, as what it is.
+fn describe_tools(lab: &Lab, s: &mut String) {
+    push_line!(s, "tools ({}):", lab.tools.len());
+    let floor = lab.noise_floor_pair();
+    for t in &lab.tools {
+        match &floor {
+            Some(p) if p.candidate == t.name => push_line!(
+                s,
+                "  {}: the noise floor, an A/A copy of {} (the same binary and settings)",
+                t.name,
+                p.baseline
+            ),
+            _ => describe_tool(s, t),
+        }
     }
 }
 
@@ -486,7 +497,17 @@ fn describe_comparisons(lab: &Lab, s: &mut String) {
         c.margin.as_deref().unwrap_or("5%")
     );
     for p in &c.pairs {
-        push_line!(s, "  {} against {} (baseline)", p.candidate, p.baseline);
+        let floor = if c.noise_floor.as_ref() == Some(p) {
+            ": A/A, the noise floor every other verdict is read against"
+        } else {
+            ""
+        };
+        push_line!(
+            s,
+            "  {} against {} (baseline){floor}",
+            p.candidate,
+            p.baseline
+        );
     }
 }
 

@@ -17,6 +17,7 @@ mod error;
 mod history;
 mod load;
 mod locate;
+pub mod noise_floor;
 mod plan;
 pub mod real_tree;
 mod redact;

@@ -79,7 +79,9 @@ impl Lab {
     }
 
     /// The tools a run uses: all of them, or the named subset in the lab's
-    /// order. An unknown name is an error that lists the real ones.
+    /// order (naming the noise floor's tool brings its A/A copy: the floor
+    /// is measured wherever its tool runs). An unknown name is an error
+    /// that lists the real ones.
     pub fn selected_tools(&self, names: Option<&[String]>) -> Result<Vec<&ToolSpec>, LabError> {
         let Some(names) = names else {
             return Ok(self.tools.iter().collect());
@@ -102,10 +104,14 @@ impl Lab {
                 message: format!("names no tool; the lab has: {}", known.join(", ")),
             });
         }
+        let copy_of_named = |t: &ToolSpec| {
+            self.noise_floor_pair()
+                .is_some_and(|p| p.candidate == t.name && names.contains(&p.baseline))
+        };
         Ok(self
             .tools
             .iter()
-            .filter(|t| names.contains(&t.name))
+            .filter(|t| names.contains(&t.name) || copy_of_named(t))
             .collect())
     }
 

@@ -63,6 +63,14 @@ pub struct Lab {
     /// interleaved in every cycle.
     #[serde(default)]
     pub compare: Option<CompareSpec>,
+    /// An A/A copy of one tool in every cycle, compared with it: the
+    /// machine's measured noise floor ([`crate::noise_floor`]). Absent: none.
+    #[serde(default)]
+    pub noise_floor: Option<crate::noise_floor::NoiseFloorSpec>,
+    /// Whether the floor's copy and pair are in `tools` and `compare` yet
+    /// (not a YAML key).
+    #[serde(skip)]
+    pub(crate) floor_state: crate::noise_floor::FloorState,
     /// The file this lab was read from (not a YAML key).
     #[serde(skip)]
     pub source: crate::load::LabSource,
@@ -166,6 +174,9 @@ pub struct CompareSpec {
     #[serde(default)]
     pub margin: Option<String>,
     pub pairs: Vec<labrun_evidence::compare::ComparePair>,
+    /// The pair of `pairs` that `noise_floor:` added (not a YAML key).
+    #[serde(skip)]
+    pub noise_floor: Option<labrun_evidence::compare::ComparePair>,
 }
 
 impl CompareSpec {
@@ -179,6 +190,7 @@ impl CompareSpec {
         Some(labrun_evidence::compare::ComparePlan {
             pairs: self.pairs.clone(),
             margin,
+            noise_floor: self.noise_floor.clone(),
         })
     }
 }

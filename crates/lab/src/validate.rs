@@ -24,6 +24,11 @@ impl Lab {
     /// Every problem of the lab, in file order as far as possible. Empty
     /// means the lab can be run.
     pub fn validate(&self) -> Vec<Problem> {
+        // The rules are the file's: a noise floor's copy is checked as
+        // its tool, before it is added.
+        if let std::borrow::Cow::Owned(written) = self.as_written() {
+            return written.validate();
+        }
         let mut out = self.validate_without_variants();
         if self.has_variants()
             && let Err(mut problems) = self.variants()
@@ -35,6 +40,9 @@ impl Lab {
 
     /// The lab as written, its variants aside.
     pub(crate) fn validate_without_variants(&self) -> Vec<Problem> {
+        if let std::borrow::Cow::Owned(written) = self.as_written() {
+            return written.validate_without_variants();
+        }
         let mut out = Vec::new();
         if let Err(msg) = labrun_vocab::names::check_lab_name(&self.name) {
             out.push(Problem::new("name", msg));
@@ -86,6 +94,7 @@ impl Lab {
         if let Some(c) = &self.compare {
             self.validate_compare(c, &mut out);
         }
+        self.validate_noise_floor(&mut out);
         out
     }
 
@@ -161,9 +170,15 @@ impl Lab {
             ));
         }
         let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let floor_copy = self.noise_floor.as_ref().map(|f| f.copy_name());
         for (i, p) in c.pairs.iter().enumerate() {
             for (side, name) in [("baseline", &p.baseline), ("candidate", &p.candidate)] {
-                if !known.contains(&name.as_str()) {
+                if floor_copy.as_ref() == Some(name) {
+                    out.push(Problem::new(
+                        format!("compare.pairs[{i}].{side}"),
+                        format!("`{name}` is the noise floor's A/A copy: `noise_floor:` adds its pair itself, and every other verdict is read against it; remove this pair"),
+                    ));
+                } else if !known.contains(&name.as_str()) {
                     let hint = crate::suggest::nearest(name, known.iter().copied())
                         .map(|n| format!(" (did you mean `{n}`?)"))
                         .unwrap_or_default();
@@ -179,7 +194,7 @@ impl Lab {
             if p.baseline == p.candidate {
                 out.push(Problem::new(
                     format!("compare.pairs[{i}]"),
-                    format!("compares `{}` with itself: for an A/A run (the machine's noise floor), add a second tool with the same binary and settings, e.g. `{}@again`", p.baseline, p.baseline),
+                    format!("compares `{}` with itself: for an A/A run (the machine's noise floor), write `noise_floor: {{tool: {}}}`: it adds an A/A copy of the tool and that pair", p.baseline, p.baseline),
                 ));
             }
         }

@@ -282,6 +282,16 @@ const CASES: &[(&str, &str, &str)] = &[
         "cycles: 3",
         "cycles: 0\ntimeouts: {step: 0s}",
     ),
+    (
+        "noise_floor_unknown_tool",
+        "cycles: 3\n",
+        "cycles: 3\nnoise_floor: {tool: restik}\n",
+    ),
+    (
+        "noise_floor_unknown_key",
+        "cycles: 3\n",
+        "cycles: 3\nnoise_floor: {tool: restic, name: again}\n",
+    ),
 ];
 
 fn render(case: &str, text: &str) -> String {

@@ -58,6 +58,10 @@ pub struct Summary {
     /// order. Empty (and absent from JSON) for a lab without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comparisons: Vec<crate::compare::Comparison>,
+    /// The floor the lab's `noise_floor:` measured, per timed phase and
+    /// figure; absent (from JSON too) without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<crate::compare::NoiseFloor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +82,10 @@ pub struct ToolSummary {
     pub growth_after_incremental: Option<Stat>,
     /// One per cycle that has a restore record.
     pub restore_checks: Vec<RestoreCheck>,
+    /// Set on the A/A copy a lab's `noise_floor:` added: the tool it
+    /// copies. Its rows measure the machine's noise, not a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_floor_of: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,7 +214,8 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         })
         .collect();
 
-    let (comparisons, unmade) = crate::compare::requested(&raw);
+    let (mut comparisons, unmade) = crate::compare::requested(&raw);
+    let noise_floor = crate::compare::noise_floor(&raw, &mut comparisons);
     let mut summary = Summary {
         summary_version: SUMMARY_VERSION,
         run_id,
@@ -224,7 +233,21 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         meter_cost: crate::meter_cost::of(&raw.records),
         timelines: raw.timelines.clone(),
         comparisons,
+        noise_floor,
     };
+    if let Some(pair) = raw
+        .compare_plan
+        .as_ref()
+        .and_then(|p| p.noise_floor.as_ref())
+    {
+        for t in summary
+            .tools
+            .iter_mut()
+            .filter(|t| t.tool == pair.candidate)
+        {
+            t.noise_floor_of = Some(pair.baseline.clone());
+        }
+    }
     summary.warnings.extend(unmade);
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
     summary.history = crate::history::rows(&names, &summary.roles, &raw.records);
@@ -324,6 +347,7 @@ fn summarize_tool(
         repo_size_after_full,
         growth_after_incremental,
         restore_checks,
+        noise_floor_of: None,
     }
 }
 

@@ -598,3 +598,100 @@ fn committed_reproductions_are_remade_from_their_raw_evidence() {
     }
     assert!(seen > 0, "no reproduction under {}", docs.display());
 }
+
+/// `noise_floor: {tool: restic}`: restic against its A/A copy `restic@aa`
+/// (the same binary, in every cycle) gives the floor per phase and figure;
+/// the other pair's verdicts say whether each effect lies inside it. The
+/// fixture's tuned backup is 1.06-1.08x slower, inside the A/A pair's
+/// ±10% on that phase; its restore 1.5x slower, far beyond the ±3% there.
+#[test]
+fn a_noise_floor_is_stated_and_read_against() {
+    use labrun_report::compare::Figure;
+    let (s, run, _tmp) = report_and_snapshot("noise-floor");
+    let floor = s.noise_floor.as_ref().expect("the floor");
+    assert_eq!(
+        (floor.tool.as_str(), floor.copy.as_str()),
+        ("restic", "restic@aa")
+    );
+    assert_eq!(floor.confidence, 0.95);
+    let at = |phase: Step| {
+        floor
+            .rows
+            .iter()
+            .find(|r| r.phase == phase && r.figure == Figure::WallTime)
+            .unwrap_or_else(|| panic!("no {phase} wall-time floor"))
+    };
+    // The floor is the A/A interval's farthest end from 1, on the log scale.
+    let full = at(Step::BACKUP_FULL);
+    let [lo, hi] = full.interval.unwrap();
+    let expected = lo.ln().abs().max(hi.ln().abs()).exp() - 1.0;
+    assert!((full.floor.unwrap() - expected).abs() < 1e-12);
+    assert!(
+        full.floor.unwrap() > 0.08 && full.floor.unwrap() < 0.15,
+        "{full:?}"
+    );
+    assert!(at(Step::RESTORE).floor.unwrap() < 0.05);
+    // Sizes have no noise to measure: no floor rows for them.
+    assert!(floor.rows.iter().all(|r| !r.figure.is_exact()));
+
+    assert_eq!(s.comparisons.len(), 2);
+    let tuned = &s.comparisons[0];
+    assert_eq!(tuned.candidate.tool, "restic@tuned");
+    let row = |phase: Step| tuned.row(&phase, Figure::WallTime).unwrap();
+    let inside = row(Step::BACKUP_FULL);
+    let mark = inside.noise_floor.expect("marked");
+    assert!(mark.inside, "{inside:?}");
+    assert_eq!(mark.floor, full.floor.unwrap());
+    let beyond = row(Step::RESTORE);
+    assert_eq!(beyond.verdict_word, "slower");
+    assert!(!beyond.noise_floor.unwrap().inside, "{beyond:?}");
+    // The A/A pair is the floor itself, not read against it.
+    assert!(
+        s.comparisons[1]
+            .rows
+            .iter()
+            .all(|r| r.noise_floor.is_none())
+    );
+
+    let copy = s.tools.iter().find(|t| t.tool == "restic@aa").unwrap();
+    assert_eq!(copy.noise_floor_of.as_deref(), Some("restic"));
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| restic@aa (noise floor: A/A copy of restic) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Noise floor: restic@aa against restic (A/A)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Verdict: restic@tuned against restic"),
+        "{md}"
+    );
+    assert!(md.contains(&format!(
+        "{}, inside the noise floor (±",
+        inside.verdict_word
+    )));
+    assert!(md.contains("slower, beyond the noise floor (±"));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("Noise floor: restic@aa against restic (A/A)"));
+    assert!(html.contains("inside the noise floor"));
+    assert!(html.contains("restic@aa (noise floor: A/A copy of restic)"));
+    let text = render_terminal(&s);
+    assert!(
+        text.contains("noise floor: restic@aa against restic (A/A: one binary, two names)"),
+        "{text}"
+    );
+}
+
+/// A run whose lab had no `noise_floor:` says nothing of one, in any file.
+#[test]
+fn without_a_floor_nothing_is_said_of_one() {
+    let (s, run, _tmp) = report_and_snapshot("two-tools");
+    assert!(s.noise_floor.is_none());
+    for file in ["summary.md", "summary.json", "report.html"] {
+        let text = std::fs::read_to_string(run.join(file)).unwrap();
+        assert!(!text.contains("noise floor"), "{file}");
+        assert!(!text.contains("noise_floor"), "{file}");
+    }
+}

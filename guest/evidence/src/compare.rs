@@ -45,6 +45,11 @@ pub struct ComparePlan {
     /// As a fraction (0.05 = 5%); None: the method's default.
     #[serde(default)]
     pub margin: Option<f64>,
+    /// The A/A pair of a lab's `noise_floor:` (also one of `pairs`): a tool
+    /// against its copy, whose interval is the machine's noise floor that
+    /// every other verdict is read against. Absent for a lab without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<ComparePair>,
 }
 
 /// `5%` or `0.05` as the fraction 0.05. A bare number must be a fraction

@@ -47,7 +47,9 @@ impl Lab {
             .collect();
         let mut out = Vec::new();
         for (parts, name, axes) in self.combinations(&mut problems) {
-            let mut lab = self.clone();
+            // Overrides apply to the lab as written; its noise floor's copy
+            // is made after them, from the tool as the variant runs it.
+            let mut lab = self.as_written().into_owned();
             lab.variants.clear();
             lab.matrix = Default::default();
             let mut applied = Applied::default();
@@ -68,6 +70,7 @@ impl Lab {
                     format!("in variant `{name}`: {}: {}", p.path, p.message),
                 ));
             }
+            lab.add_noise_floor();
             let description = parts
                 .iter()
                 .map(|(_, s)| s.description.trim())

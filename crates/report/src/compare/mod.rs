@@ -12,6 +12,7 @@ mod build;
 mod datasets;
 pub mod error;
 pub mod figure;
+pub mod floor;
 mod machines;
 pub mod method;
 pub mod model;
@@ -27,10 +28,11 @@ pub use build::{compare_paired, compare_unpaired, tool_names};
 pub use datasets::differences as dataset_differences;
 pub use error::CompareError;
 pub use figure::{CpuSource, Figure};
+pub use floor::{FloorMark, NoiseFloor};
 pub use machines::differences as machine_differences;
 pub use model::{
     COMPARISON_VERSION, Comparison, Design, Row, Side, SideFigure, TestResult, Verdict,
 };
-pub use requested::requested;
+pub use requested::{noise_floor, requested};
 pub use run::{HTML_FILE, JSON_FILE, MARKDOWN_FILE, Request, compare, to_json, write};
 pub use settings::{Settings, parse_fraction};

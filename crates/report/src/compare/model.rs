@@ -116,6 +116,10 @@ pub struct Row {
     /// Why a row is inconclusive without a test, or another caveat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Whether the ratio lies inside the run's measured noise floor
+    /// ([`super::floor`]); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_floor: Option<super::floor::FloorMark>,
 }
 
 /// One side's values of a row.

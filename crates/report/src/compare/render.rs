@@ -58,6 +58,31 @@ pub fn summary_section(c: &Comparison) -> String {
     )
 }
 
+/// The lab's noise floor as a section of the run's summary: what it is,
+/// its table, then the A/A pair's (`aa`) own verdicts.
+pub fn floor_section(f: &super::NoiseFloor, aa: &Comparison) -> String {
+    let mut out = format!(
+        "## Noise floor: {} against {} (A/A)\n\n{}\n\n",
+        printable(&f.copy),
+        printable(&f.tool),
+        f.explanation()
+    );
+    markdown_table(&mut out, &f.table());
+    let _ = writeln!(out, "\n### The A/A pair's verdicts\n");
+    out.push_str(&markdown_body(aa, "####"));
+    out
+}
+
+fn markdown_table(out: &mut String, table: &[Vec<String>]) {
+    for (n, row) in table.iter().enumerate() {
+        let cells: Vec<String> = row.iter().map(|s| s.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+        if n == 0 {
+            let _ = writeln!(out, "|{}", "---|".repeat(row.len()));
+        }
+    }
+}
+
 /// Everything below the title; `sub` is the heading level of its parts.
 fn markdown_body(c: &Comparison, sub: &str) -> String {
     let mut out = String::new();
@@ -69,14 +94,7 @@ fn markdown_body(c: &Comparison, sub: &str) -> String {
         }
         out.push('\n');
     }
-    let table = table(c);
-    for (n, row) in table.iter().enumerate() {
-        let cells: Vec<String> = row.iter().map(|s| s.replace('|', "\\|")).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-        if n == 0 {
-            let _ = writeln!(out, "|{}", "---|".repeat(row.len()));
-        }
-    }
+    markdown_table(&mut out, &table(c));
     let _ = writeln!(out, "\n{}\n", tally(c));
     let notes: Vec<String> = c
         .rows
@@ -182,7 +200,10 @@ pub fn table(c: &Comparison) -> Vec<Vec<String>> {
                 None => format!("{}/{}", r.baseline.n, r.candidate.n),
             },
             r.test.as_ref().map_or(NONE.into(), |t| p_value(t.p_holm)),
-            r.verdict_word.clone(),
+            match &r.noise_floor {
+                Some(mark) => format!("{}, {}", r.verdict_word, mark.words()),
+                None => r.verdict_word.clone(),
+            },
         ]);
     }
     rows.iter()
@@ -191,10 +212,15 @@ pub fn table(c: &Comparison) -> Vec<Vec<String>> {
 }
 
 fn figure_title(r: &Row) -> String {
-    match r.cpu_source {
+    row_figure_title(r.figure, r.cpu_source)
+}
+
+/// A row's figure, a CPU row's source named.
+pub fn row_figure_title(figure: Figure, cpu: Option<CpuSource>) -> String {
+    match cpu {
         Some(CpuSource::Tree) => "CPU (tree, user+sys)".into(),
         Some(CpuSource::Process) => "CPU (process, user+sys)".into(),
-        None => r.figure.title().into(),
+        None => figure.title().into(),
     }
 }
 

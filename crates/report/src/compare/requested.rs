@@ -1,7 +1,7 @@
 //! The comparisons a lab asked for (`compare:` -> `raw/compare-plan.json`),
 //! made from the run's own evidence as part of its summary.
 
-use super::{Comparison, Settings, compare_paired};
+use super::{Comparison, NoiseFloor, Settings, compare_paired};
 use crate::evidence::RawRun;
 use crate::warning::{Warning, WarningKind};
 
@@ -34,4 +34,19 @@ pub fn requested(run: &RawRun) -> (Vec<Comparison>, Vec<Warning>) {
         }
     }
     (made, warnings)
+}
+
+/// The floor of a lab's `noise_floor:` pair among the comparisons `made`,
+/// each other comparison's rows marked inside or beyond it. None without
+/// one, or when its pair could not be made (a warning says why).
+pub fn noise_floor(run: &RawRun, made: &mut [Comparison]) -> Option<NoiseFloor> {
+    let pair = run.compare_plan.as_ref()?.noise_floor.as_ref()?;
+    let aa = made
+        .iter()
+        .find(|c| c.baseline.tool == pair.baseline && c.candidate.tool == pair.candidate)?;
+    let floor = super::floor::of(aa);
+    for c in made.iter_mut().filter(|c| !floor.is(c)) {
+        floor.mark(c);
+    }
+    Some(floor)
 }

@@ -27,6 +27,7 @@ fn empty_row(design: Design) -> Row {
         verdict_word: String::new(),
         conclusive: false,
         note: None,
+        noise_floor: None,
     }
 }
 

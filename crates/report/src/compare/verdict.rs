@@ -104,6 +104,7 @@ mod tests {
             verdict_word: String::new(),
             conclusive: false,
             note: None,
+            noise_floor: None,
         }
     }
 

@@ -48,6 +48,10 @@ pub fn phase_title(step: &Step) -> String {
 }
 
 pub fn tool_label(t: &ToolSummary) -> String {
+    // The floor's copy is no tool of its own: say what its row measures.
+    if let Some(of) = &t.noise_floor_of {
+        return format!("{} (noise floor: A/A copy of {of})", t.tool);
+    }
     match &t.version {
         // `restic@0.14.0` names its version already.
         Some(v) if labrun_evidence::variant::tool_variant(&t.tool) == Some(v.as_str()) => {

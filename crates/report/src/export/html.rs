@@ -54,7 +54,10 @@ pub fn run_sections(s: &Summary) -> Result<Vec<Section>> {
         s.comparisons
             .iter()
             .enumerate()
-            .map(|(i, c)| sections::verdicts(i, c)),
+            .map(|(i, c)| match &s.noise_floor {
+                Some(f) if f.is(c) => sections::noise_floor(f, c),
+                _ => sections::verdicts(i, c),
+            }),
     );
     out.extend(sections::history(s));
     out.extend(sections::fidelity(s));

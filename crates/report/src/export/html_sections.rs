@@ -223,6 +223,38 @@ pub fn results(s: &Summary) -> Section {
 /// One comparison the lab asked for: the verdict table, what it was
 /// judged by, and the method, as `compare.md` says them.
 pub fn verdicts(i: usize, c: &crate::compare::Comparison) -> Section {
+    section(
+        &format!("verdict-{}", i + 1),
+        &format!("Verdict: {} against {}", c.candidate.tool, c.baseline.tool),
+        verdict_body(c),
+    )
+}
+
+/// The lab's noise floor: what it is, its table, then the A/A pair's own
+/// verdicts (`aa`).
+pub fn noise_floor(f: &crate::compare::NoiseFloor, aa: &crate::compare::Comparison) -> Section {
+    let rows = f.table();
+    let header: Vec<&str> = rows
+        .first()
+        .map_or(Vec::new(), |h| h.iter().map(String::as_str).collect());
+    let mut body = format!("<p>{}</p>\n", text(&f.explanation()));
+    body.push_str(&table(
+        &header,
+        rows.iter()
+            .skip(1)
+            .map(|r| r.iter().map(|v| Cell::plain(v.clone())).collect()),
+    ));
+    body.push_str("<h3>The A/A pair's verdicts</h3>\n");
+    body.push_str(&verdict_body(aa));
+    section(
+        "noise-floor",
+        &format!("Noise floor: {} against {} (A/A)", f.copy, f.tool),
+        body,
+    )
+}
+
+/// A comparison's verdict table, its warnings, tally and method.
+fn verdict_body(c: &crate::compare::Comparison) -> String {
     use crate::compare::render;
     let rows = render::table(c);
     let header: Vec<&str> = rows
@@ -243,11 +275,7 @@ pub fn verdicts(i: usize, c: &crate::compare::Comparison) -> Section {
         "<details><summary>Method</summary><p>{}</p></details>\n",
         text(&c.method)
     ));
-    section(
-        &format!("verdict-{}", i + 1),
-        &format!("Verdict: {} against {}", c.candidate.tool, c.baseline.tool),
-        body,
-    )
+    body
 }
 
 pub fn history(s: &Summary) -> Option<Section> {

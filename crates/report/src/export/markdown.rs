@@ -69,7 +69,10 @@ fn page(s: &Summary) -> String {
     );
 
     for c in &s.comparisons {
-        out.push_str(&crate::compare::render::summary_section(c));
+        match &s.noise_floor {
+            Some(f) if f.is(c) => out.push_str(&crate::compare::render::floor_section(f, c)),
+            _ => out.push_str(&crate::compare::render::summary_section(c)),
+        }
         out.push('\n');
     }
     super::history::markdown(&mut out, s);

@@ -48,6 +48,14 @@ pub fn render_terminal(s: &Summary) -> String {
         .collect();
     let mut out = format!("run {}\n", printable(&s.run_id));
     out.push_str(&aligned(&rows));
+    if let Some(f) = &s.noise_floor {
+        out.push_str(&format!(
+            "\nnoise floor: {} against {} (A/A: one binary, two names)\n",
+            printable(&f.copy),
+            printable(&f.tool)
+        ));
+        out.push_str(&aligned(&f.table()));
+    }
     for w in &s.warnings {
         out.push_str("warning: ");
         out.push_str(&printable(&w.message));
