@@ -94,9 +94,9 @@ impl HostNoise {
             add(
                 Source::Load,
                 format!(
-                    "load average {one:.2} (1 min), {five:.2} (5 min): other work shares the cores (a running lab VM counts too)"
+                    "load average {one:.2} (1 min), {five:.2} (5 min): other work shares the cores (a running lab VM counts too); find it and stop it before the run"
                 ),
-                "top -o %CPU  # find the other work and stop it before the run",
+                "top -o %CPU",
             );
         }
         if let Some(m) = &self.memory {
@@ -105,17 +105,19 @@ impl HostNoise {
             {
                 add(
                     Source::Memory,
-                    format!("only {avail} MiB of {total} MiB memory available"),
-                    "ps aux --sort=-rss | head  # stop what holds the memory, or give the guest less",
+                    format!(
+                        "only {avail} MiB of {total} MiB memory available: stop what holds it, or give the guest less"
+                    ),
+                    "ps aux --sort=-rss | head",
                 );
             }
             if let Some(used) = m.swap_used_mib.filter(|u| *u > 0) {
                 add(
                     Source::Swap,
                     format!(
-                        "{used} MiB of swap in use: a page the guest touches may be read back from disk"
+                        "{used} MiB of swap in use: a page the guest touches may be read back from disk (swapoff needs free memory for them; `swapon -a` after the run)"
                     ),
-                    "swapoff -a  # needs free memory for the swapped pages; `swapon -a` after the run",
+                    "swapoff -a",
                 );
             }
         }

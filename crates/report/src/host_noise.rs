@@ -102,7 +102,7 @@ mod tests {
         assert!(
             w[1].message
                 .starts_with("Host noise after the run: 300 MiB of swap")
-                && w[1].message.contains("`swapoff -a"),
+                && w[1].message.contains("`swapoff -a`"),
             "{}",
             w[1].message
         );
