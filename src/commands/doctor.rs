@@ -74,8 +74,10 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
         .remote
         .as_ref()
         .map_or("this host".to_string(), |r| format!("host `{}`", r.name));
-    safe_println!(
-        "labrun doctor: what {where_} gives a run of lab `{}` ({}), libvirt at {}",
+    // One print at the end: a reader that stops early (`| head`) gets whole
+    // lines, and the facts read as one moment's.
+    let mut out = format!(
+        "labrun doctor: what {where_} gives a run of lab `{}` ({}), libvirt at {}\n",
         lab.name,
         ctx.lab_path.display(),
         cfg.uri
@@ -92,26 +94,31 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
             .map(|w| Line::new(Mark::Warn, w, None)),
     );
     for l in &lines {
-        safe_print!("{}", l.render());
+        out.push_str(&l.render());
     }
-    safe_print!("{}", noise_lines(&lab, ctx).await);
+    out.push_str(&noise_lines(&lab, ctx).await);
+    let blocked = lines.iter().any(|l| matches!(l.mark, Mark::Fail));
     let can_run = match &verdict.outcome {
-        Ok(a) => {
-            safe_println!("a run can start here (acceleration {a})");
+        Ok(a) if !blocked => {
+            out.push_str(&format!("a run can start here (acceleration {a})\n"));
             true
         }
+        Ok(_) => {
+            out.push_str("a run cannot start here: see the FAIL lines above\n");
+            false
+        }
         Err(why) => {
-            safe_println!("a run cannot start here: {why}");
+            out.push_str(&format!("a run cannot start here: {why}\n"));
             false
         }
     };
-    Ok(
-        if can_run && !lines.iter().any(|l| matches!(l.mark, Mark::Fail)) {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    // Lab names and remote text: escaped (terminal.rs).
+    safe_print!("{out}");
+    Ok(if can_run {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Facts of this host (a remote hypervisor's are in `up`'s own checks).
@@ -122,7 +129,7 @@ fn local_facts(cfg: &VmConfig, ctx: &Context) -> Vec<Line> {
             "QEMU",
             "apt install qemu-system-x86 qemu-utils",
         ),
-        program_line("libvirtd", "libvirt", "apt install libvirt-daemon-system"),
+        libvirt_version_line(),
         match labrun_vm::hypervisor::Hypervisor::open(&cfg.uri) {
             Ok(_) => Line::new(Mark::Ok, format!("libvirtd answers at {}", cfg.uri), None),
             Err(e) => Line::new(
@@ -145,6 +152,22 @@ fn program_line(program: &str, name: &str, install: &str) -> Line {
             Mark::Fail,
             format!("{name}: `{program}` is not installed (or not on PATH)"),
             Some(format!("`{install}`")),
+        ),
+    }
+}
+
+/// libvirtd lives in /usr/sbin, outside an ordinary user's PATH; a host of
+/// split daemons (virtqemud) has none, and still answers: the version is
+/// then unknown, which stops nothing (the reachability line decides).
+fn libvirt_version_line() -> Line {
+    let version = crate::bench::machine::first_line_of("libvirtd", &["--version"])
+        .or_else(|| crate::bench::machine::first_line_of("/usr/sbin/libvirtd", &["--version"]));
+    match version {
+        Some(v) => Line::new(Mark::Ok, format!("libvirt: {v}"), None),
+        None => Line::new(
+            Mark::Info,
+            "libvirt: version unknown (no libvirtd on PATH or in /usr/sbin)",
+            None,
         ),
     }
 }
