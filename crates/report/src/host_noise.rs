@@ -45,6 +45,14 @@ pub fn warnings(env: &Environment) -> Vec<Warning> {
             .filter(|f| !(in_before(f.source) && before.iter().any(|b| b.found == f.found)))
             .map(|f| warning(f, "after the run")),
     );
+    if let Some(why) = &noise.not_read {
+        out.push(Warning::new(
+            WarningKind::HostNoise,
+            format!(
+                "The host's noise sources were not all read ({why}): a source may have gone unseen."
+            ),
+        ));
+    }
     out
 }
 
@@ -117,5 +125,20 @@ mod tests {
         };
         assert!(warnings(&env(Some(quiet), None)).is_empty());
         assert!(warnings(&env(None, None)).is_empty());
+    }
+
+    #[test]
+    fn a_side_not_read_is_said() {
+        let mut e = env(None, None);
+        if let Some(n) = e.noise.as_mut() {
+            n.not_read = Some("rack2 did not answer over SSH".into());
+        }
+        let w = warnings(&e);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].message.contains("rack2 did not answer"),
+            "{}",
+            w[0].message
+        );
     }
 }
