@@ -307,6 +307,30 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
     }
 
+    /// A remote hypervisor's noise is its files printed by its shell, read
+    /// by the same parser: an sshd on this host gives this host's facts.
+    #[tokio::test]
+    async fn a_remote_hypervisor_is_read_through_its_shell() {
+        let sshd = labrun_ssh::test_support::Sshd::start().expect("sshd");
+        let probe = NoiseProbe {
+            uri: NO_LIBVIRT.into(),
+            own_domain: "labrun-t".into(),
+            remote: Some(labrun_vm::RemoteHost {
+                name: "rack2".into(),
+                ssh: sshd.target(),
+                dir: "/var/tmp/labrun".into(),
+            }),
+        };
+        let there = probe.read().await.expect("read over SSH");
+        let here = labrun_host::read(&labrun_host::Root::host());
+        assert!(!there.cores.is_empty(), "{there:?}\n{}", sshd.log());
+        assert_eq!(there.cores, here.cores);
+        assert_eq!(there.governors, here.governors);
+        assert_eq!(there.smt, here.smt);
+        assert_eq!(there.transparent_hugepages, here.transparent_hugepages);
+        assert_eq!(there.other_domains, None, "no libvirt at the URI: unknown");
+    }
+
     #[test]
     fn probe_runs_here() {
         let m = probe_host();
