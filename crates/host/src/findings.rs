@@ -56,6 +56,7 @@ impl HostNoise {
                 .iter()
                 .filter_map(|c| self.governors.get(c).map(String::as_str))
                 .collect();
+            names.sort_unstable();
             names.dedup();
             add(
                 Source::Governor,
