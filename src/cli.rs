@@ -57,6 +57,8 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Validate a lab file and print what it will do.
     Check(commands::check::Args),
+    /// What this host gives a run and why (acceleration, libvirt, QEMU, disk, noise sources); exit 1 when a run cannot start.
+    Doctor(commands::doctor::Args),
     /// Download and verify the lab's pinned artifacts into the cache.
     Fetch(commands::fetch::Args),
     /// Write a tool's digest into the lab file from the upstream checksum list.

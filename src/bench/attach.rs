@@ -2,7 +2,7 @@
 //! named), on the machine and host it runs on, followed to its end.
 
 use crate::bench::connect::connect;
-use crate::bench::follow::follow_to_end;
+use crate::bench::follow::{AtEnd, follow_to_end};
 use crate::bench::host_phases::HostPhases;
 use crate::bench::layout::HostRun;
 use crate::bench::machine;
@@ -53,7 +53,20 @@ pub async fn attach(
         }
     };
     let mut phases = HostPhases::appending_to(&host.raw());
-    follow_to_end(&session, &s.remote, pid, &host, display, &mut phases, true).await
+    let noise = crate::bench::environment::NoiseProbe::of(&ctx, &lab);
+    follow_to_end(
+        &session,
+        &s.remote,
+        pid,
+        &host,
+        display,
+        &mut phases,
+        AtEnd {
+            noise: noise.as_ref(),
+            summary: true,
+        },
+    )
+    .await
 }
 
 /// The lab whose machine a run used: a variant's run (`<run>/variants/<name>`)

@@ -6,6 +6,7 @@
 
 use crate::bench::attach::attach_id;
 use crate::bench::consumers;
+use crate::bench::environment::{NoiseProbe, record_noise_after};
 use crate::bench::host_phases::HostPhases;
 use crate::bench::layout::{HostRun, RemoteRun};
 use crate::bench::log_puller::{SessionLogs, pull_all};
@@ -19,8 +20,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Follows the agent `pid` of `remote` into `host` until it ends; the
-/// summary is made and printed when `summary`.
+/// What [`follow_to_end`] does once the agent ended.
+pub struct AtEnd<'a> {
+    /// Where the host's noise is read again (None: not recorded).
+    pub noise: Option<&'a NoiseProbe>,
+    /// Make and print the summary.
+    pub summary: bool,
+}
+
+/// Follows the agent `pid` of `remote` into `host` until it ends, then does
+/// what `end` asks.
 pub async fn follow_to_end(
     session: &Arc<Session>,
     remote: &RemoteRun,
@@ -28,8 +37,9 @@ pub async fn follow_to_end(
     host: &HostRun,
     display: &mut dyn Display,
     phases: &mut HostPhases,
-    summary: bool,
+    end: AtEnd<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let AtEnd { noise, summary } = end;
     let t = HostPhases::begin("follow");
     let raw = host.raw();
     let tail = EventTail {
@@ -71,6 +81,8 @@ pub async fn follow_to_end(
         .context("pulling the evidence")?;
     let state = remote::agent_state(session, remote, pid).await?;
     phases.end(t);
+    // Read before the summary, which warns about it.
+    record_noise_after(&raw, noise).await;
     if state == AgentState::Exited(AGENT_COULD_NOT_RUN) {
         // Its reason is on its stderr, which the event stream does not carry
         // when the run was refused before it began.

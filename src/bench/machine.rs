@@ -108,7 +108,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
 }
 
 /// First line of a local command's output, if it runs.
-fn first_line_of(program: &str, args: &[&str]) -> Option<String> {
+pub fn first_line_of(program: &str, args: &[&str]) -> Option<String> {
     let out = std::process::Command::new(program)
         .args(args)
         .output()

@@ -5,8 +5,9 @@
 use crate::bench::agent_binary::locate_agent;
 use crate::bench::connect::connect;
 use crate::bench::dataset_push;
+use crate::bench::environment::{self, NoiseProbe};
 use crate::bench::estimate;
-use crate::bench::follow::follow_to_end;
+use crate::bench::follow::{AtEnd, follow_to_end};
 use crate::bench::host_phases::HostPhases;
 use crate::bench::layout::{HostRun, RemoteRun};
 use crate::bench::machine;
@@ -33,6 +34,8 @@ pub struct OnTarget {
     /// The whole run's plan.
     pub plan: Plan,
     pub phases: HostPhases,
+    /// Where the host's noise is read again at the run's end.
+    noise: Option<NoiseProbe>,
     session_file: SessionFile,
     session_path: PathBuf,
 }
@@ -67,7 +70,10 @@ impl OnTarget {
             host,
             display,
             &mut self.phases,
-            summary,
+            AtEnd {
+                noise: self.noise.as_ref(),
+                summary,
+            },
         )
         .await
     }
@@ -153,8 +159,14 @@ pub async fn prepare(
     // waits for the other.
     let t = HostPhases::begin("push_and_environment");
     let push = remote::push_agent(&session, &remote, &agent, &agent_sha, &ctx.cache_dir);
-    let (pushed, env) = tokio::join!(push, environment_of(&session, &access));
+    let noise = NoiseProbe::of(ctx, lab);
+    let (pushed, mut env, noise_before) = tokio::join!(
+        push,
+        environment_of(&session, &access),
+        environment::noise_before(noise.as_ref())
+    );
     pushed?;
+    env.noise = noise_before;
     phases.end(t);
     // A real tree goes in once the agent is there: it checks what arrived.
     let t = HostPhases::begin("ready_trees");
@@ -180,6 +192,7 @@ pub async fn prepare(
         remote: remote.clone(),
         plan,
         phases,
+        noise,
         session_file: SessionFile {
             run_id: run_id.to_string(),
             lab_path: crate::lab_vm::lab_path(ctx)?.display().to_string(),

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod check;
 pub mod compare;
+pub mod doctor;
 pub mod down;
 pub mod fetch;
 pub mod generate;
@@ -22,6 +23,7 @@ use std::process::ExitCode;
 pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Check(a) => check::run(ctx, a).await,
+        Command::Doctor(a) => doctor::run(ctx, a).await,
         Command::Fetch(a) => fetch::run(ctx, a).await,
         Command::Pin(a) => pin::run(ctx, a).await,
         Command::Image(a) => image::run(ctx, a).await,

@@ -23,6 +23,9 @@ pub fn warnings(summary: &Summary, records: &[StepRecord]) -> Vec<Warning> {
             "Software emulation: the guest ran under QEMU TCG, without hardware virtualization, so every time is several times longer than under KVM. Compare tools within this run only, not with runs on other machines.",
         ));
     }
+    if let Some(env) = &summary.environment {
+        out.extend(crate::host_noise::warnings(env));
+    }
 
     let left_out: Vec<&str> = summary
         .tool_sources

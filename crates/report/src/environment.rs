@@ -49,6 +49,11 @@ pub struct Environment {
     /// (`storage.json`, which the report reads into here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage: Option<labrun_evidence::StorageRecord>,
+    /// The host's noise sources (governor, boost, SMT, load, swap, other
+    /// VMs...) before and after the run; absent in runs before they were
+    /// recorded, and for an SSH target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise: Option<labrun_host::NoiseRecord>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -143,6 +148,25 @@ mod tests {
         let kvm: Environment = serde_json::from_str(r#"{"acceleration":"kvm"}"#).unwrap();
         assert!(!kvm.is_software_emulation());
         assert!(!Environment::default().is_software_emulation());
+    }
+
+    /// A run made before the noise sources were recorded reads with none;
+    /// one that has them reads them back.
+    #[test]
+    fn the_noise_record_is_optional() {
+        let old: Environment = serde_json::from_str(r#"{"acceleration":"kvm"}"#).unwrap();
+        assert_eq!(old.noise, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("noise"));
+        let new: Environment = serde_json::from_str(
+            r#"{"noise":{"before":{"cores":[0,1],"governors":{"0":"powersave"},"transparent_hugepages":"always"}}}"#,
+        )
+        .unwrap();
+        let before = new.noise.unwrap().before.unwrap();
+        assert_eq!(
+            before.governors.get(&0).map(String::as_str),
+            Some("powersave")
+        );
+        assert_eq!(before.transparent_hugepages.as_deref(), Some("always"));
     }
 
     #[test]

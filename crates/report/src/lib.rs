@@ -27,6 +27,7 @@ pub mod fidelity;
 pub mod figures;
 pub mod format;
 pub mod history;
+mod host_noise;
 pub mod meter_cost;
 pub mod pack;
 pub mod phase_figures;

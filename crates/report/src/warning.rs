@@ -43,6 +43,9 @@ pub enum WarningKind {
     /// `storage.json` (the storage server and the network measured) is
     /// unreadable.
     StorageUnknown,
+    /// The host had a noise source (a frequency governor, boost, swap, another
+    /// VM...) before or after the run; the message names the fix.
+    HostNoise,
 }
 
 impl Warning {

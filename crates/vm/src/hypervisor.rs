@@ -22,6 +22,13 @@ pub struct DomainInfo {
     pub metadata: Option<LabrunMetadata>,
 }
 
+/// A running domain and its vCPUs: what shares the host's cores with a lab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningDomain {
+    pub name: String,
+    pub vcpus: u32,
+}
+
 pub struct Hypervisor {
     conn: Connect,
     uri: String,
@@ -108,6 +115,28 @@ impl Hypervisor {
             return Err(e.into());
         }
         Ok(Some(before))
+    }
+
+    /// Every running domain but `except` (the lab's own), by name.
+    pub fn running_domains_except(&self, except: &str) -> Result<Vec<RunningDomain>, VmError> {
+        let mut out = Vec::new();
+        for d in self
+            .conn
+            .list_all_domains(virt::sys::VIR_CONNECT_LIST_DOMAINS_ACTIVE)?
+        {
+            // Either may fail for a domain that stopped since the listing.
+            let (Ok(name), Ok(info)) = (d.name(), d.info()) else {
+                continue;
+            };
+            if name != except {
+                out.push(RunningDomain {
+                    name,
+                    vcpus: info.nr_virt_cpu,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
     }
 
     /// Every domain carrying labrun's metadata, plus any named `labrun-*`.

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 pub const VIRTLOGD_SOCKET: &str = "/run/libvirt/virtlogd-sock";
 
 /// Room an image build needs: root tree + raw ext4 + qcow2, with margin.
-const IMAGE_BUILD_MIB: u64 = 3 * 1024;
+pub const IMAGE_BUILD_MIB: u64 = 3 * 1024;
 /// Room a fresh overlay needs before the guest writes to it.
-const OVERLAY_MIN_MIB: u64 = 2 * 1024;
+pub const OVERLAY_MIN_MIB: u64 = 2 * 1024;
 
 /// What the checks found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,14 +220,19 @@ pub fn qemu_can_reach(path: &Path) -> Result<(), VmError> {
     Ok(())
 }
 
-/// Free MiB at `path` (or its nearest existing ancestor); an error below `need_mib`.
-fn require_space(path: &Path, need_mib: u64, what: &'static str) -> Result<u64, VmError> {
+/// Free MiB at `path` (or its nearest existing ancestor).
+pub fn free_mib(path: &Path) -> Result<u64, VmError> {
     let existing = path
         .ancestors()
         .find(|a| a.exists())
         .unwrap_or(Path::new("/"));
     let st = rustix::fs::statvfs(existing).map_err(|e| VmError::io(existing)(e.into()))?;
-    let free_mib = st.f_bavail.saturating_mul(st.f_frsize) / (1024 * 1024);
+    Ok(st.f_bavail.saturating_mul(st.f_frsize) / (1024 * 1024))
+}
+
+/// Free MiB at `path` (or its nearest existing ancestor); an error below `need_mib`.
+fn require_space(path: &Path, need_mib: u64, what: &'static str) -> Result<u64, VmError> {
+    let free_mib = free_mib(path)?;
     if free_mib < need_mib {
         return Err(VmError::DiskSpace {
             path: path.to_path_buf(),

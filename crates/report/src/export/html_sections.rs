@@ -103,6 +103,7 @@ fn warning_label(kind: WarningKind) -> &'static str {
         WarningKind::UnreadableTimeline => "Timeline unreadable",
         WarningKind::ComparisonNotMade => "Comparison not made",
         WarningKind::StorageUnknown => "Storage unknown",
+        WarningKind::HostNoise => "Host noise",
     }
 }
 
