@@ -36,6 +36,8 @@ mod pool;
 pub mod profile;
 pub mod sample;
 mod scan;
+mod scan_stream;
+mod sorted_walk;
 pub mod space;
 pub mod stream;
 pub mod tree;
@@ -46,14 +48,17 @@ mod verify;
 pub use change::{ChangePlan, ChangedRegion};
 pub use error::{DatasetError, UnpackBound};
 pub use labrun_evidence::DatasetProfile;
-pub use manifest_file::{check_outside, default_manifest_path, read_manifest, write_manifest};
+pub use manifest_file::{
+    WrittenManifest, check_outside, default_manifest_path, read_manifest, scan_to_file,
+    write_manifest,
+};
 pub use metadata_check::compare_metadata;
 pub use profile::change_plan;
 pub use profile::{Footprint, FootprintRow, footprint};
 pub use sample::{copy_sample, sample};
 pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
 pub use unpack::{UnpackLimits, Unpacked, unpack_file};
-pub use verify::{NAMED_DIFFERENCES, compare};
+pub use verify::{Merge, NAMED_DIFFERENCES, Unsorted, compare, verify_against_file};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
 use std::io;
@@ -182,9 +187,26 @@ pub fn apply_change_from(
     )?)
 }
 
-/// Hashes every entry under `dir` on all cores.
+/// Hashes every entry under `dir` on all cores. The manifest is built in
+/// order as the tree is read (see [`scan_each`] to hold none of it).
 pub fn scan(dir: &Path) -> io::Result<Manifest> {
-    Ok(scan::scan(dir, scan::Detail::Content, &mut |_, _| {})?)
+    let mut manifest = Manifest::default();
+    scan_each(dir, &mut |e| {
+        manifest.entries.push(e);
+        Ok(())
+    })?;
+    Ok(manifest)
+}
+
+/// Hashes every entry under `dir` on all cores and passes each to `sink`
+/// in manifest order (sorted by path), holding a bounded window of them:
+/// memory does not grow with the tree. An error of the sink stops the scan
+/// and is returned.
+pub fn scan_each(
+    dir: &Path,
+    sink: &mut dyn FnMut(labrun_evidence::ManifestEntry) -> Result<(), DatasetError>,
+) -> io::Result<()> {
+    Ok(scan_stream::scan_each(dir, sink)?)
 }
 
 /// As [`scan`], reporting (bytes hashed, bytes to hash).
@@ -205,10 +227,17 @@ pub fn scan_metadata_with_progress(dir: &Path, progress: Progress) -> io::Result
     Ok(scan::scan(dir, scan::Detail::Metadata, progress)?)
 }
 
-/// Compares the tree under `dir` with `expected`.
+/// Compares the tree under `dir` with `expected` (which need not be
+/// sorted), as the tree is read: the tree's own manifest is never held.
 pub fn verify(dir: &Path, expected: &Manifest) -> io::Result<VerifyOutcome> {
-    let actual = scan(dir)?;
-    Ok(compare(expected, &actual))
+    let mut exp: Vec<&labrun_evidence::ManifestEntry> = expected.entries.iter().collect();
+    exp.sort_by(|a, b| a.path.cmp(&b.path));
+    match verify::verify_stream(dir, exp.into_iter().map(Ok)) {
+        Ok(out) => Ok(out),
+        Err(verify::Stop::Failed(e)) => Err(e.into()),
+        // Sorted just above.
+        Err(verify::Stop::Unsorted) => unreachable!("sorted input"),
+    }
 }
 
 /// As [`verify`] (content decides `passed`), plus one `metadata` verdict per

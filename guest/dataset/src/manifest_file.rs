@@ -3,6 +3,7 @@
 
 use crate::error::DatasetError;
 use labrun_evidence::Manifest;
+use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -60,6 +61,102 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, DatasetError> {
     let file = File::open(path).map_err(|e| DatasetError::io("opening manifest", path, e))?;
     Manifest::read_from(BufReader::new(file))
         .map_err(|e| DatasetError::io("reading manifest", path, e))
+}
+
+/// A manifest written as its tree was scanned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenManifest {
+    pub entries: usize,
+    /// Bytes of regular files.
+    pub file_bytes: u64,
+    /// SHA-256 of the file, as [`labrun_evidence::digest::sha256_hex`] of
+    /// [`Manifest::write_to`]'s bytes gives it: the tree's content address.
+    pub sha256: String,
+}
+
+/// Scans `dir` into the manifest file `path` (as [`write_manifest`] of
+/// [`crate::scan`] would write it, byte for byte) without holding the
+/// manifest: the entries go to a side file as they come, and the header,
+/// which counts them, is written before them once the count is known.
+pub fn scan_to_file(dir: &Path, path: &Path) -> std::io::Result<WrittenManifest> {
+    let body_path = with_suffix(path, ".body.tmp");
+    let tmp = with_suffix(path, ".tmp");
+    let result = scan_then_assemble(dir, path, &body_path, &tmp);
+    let _ = fs::remove_file(&body_path);
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn scan_then_assemble(
+    dir: &Path,
+    path: &Path,
+    body_path: &Path,
+    tmp: &Path,
+) -> std::io::Result<WrittenManifest> {
+    let (mut entries, mut file_bytes) = (0usize, 0u64);
+    {
+        let body =
+            File::create(body_path).map_err(|e| DatasetError::io("creating", body_path, e))?;
+        let mut w = BufWriter::new(body);
+        crate::scan_each(dir, &mut |e| {
+            entries += 1;
+            if e.kind == labrun_evidence::EntryKind::File {
+                file_bytes += e.size;
+            }
+            labrun_evidence::manifest::write_entry(&mut w, &e)
+                .map_err(|err| DatasetError::io("writing", body_path, err))
+        })?;
+        w.flush()
+            .map_err(|e| DatasetError::io("writing", body_path, e))?;
+    }
+    let assemble = || -> std::io::Result<String> {
+        let file = File::create(tmp)?;
+        let mut w = HashingWriter {
+            inner: BufWriter::new(&file),
+            hasher: Sha256::new(),
+        };
+        labrun_evidence::manifest::write_header(&mut w, entries)?;
+        std::io::copy(&mut BufReader::new(File::open(body_path)?), &mut w)?;
+        w.flush()?;
+        let HashingWriter { inner, hasher } = w;
+        drop(inner);
+        file.sync_all()?;
+        let sha256 = hex::encode(hasher.finalize());
+        Ok(sha256)
+    };
+    let sha256 = assemble().map_err(|e| DatasetError::io("writing", tmp, e))?;
+    fs::rename(tmp, path).map_err(|e| DatasetError::io("renaming the new manifest to", path, e))?;
+    Ok(WrittenManifest {
+        entries,
+        file_bytes,
+        sha256,
+    })
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Hashes what passes through it.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 #[cfg(test)]
