@@ -32,6 +32,7 @@ pub mod layout;
 mod manifest_file;
 mod metadata;
 mod metadata_check;
+mod ordered;
 mod pool;
 pub mod profile;
 pub mod sample;
@@ -49,8 +50,8 @@ pub use change::{ChangePlan, ChangedRegion};
 pub use error::{DatasetError, UnpackBound};
 pub use labrun_evidence::DatasetProfile;
 pub use manifest_file::{
-    WrittenManifest, check_outside, default_manifest_path, read_manifest, scan_to_file,
-    write_manifest,
+    ManifestFileWriter, WrittenManifest, check_outside, default_manifest_path, read_manifest,
+    scan_to_file, write_manifest,
 };
 pub use metadata_check::compare_metadata;
 pub use profile::change_plan;
@@ -156,6 +157,18 @@ pub fn generate(out: &Path, params: &DatasetParams, progress: Progress) -> io::R
     Ok(profile::generate(out, params, progress)?)
 }
 
+/// As [`generate`], writing the manifest to the file `manifest` (as
+/// [`write_manifest`] would) rather than returning it: the tiny-files
+/// tree's million files are never held (issue 31).
+pub fn generate_to_file(
+    out: &Path,
+    params: &DatasetParams,
+    manifest: &Path,
+    progress: Progress,
+) -> io::Result<WrittenManifest> {
+    Ok(profile::generate_to_file(out, params, manifest, progress)?)
+}
+
 /// Applies the 5% change to a tree made by [`generate`] with the same params,
 /// and returns the new manifest, sorted (the whole tree is rescanned; see
 /// [`apply_change_from`] to skip that).
@@ -183,6 +196,28 @@ pub fn apply_change_from(
         params,
         change_seed,
         base,
+        progress,
+    )?)
+}
+
+/// As [`apply_change_from`], with the manifest before the change read from
+/// the file `base` and the new one written to `out`, neither held whole
+/// (a tree of millions of files, issue 31). `out` may be `base`: it is
+/// replaced once the new manifest is complete.
+pub fn apply_change_from_file(
+    dir: &Path,
+    params: &DatasetParams,
+    change_seed: u64,
+    base: &Path,
+    out: &Path,
+    progress: Progress,
+) -> io::Result<()> {
+    Ok(profile::apply_change_from_file(
+        dir,
+        params,
+        change_seed,
+        base,
+        out,
         progress,
     )?)
 }

@@ -2,7 +2,7 @@
 //! never sees half of one.
 
 use crate::error::DatasetError;
-use labrun_evidence::Manifest;
+use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Write};
@@ -76,63 +76,93 @@ pub struct WrittenManifest {
 
 /// Scans `dir` into the manifest file `path` (as [`write_manifest`] of
 /// [`crate::scan`] would write it, byte for byte) without holding the
-/// manifest: the entries go to a side file as they come, and the header,
-/// which counts them, is written before them once the count is known.
+/// manifest.
 pub fn scan_to_file(dir: &Path, path: &Path) -> std::io::Result<WrittenManifest> {
-    let body_path = with_suffix(path, ".body.tmp");
-    let tmp = with_suffix(path, ".tmp");
-    let result = scan_then_assemble(dir, path, &body_path, &tmp);
-    let _ = fs::remove_file(&body_path);
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    let mut out = ManifestFileWriter::create(path)?;
+    crate::scan_each(dir, &mut |e| out.push(&e))?;
+    Ok(out.finish()?)
 }
 
-fn scan_then_assemble(
-    dir: &Path,
-    path: &Path,
-    body_path: &Path,
-    tmp: &Path,
-) -> std::io::Result<WrittenManifest> {
-    let (mut entries, mut file_bytes) = (0usize, 0u64);
-    {
+/// Writes a manifest file entry by entry, in the order given (the caller's
+/// is manifest order), holding none of it: the entries go to a side file
+/// as they come, and the header, which counts them, is written before them
+/// once the count is known. As [`write_manifest`], the file appears whole
+/// or not at all; dropped unfinished, it leaves nothing behind.
+pub struct ManifestFileWriter {
+    path: PathBuf,
+    body_path: PathBuf,
+    body: Option<BufWriter<File>>,
+    entries: usize,
+    file_bytes: u64,
+}
+
+impl ManifestFileWriter {
+    pub fn create(path: &Path) -> Result<ManifestFileWriter, DatasetError> {
+        let body_path = with_suffix(path, ".body.tmp");
         let body =
-            File::create(body_path).map_err(|e| DatasetError::io("creating", body_path, e))?;
-        let mut w = BufWriter::new(body);
-        crate::scan_each(dir, &mut |e| {
-            entries += 1;
-            if e.kind == labrun_evidence::EntryKind::File {
-                file_bytes += e.size;
-            }
-            labrun_evidence::manifest::write_entry(&mut w, &e)
-                .map_err(|err| DatasetError::io("writing", body_path, err))
-        })?;
-        w.flush()
-            .map_err(|e| DatasetError::io("writing", body_path, e))?;
+            File::create(&body_path).map_err(|e| DatasetError::io("creating", &body_path, e))?;
+        Ok(ManifestFileWriter {
+            path: path.to_path_buf(),
+            body_path,
+            body: Some(BufWriter::new(body)),
+            entries: 0,
+            file_bytes: 0,
+        })
     }
-    let assemble = || -> std::io::Result<String> {
-        let file = File::create(tmp)?;
-        let mut w = HashingWriter {
-            inner: BufWriter::new(&file),
-            hasher: Sha256::new(),
+
+    pub fn push(&mut self, e: &ManifestEntry) -> Result<(), DatasetError> {
+        self.entries += 1;
+        if e.kind == EntryKind::File {
+            self.file_bytes += e.size;
+        }
+        let Some(body) = self.body.as_mut() else {
+            return Ok(());
         };
-        labrun_evidence::manifest::write_header(&mut w, entries)?;
-        std::io::copy(&mut BufReader::new(File::open(body_path)?), &mut w)?;
-        w.flush()?;
-        let HashingWriter { inner, hasher } = w;
-        drop(inner);
-        file.sync_all()?;
-        let sha256 = hex::encode(hasher.finalize());
-        Ok(sha256)
-    };
-    let sha256 = assemble().map_err(|e| DatasetError::io("writing", tmp, e))?;
-    fs::rename(tmp, path).map_err(|e| DatasetError::io("renaming the new manifest to", path, e))?;
-    Ok(WrittenManifest {
-        entries,
-        file_bytes,
-        sha256,
-    })
+        labrun_evidence::manifest::write_entry(body, e)
+            .map_err(|err| DatasetError::io("writing", &self.body_path, err))
+    }
+
+    pub fn finish(mut self) -> Result<WrittenManifest, DatasetError> {
+        if let Some(mut body) = self.body.take() {
+            body.flush()
+                .map_err(|e| DatasetError::io("writing", &self.body_path, e))?;
+        }
+        let tmp = with_suffix(&self.path, ".tmp");
+        let assemble = || -> std::io::Result<String> {
+            let file = File::create(&tmp)?;
+            let mut w = HashingWriter {
+                inner: BufWriter::new(&file),
+                hasher: Sha256::new(),
+            };
+            labrun_evidence::manifest::write_header(&mut w, self.entries)?;
+            std::io::copy(&mut BufReader::new(File::open(&self.body_path)?), &mut w)?;
+            w.flush()?;
+            let HashingWriter { inner, hasher } = w;
+            drop(inner);
+            file.sync_all()?;
+            Ok(hex::encode(hasher.finalize()))
+        };
+        let sha256 = match assemble() {
+            Ok(sha256) => sha256,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(DatasetError::io("writing", &tmp, e));
+            }
+        };
+        fs::rename(&tmp, &self.path)
+            .map_err(|e| DatasetError::io("renaming the new manifest to", &self.path, e))?;
+        Ok(WrittenManifest {
+            entries: self.entries,
+            file_bytes: self.file_bytes,
+            sha256,
+        })
+    }
+}
+
+impl Drop for ManifestFileWriter {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.body_path);
+    }
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
