@@ -71,10 +71,11 @@ fn check_base(
     let (mut sorted, mut last) = (true, String::new());
     for e in entries(base)? {
         let e = e?;
-        if e.kind == EntryKind::File {
-            if let Some(&p) = wanted.get(e.path.as_str()) {
-                in_base.insert(p);
-            }
+        let wanted_file = (e.kind == EntryKind::File)
+            .then(|| wanted.get(e.path.as_str()))
+            .flatten();
+        if let Some(&p) = wanted_file {
+            in_base.insert(p);
         }
         sorted &= last <= e.path;
         last = e.path;
