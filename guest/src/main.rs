@@ -22,6 +22,8 @@ enum Command {
     Change(commands::change::Args),
     /// Hash a tree and compare it with a manifest.
     Verify(commands::verify::Args),
+    /// Hash a tree into its manifest.
+    Scan(commands::scan::Args),
     /// Run the timed cycles of a plan, writing evidence as it goes.
     Run(commands::run::Args),
     /// Unpack a dataset archive into a new folder, safely and bounded.
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         Command::Gen(a) => commands::generate::run(a),
         Command::Change(a) => commands::change::run(a),
         Command::Verify(a) => commands::verify::run(a),
+        Command::Scan(a) => commands::scan::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Unpack(a) => commands::unpack::run(a),
     };

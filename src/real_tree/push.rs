@@ -9,7 +9,7 @@
 use crate::bench::layout::{RemoteRun, sh_quote};
 use crate::real_tree::survey::survey;
 use anyhow::{Context as _, bail};
-use labrun_evidence::{Manifest, TreeSource};
+use labrun_evidence::TreeSource;
 use labrun_ssh::Session;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -27,14 +27,6 @@ pub struct Pushed {
 /// Where the host's pushed trees live on a machine: by manifest digest.
 pub fn tree_store(remote: &RemoteRun, digest: &str) -> String {
     format!("{}/trees/{digest}", remote.base)
-}
-
-/// SHA-256 of a manifest as the agent's evidence writes it (the agent
-/// compares its own scan of the pushed tree with this).
-pub fn manifest_digest(manifest: &Manifest) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    manifest.write_to(&mut bytes)?;
-    Ok(labrun_evidence::digest::sha256_hex(&bytes))
 }
 
 /// Pushes the host folder `local` into the machine's tree store unless it
@@ -55,11 +47,16 @@ pub async fn push_folder(
         labrun_vocab::human_bytes(survey.bytes),
         survey.dirs
     ));
-    let dir = local.to_path_buf();
-    let manifest = tokio::task::spawn_blocking(move || labrun_dataset::scan(&dir))
-        .await?
-        .with_context(|| format!("hashing the dataset folder {}", local.display()))?;
-    let digest = manifest_digest(&manifest)?;
+    // Hashed into a file as the folder is read, never held whole: a
+    // user's folder may hold millions of files (issue 31).
+    let scratch = tempfile::NamedTempFile::new()?;
+    let (dir, manifest_path) = (local.to_path_buf(), scratch.path().to_path_buf());
+    let written = tokio::task::spawn_blocking(move || {
+        labrun_dataset::scan_to_file(&dir, &manifest_path)
+    })
+    .await?
+    .with_context(|| format!("hashing the dataset folder {}", local.display()))?;
+    let digest = written.sha256;
     let store = tree_store(remote, &digest);
     let tree = format!("{store}/tree");
     let source = TreeSource::Folder {
@@ -100,8 +97,6 @@ pub async fn push_folder(
         ),
     )
     .await?;
-    let scratch = tempfile::NamedTempFile::new()?;
-    manifest.write_to(std::io::BufWriter::new(scratch.as_file()))?;
     session
         .upload(scratch.path(), &manifest_file, 0o644)
         .await

@@ -153,7 +153,7 @@ pub fn create_file(path: &Path) -> Result<File, DatasetError> {
 }
 
 /// Writes one file and its copies from its stream; returns its SHA-256.
-fn write_file(
+pub(crate) fn write_file(
     out: &Path,
     spec: &FileSpec,
     keys: &Keys,

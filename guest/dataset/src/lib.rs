@@ -32,10 +32,13 @@ pub mod layout;
 mod manifest_file;
 mod metadata;
 mod metadata_check;
+mod ordered;
 mod pool;
 pub mod profile;
 pub mod sample;
 mod scan;
+mod scan_stream;
+mod sorted_walk;
 pub mod space;
 pub mod stream;
 pub mod tree;
@@ -46,14 +49,17 @@ mod verify;
 pub use change::{ChangePlan, ChangedRegion};
 pub use error::{DatasetError, UnpackBound};
 pub use labrun_evidence::DatasetProfile;
-pub use manifest_file::{check_outside, default_manifest_path, read_manifest, write_manifest};
+pub use manifest_file::{
+    ManifestFileWriter, WrittenManifest, check_outside, default_manifest_path, read_manifest,
+    scan_to_file, write_manifest,
+};
 pub use metadata_check::compare_metadata;
 pub use profile::change_plan;
 pub use profile::{Footprint, FootprintRow, footprint};
 pub use sample::{copy_sample, sample};
 pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
 pub use unpack::{UnpackLimits, Unpacked, list_file, unpack_file};
-pub use verify::{NAMED_DIFFERENCES, compare};
+pub use verify::{Merge, NAMED_DIFFERENCES, Unsorted, compare, verify_against_file};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
 use std::io;
@@ -151,6 +157,18 @@ pub fn generate(out: &Path, params: &DatasetParams, progress: Progress) -> io::R
     Ok(profile::generate(out, params, progress)?)
 }
 
+/// As [`generate`], writing the manifest to the file `manifest` (as
+/// [`write_manifest`] would) rather than returning it: the tiny-files
+/// tree's million files are never held (issue 31).
+pub fn generate_to_file(
+    out: &Path,
+    params: &DatasetParams,
+    manifest: &Path,
+    progress: Progress,
+) -> io::Result<WrittenManifest> {
+    Ok(profile::generate_to_file(out, params, manifest, progress)?)
+}
+
 /// Applies the 5% change to a tree made by [`generate`] with the same params,
 /// and returns the new manifest, sorted (the whole tree is rescanned; see
 /// [`apply_change_from`] to skip that).
@@ -182,9 +200,48 @@ pub fn apply_change_from(
     )?)
 }
 
-/// Hashes every entry under `dir` on all cores.
+/// As [`apply_change_from`], with the manifest before the change read from
+/// the file `base` and the new one written to `out`, neither held whole
+/// (a tree of millions of files, issue 31). `out` may be `base`: it is
+/// replaced once the new manifest is complete.
+pub fn apply_change_from_file(
+    dir: &Path,
+    params: &DatasetParams,
+    change_seed: u64,
+    base: &Path,
+    out: &Path,
+    progress: Progress,
+) -> io::Result<()> {
+    Ok(profile::apply_change_from_file(
+        dir,
+        params,
+        change_seed,
+        base,
+        out,
+        progress,
+    )?)
+}
+
+/// Hashes every entry under `dir` on all cores. The manifest is built in
+/// order as the tree is read (see [`scan_each`] to hold none of it).
 pub fn scan(dir: &Path) -> io::Result<Manifest> {
-    Ok(scan::scan(dir, scan::Detail::Content, &mut |_, _| {})?)
+    let mut manifest = Manifest::default();
+    scan_each(dir, &mut |e| {
+        manifest.entries.push(e);
+        Ok(())
+    })?;
+    Ok(manifest)
+}
+
+/// Hashes every entry under `dir` on all cores and passes each to `sink`
+/// in manifest order (sorted by path), holding a bounded window of them:
+/// memory does not grow with the tree. An error of the sink stops the scan
+/// and is returned.
+pub fn scan_each(
+    dir: &Path,
+    sink: &mut dyn FnMut(labrun_evidence::ManifestEntry) -> Result<(), DatasetError>,
+) -> io::Result<()> {
+    Ok(scan_stream::scan_each(dir, sink)?)
 }
 
 /// As [`scan`], reporting (bytes hashed, bytes to hash).
@@ -205,10 +262,17 @@ pub fn scan_metadata_with_progress(dir: &Path, progress: Progress) -> io::Result
     Ok(scan::scan(dir, scan::Detail::Metadata, progress)?)
 }
 
-/// Compares the tree under `dir` with `expected`.
+/// Compares the tree under `dir` with `expected` (which need not be
+/// sorted), as the tree is read: the tree's own manifest is never held.
 pub fn verify(dir: &Path, expected: &Manifest) -> io::Result<VerifyOutcome> {
-    let actual = scan(dir)?;
-    Ok(compare(expected, &actual))
+    let mut exp: Vec<&labrun_evidence::ManifestEntry> = expected.entries.iter().collect();
+    exp.sort_by(|a, b| a.path.cmp(&b.path));
+    match verify::verify_stream(dir, exp.into_iter().map(Ok)) {
+        Ok(out) => Ok(out),
+        Err(verify::Stop::Failed(e)) => Err(e.into()),
+        // Sorted just above.
+        Err(verify::Stop::Unsorted) => unreachable!("sorted input"),
+    }
 }
 
 /// As [`verify`] (content decides `passed`), plus one `metadata` verdict per

@@ -2,7 +2,8 @@
 //! never sees half of one.
 
 use crate::error::DatasetError;
-use labrun_evidence::Manifest;
+use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
+use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -60,6 +61,132 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, DatasetError> {
     let file = File::open(path).map_err(|e| DatasetError::io("opening manifest", path, e))?;
     Manifest::read_from(BufReader::new(file))
         .map_err(|e| DatasetError::io("reading manifest", path, e))
+}
+
+/// A manifest written as its tree was scanned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenManifest {
+    pub entries: usize,
+    /// Bytes of regular files.
+    pub file_bytes: u64,
+    /// SHA-256 of the file, as [`labrun_evidence::digest::sha256_hex`] of
+    /// [`Manifest::write_to`]'s bytes gives it: the tree's content address.
+    pub sha256: String,
+}
+
+/// Scans `dir` into the manifest file `path` (as [`write_manifest`] of
+/// [`crate::scan`] would write it, byte for byte) without holding the
+/// manifest.
+pub fn scan_to_file(dir: &Path, path: &Path) -> std::io::Result<WrittenManifest> {
+    let mut out = ManifestFileWriter::create(path)?;
+    crate::scan_each(dir, &mut |e| out.push(&e))?;
+    Ok(out.finish()?)
+}
+
+/// Writes a manifest file entry by entry, in the order given (the caller's
+/// is manifest order), holding none of it: the entries go to a side file
+/// as they come, and the header, which counts them, is written before them
+/// once the count is known. As [`write_manifest`], the file appears whole
+/// or not at all; dropped unfinished, it leaves nothing behind.
+pub struct ManifestFileWriter {
+    path: PathBuf,
+    body_path: PathBuf,
+    body: Option<BufWriter<File>>,
+    entries: usize,
+    file_bytes: u64,
+}
+
+impl ManifestFileWriter {
+    pub fn create(path: &Path) -> Result<ManifestFileWriter, DatasetError> {
+        let body_path = with_suffix(path, ".body.tmp");
+        let body =
+            File::create(&body_path).map_err(|e| DatasetError::io("creating", &body_path, e))?;
+        Ok(ManifestFileWriter {
+            path: path.to_path_buf(),
+            body_path,
+            body: Some(BufWriter::new(body)),
+            entries: 0,
+            file_bytes: 0,
+        })
+    }
+
+    pub fn push(&mut self, e: &ManifestEntry) -> Result<(), DatasetError> {
+        self.entries += 1;
+        if e.kind == EntryKind::File {
+            self.file_bytes += e.size;
+        }
+        let Some(body) = self.body.as_mut() else {
+            return Ok(());
+        };
+        labrun_evidence::manifest::write_entry(body, e)
+            .map_err(|err| DatasetError::io("writing", &self.body_path, err))
+    }
+
+    pub fn finish(mut self) -> Result<WrittenManifest, DatasetError> {
+        if let Some(mut body) = self.body.take() {
+            body.flush()
+                .map_err(|e| DatasetError::io("writing", &self.body_path, e))?;
+        }
+        let tmp = with_suffix(&self.path, ".tmp");
+        let assemble = || -> std::io::Result<String> {
+            let file = File::create(&tmp)?;
+            let mut w = HashingWriter {
+                inner: BufWriter::new(&file),
+                hasher: Sha256::new(),
+            };
+            labrun_evidence::manifest::write_header(&mut w, self.entries)?;
+            std::io::copy(&mut BufReader::new(File::open(&self.body_path)?), &mut w)?;
+            w.flush()?;
+            let HashingWriter { inner, hasher } = w;
+            drop(inner);
+            file.sync_all()?;
+            Ok(hex::encode(hasher.finalize()))
+        };
+        let sha256 = match assemble() {
+            Ok(sha256) => sha256,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(DatasetError::io("writing", &tmp, e));
+            }
+        };
+        fs::rename(&tmp, &self.path)
+            .map_err(|e| DatasetError::io("renaming the new manifest to", &self.path, e))?;
+        Ok(WrittenManifest {
+            entries: self.entries,
+            file_bytes: self.file_bytes,
+            sha256,
+        })
+    }
+}
+
+impl Drop for ManifestFileWriter {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.body_path);
+    }
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Hashes what passes through it.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,16 @@ pub struct Worker<'a> {
     abort: &'a AtomicBool,
 }
 
-impl Worker<'_> {
+impl<'a> Worker<'a> {
+    /// A worker outside [`run`] (the streamed scan runs its own threads).
+    pub fn new(done: &'a AtomicU64, abort: &'a AtomicBool) -> Worker<'a> {
+        Worker {
+            buf: vec![0u8; CHUNK],
+            done,
+            abort,
+        }
+    }
+
     pub fn add(&self, bytes: u64) {
         self.done.fetch_add(bytes, Ordering::Relaxed);
     }

@@ -6,8 +6,13 @@
 //! `verify_fidelity` reports those, kind by kind, beside this verdict
 //! (`metadata_check.rs`).
 
-use labrun_evidence::{EntryKind, Manifest, ManifestEntry, VerifyOutcome};
+use crate::error::DatasetError;
+use labrun_evidence::{EntryKind, Manifest, ManifestEntry, ManifestReader, VerifyOutcome};
+use std::borrow::Borrow;
 use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::Path;
 
 /// How many differences are named; all are counted.
 pub const NAMED_DIFFERENCES: usize = 20;
@@ -27,49 +32,180 @@ pub fn compare(expected: &Manifest, actual: &Manifest) -> VerifyOutcome {
     let mut act: Vec<&ManifestEntry> = actual.entries.iter().collect();
     exp.sort_by(|a, b| a.path.cmp(&b.path));
     act.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut merge = Merge::new(exp.into_iter().map(Ok::<_, Unsorted>));
+    let merged = act
+        .into_iter()
+        .try_for_each(|a| merge.actual(a))
+        .and_then(|()| merge.finish());
+    match merged {
+        Ok(out) => out,
+        // Both sides were sorted just above, and they yield no errors.
+        Err(_) => unreachable!("sorted input"),
+    }
+}
 
-    let mut out = VerifyOutcome::default();
-    for a in &act {
-        if a.kind == EntryKind::File {
-            out.files_checked += 1;
-            out.bytes_checked += a.size;
+/// The expected side went backwards: it is not in manifest order, so a
+/// merge cannot compare it (read it whole and use [`compare`]).
+#[derive(Debug)]
+pub struct Unsorted;
+
+/// Compares two trees given in manifest order (sorted by path), one entry
+/// of each side at a time: what [`compare`] does, holding nothing but the
+/// outcome. `expected` is pulled as the actual entries are pushed.
+pub struct Merge<I, E> {
+    expected: I,
+    /// The next expected entry, read but not yet matched.
+    head: Option<E>,
+    last_expected: Option<String>,
+    out: VerifyOutcome,
+}
+
+impl<I, E, Err> Merge<I, E>
+where
+    I: Iterator<Item = Result<E, Err>>,
+    E: Borrow<ManifestEntry>,
+    Err: From<Unsorted>,
+{
+    pub fn new(expected: I) -> Merge<I, E> {
+        Merge {
+            expected,
+            head: None,
+            last_expected: None,
+            out: VerifyOutcome::default(),
         }
     }
-    let note = |out: &mut VerifyOutcome, what: &str, path: &str| {
-        if out.first_differences.len() < NAMED_DIFFERENCES {
-            out.first_differences.push(format!("{what}: {path}"));
+
+    /// Reads the next expected entry into `head` if it is empty, checking
+    /// that the entries come in order.
+    fn fill(&mut self) -> Result<(), Err> {
+        if self.head.is_some() {
+            return Ok(());
         }
-    };
-    let (mut i, mut j) = (0, 0);
-    while i < exp.len() || j < act.len() {
-        let order = match (exp.get(i), act.get(j)) {
-            (Some(e), Some(a)) => e.path.cmp(&a.path),
-            (Some(_), None) => Ordering::Less,
-            _ => Ordering::Greater,
+        let Some(e) = self.expected.next().transpose()? else {
+            return Ok(());
         };
-        match order {
-            Ordering::Less => {
-                out.missing += 1;
-                note(&mut out, "missing", &exp[i].path);
-                i += 1;
-            }
-            Ordering::Greater => {
-                out.extra += 1;
-                note(&mut out, "extra", &act[j].path);
-                j += 1;
-            }
-            Ordering::Equal => {
-                if !same_content(exp[i], act[j]) {
-                    out.changed += 1;
-                    note(&mut out, "changed", &exp[i].path);
+        let path = &e.borrow().path;
+        if self.last_expected.as_ref().is_some_and(|last| last > path) {
+            return Err(Unsorted.into());
+        }
+        self.last_expected = Some(path.clone());
+        self.head = Some(e);
+        Ok(())
+    }
+
+    fn note(&mut self, what: &str, path: &str) {
+        if self.out.first_differences.len() < NAMED_DIFFERENCES {
+            self.out.first_differences.push(format!("{what}: {path}"));
+        }
+    }
+
+    /// The next entry of the actual tree (which comes in manifest order).
+    pub fn actual(&mut self, a: &ManifestEntry) -> Result<(), Err> {
+        if a.kind == EntryKind::File {
+            self.out.files_checked += 1;
+            self.out.bytes_checked += a.size;
+        }
+        loop {
+            self.fill()?;
+            let order = match &self.head {
+                Some(e) => e.borrow().path.as_str().cmp(a.path.as_str()),
+                None => Ordering::Greater,
+            };
+            match (order, self.head.take()) {
+                (Ordering::Less, Some(e)) => {
+                    self.out.missing += 1;
+                    self.note("missing", &e.borrow().path);
                 }
-                i += 1;
-                j += 1;
+                (Ordering::Equal, Some(e)) => {
+                    if !same_content(e.borrow(), a) {
+                        self.out.changed += 1;
+                        self.note("changed", &a.path);
+                    }
+                    return Ok(());
+                }
+                (_, head) => {
+                    self.head = head;
+                    self.out.extra += 1;
+                    self.note("extra", &a.path);
+                    return Ok(());
+                }
             }
         }
     }
-    out.passed = out.missing == 0 && out.extra == 0 && out.changed == 0;
-    out
+
+    /// What is left of `expected` is missing.
+    pub fn finish(mut self) -> Result<VerifyOutcome, Err> {
+        loop {
+            self.fill()?;
+            let Some(e) = self.head.take() else { break };
+            self.out.missing += 1;
+            self.note("missing", &e.borrow().path);
+        }
+        let out = &mut self.out;
+        out.passed = out.missing == 0 && out.extra == 0 && out.changed == 0;
+        Ok(self.out)
+    }
+}
+
+/// Why a streamed verify stopped short of an outcome.
+pub(crate) enum Stop {
+    Unsorted,
+    Failed(DatasetError),
+}
+
+impl From<Unsorted> for Stop {
+    fn from(_: Unsorted) -> Stop {
+        Stop::Unsorted
+    }
+}
+
+impl From<DatasetError> for Stop {
+    fn from(e: DatasetError) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+/// Compares the tree under `dir` with `expected` (in manifest order) as the
+/// tree is scanned.
+pub(crate) fn verify_stream<I, E>(dir: &Path, expected: I) -> Result<VerifyOutcome, Stop>
+where
+    I: Iterator<Item = Result<E, Stop>>,
+    E: Borrow<ManifestEntry>,
+{
+    let mut merge = Merge::new(expected);
+    let mut stopped = None;
+    let scanned = crate::scan_stream::scan_each(dir, &mut |a| {
+        merge.actual(&a).map_err(|stop| {
+            stopped = Some(stop);
+            // Never reported: `stopped` says why the scan stopped.
+            crate::generate::aborted()
+        })
+    });
+    if let Err(e) = scanned {
+        return Err(stopped.unwrap_or(Stop::Failed(e)));
+    }
+    merge.finish()
+}
+
+/// Compares the tree under `dir` with the manifest file `manifest`, reading
+/// both as they come: neither is held whole. A manifest that is not in
+/// manifest order (every writer of labrun sorts, but a file may come from
+/// elsewhere) is read whole and compared as [`compare`] does.
+pub fn verify_against_file(dir: &Path, manifest: &Path) -> io::Result<VerifyOutcome> {
+    let file =
+        File::open(manifest).map_err(|e| DatasetError::io("opening manifest", manifest, e))?;
+    let reader = ManifestReader::new(BufReader::new(file))
+        .map_err(|e| DatasetError::io("reading manifest", manifest, e))?;
+    let expected = reader
+        .map(|e| e.map_err(|e| Stop::Failed(DatasetError::io("reading manifest", manifest, e))));
+    match verify_stream(dir, expected) {
+        Ok(out) => Ok(out),
+        Err(Stop::Failed(e)) => Err(e.into()),
+        Err(Stop::Unsorted) => {
+            let expected = crate::read_manifest(manifest)?;
+            crate::verify(dir, &expected)
+        }
+    }
 }
 
 #[cfg(test)]

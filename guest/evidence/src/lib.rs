@@ -33,7 +33,7 @@ pub use change_spec::ChangeSpec;
 pub use command::{CommandTemplate, PLACEHOLDERS};
 pub use dataset_profile::DatasetProfile;
 pub use event::Event;
-pub use manifest::{EntryKind, Manifest, ManifestEntry, Mtime};
+pub use manifest::{EntryKind, Manifest, ManifestEntry, ManifestReader, Mtime};
 pub use marker::{AgentMarker, ProcessId};
 pub use plan::{
     CommitSelection, DatasetPlan, HistoryGenerator, HistorySource, Plan, Round, Sample,

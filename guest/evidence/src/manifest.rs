@@ -117,20 +117,57 @@ impl Manifest {
     /// Writes the sorted manifest. The caller sorts (it is cheap and keeps
     /// this function free of surprises).
     pub fn write_to(&self, mut w: impl Write) -> io::Result<()> {
-        let header = Header {
-            labrun_manifest: crate::SCHEMA_VERSION,
-            entries: self.entries.len(),
-        };
-        serde_json::to_writer(&mut w, &header)?;
-        w.write_all(b"\n")?;
+        write_header(&mut w, self.entries.len())?;
         for e in &self.entries {
-            serde_json::to_writer(&mut w, e)?;
-            w.write_all(b"\n")?;
+            write_entry(&mut w, e)?;
         }
         w.flush()
     }
 
     pub fn read_from(r: impl BufRead) -> io::Result<Manifest> {
+        let reader = ManifestReader::new(r)?;
+        let mut entries = Vec::with_capacity(reader.declared_entries());
+        for e in reader {
+            entries.push(e?);
+        }
+        Ok(Manifest { entries })
+    }
+}
+
+/// The header line of a manifest of `entries` entries. A manifest written
+/// as it is produced (see `labrun_dataset`'s streamed scan) writes its
+/// entries first and this line once their count is known; the bytes are
+/// those of [`Manifest::write_to`] either way.
+pub fn write_header(mut w: impl Write, entries: usize) -> io::Result<()> {
+    let header = Header {
+        labrun_manifest: crate::SCHEMA_VERSION,
+        entries,
+    };
+    serde_json::to_writer(&mut w, &header)?;
+    w.write_all(b"\n")
+}
+
+/// One entry's line.
+pub fn write_entry(mut w: impl Write, e: &ManifestEntry) -> io::Result<()> {
+    serde_json::to_writer(&mut w, e)?;
+    w.write_all(b"\n")
+}
+
+/// A manifest file read one entry at a time, so that a reader of a tree of
+/// millions of files holds one line, not the tree. Yields the entries in
+/// file order; a file with fewer or more entries than its header declares
+/// ends with an error, as [`Manifest::read_from`] does.
+pub struct ManifestReader<R> {
+    lines: io::Lines<R>,
+    declared: usize,
+    seen: usize,
+    /// The line number of the next line (the header is line 1).
+    line_no: usize,
+    done: bool,
+}
+
+impl<R: BufRead> ManifestReader<R> {
+    pub fn new(r: R) -> io::Result<ManifestReader<R>> {
         let mut lines = r.lines();
         let first = lines
             .next()
@@ -141,31 +178,65 @@ impl Manifest {
                 format!("not a labrun manifest (bad header line: {e})"),
             )
         })?;
-        let mut entries = Vec::with_capacity(header.entries);
-        for (n, line) in lines.enumerate() {
-            let line = line?;
+        Ok(ManifestReader {
+            lines,
+            declared: header.entries,
+            seen: 0,
+            line_no: 2,
+            done: false,
+        })
+    }
+
+    /// The entry count the header line declares.
+    pub fn declared_entries(&self) -> usize {
+        self.declared
+    }
+
+    fn next_entry(&mut self) -> Option<io::Result<ManifestEntry>> {
+        for line in self.lines.by_ref() {
+            let n = self.line_no;
+            self.line_no += 1;
+            let line = match line {
+                Ok(line) => line,
+                Err(e) => return Some(Err(e)),
+            };
             if line.is_empty() {
                 continue;
             }
-            let e: ManifestEntry = serde_json::from_str(&line).map_err(|e| {
+            self.seen += 1;
+            return Some(serde_json::from_str(&line).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("manifest line {}: {e}", n + 2),
+                    format!("manifest line {n}: {e}"),
                 )
-            })?;
-            entries.push(e);
+            }));
         }
-        if entries.len() != header.entries {
-            return Err(io::Error::new(
+        if self.seen != self.declared {
+            return Some(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
                     "manifest is truncated: header says {} entries, found {}",
-                    header.entries,
-                    entries.len()
+                    self.declared, self.seen
                 ),
-            ));
+            )));
         }
-        Ok(Manifest { entries })
+        None
+    }
+}
+
+impl<R: BufRead> Iterator for ManifestReader<R> {
+    type Item = io::Result<ManifestEntry>;
+
+    /// After an error, nothing more.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = self.next_entry();
+        if !matches!(item, Some(Ok(_))) {
+            self.done = true;
+        }
+        item
     }
 }
 

@@ -54,10 +54,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => labrun_dataset::default_manifest_path(&args.dir)?,
     };
     labrun_dataset::check_outside(&manifest_path, &args.dir)?;
-    let base = match &args.base_manifest {
-        Some(p) => Some(labrun_dataset::read_manifest(p)?),
-        None => None,
-    };
 
     let plan = labrun_dataset::change_plan(&params, change_seed);
     let region_bytes: u64 = plan.regions.iter().map(|r| r.len).sum();
@@ -76,14 +72,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let mut report = ProgressLine::new("change");
     let mut progress = |d, t| report.update(d, t);
-    let manifest = match &base {
-        Some(base) => {
-            labrun_dataset::apply_change_from(&args.dir, &params, change_seed, base, &mut progress)
+    match &args.base_manifest {
+        // Both manifests as files, read and written as they come: a tree of
+        // millions of files is never held (issue 31).
+        Some(base) => labrun_dataset::apply_change_from_file(
+            &args.dir,
+            &params,
+            change_seed,
+            base,
+            &manifest_path,
+            &mut progress,
+        )
+        .context("applying the change")?,
+        None => {
+            let manifest =
+                labrun_dataset::apply_change(&args.dir, &params, change_seed, &mut progress)
+                    .context("applying the change")?;
+            labrun_dataset::write_manifest(&manifest_path, &manifest)?;
         }
-        None => labrun_dataset::apply_change(&args.dir, &params, change_seed, &mut progress),
     }
-    .context("applying the change")?;
-    labrun_dataset::write_manifest(&manifest_path, &manifest)?;
     println!(
         "changed in {:.1} s; manifest: {}",
         started.elapsed().as_secs_f64(),

@@ -57,14 +57,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let started = Instant::now();
     let mut report = ProgressLine::new("gen");
-    let manifest = labrun_dataset::generate(&args.out, &params, &mut |d, t| report.update(d, t))
+    // The manifest goes to its file as the tree is written: a million
+    // files are never held (issue 31).
+    let written =
+        labrun_dataset::generate_to_file(&args.out, &params, &manifest_path, &mut |d, t| {
+            report.update(d, t)
+        })
         .context("generating the dataset")?;
     let secs = started.elapsed().as_secs_f64();
-    labrun_dataset::write_manifest(&manifest_path, &manifest)?;
-    let bytes = manifest.total_file_bytes();
+    let bytes = written.file_bytes;
     println!(
         "generated {} entries, {} in {:.1} s ({:.0} MB/s); manifest: {}",
-        manifest.entries.len(),
+        written.entries,
         gb(bytes),
         secs,
         bytes as f64 / 1e6 / secs.max(1e-9),

@@ -1,5 +1,6 @@
 pub mod change;
 pub mod generate;
 pub mod run;
+pub mod scan;
 pub mod unpack;
 pub mod verify;

@@ -22,9 +22,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let expected = labrun_dataset::read_manifest(&args.manifest)?;
     let started = Instant::now();
-    let outcome = labrun_dataset::verify(&args.dir, &expected)
+    // Both the manifest and the tree are read as they come: a tree of
+    // millions of files is never held (issue 31).
+    let outcome = labrun_dataset::verify_against_file(&args.dir, &args.manifest)
         .with_context(|| format!("checking {}", args.dir.display()))?;
     let secs = started.elapsed().as_secs_f64();
 

@@ -16,12 +16,16 @@
 //! published profile's code paths and bytes are untouched.
 
 mod media;
+mod streamed_change;
 mod tiny_files;
 mod vm_image;
+
+pub(crate) use streamed_change::apply_change_from_file;
 
 use crate::change::{self, ChangePlan, check_target, write_stream};
 use crate::error::DatasetError;
 use crate::generate::{self, dir_entry, file_entry};
+use crate::manifest_file::{ManifestFileWriter, WrittenManifest};
 use crate::pool::{self, Worker};
 use crate::stream::{Content, Keys, Tag};
 use crate::tree::{self, Tree};
@@ -118,6 +122,31 @@ pub(crate) fn generate(
     generate::check_free_space(out, footprint(params).allocated_bytes)?;
     let keys = Keys::content_of(params.profile, params.seed);
     generate::write_tree(out, tree, &keys, progress)
+}
+
+/// Generates the tree of `params` under `out` (new or empty) and writes its
+/// manifest to `manifest`, as [`generate`] and `write_manifest` would, byte
+/// for byte. The tiny-files tree, the one of a million files, is written
+/// with neither its list of files nor its manifest held; the others hold a
+/// few thousand entries at most.
+pub(crate) fn generate_to_file(
+    out: &Path,
+    params: &DatasetParams,
+    manifest: &Path,
+    progress: Progress,
+) -> Result<WrittenManifest, DatasetError> {
+    let mut w = ManifestFileWriter::create(manifest)?;
+    if params.profile == DatasetProfile::TinyFiles {
+        params.validate()?;
+        generate::prepare_out(out)?;
+        generate::check_free_space(out, footprint(params).allocated_bytes)?;
+        tiny_files::write_streamed(out, params, &mut w, progress)?;
+    } else {
+        for e in &generate(out, params, progress)?.entries {
+            w.push(e)?;
+        }
+    }
+    w.finish()
 }
 
 /// What the change of `params` with `change_seed` touches in place (files

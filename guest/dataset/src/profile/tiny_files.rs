@@ -17,10 +17,17 @@
 //! 256 files, and a change adds a few.
 
 use super::{Edit, FootprintRow, choose, row, stratified, with_dirs};
+use crate::error::DatasetError;
+use crate::generate;
 use crate::layout::scale_count;
+use crate::manifest_file::ManifestFileWriter;
+use crate::ordered::ordered;
+use crate::pool::{self, Worker};
 use crate::stream::{self, Keys, Tag};
 use crate::tree::{Class, FileSpec, Tree};
-use crate::{DatasetParams, DatasetProfile};
+use crate::{DatasetParams, DatasetProfile, Progress};
+use labrun_evidence::ManifestEntry;
+use std::path::Path;
 
 pub const FILES: u64 = 1_000_000;
 /// Sizes are below this (4 KiB).
@@ -151,6 +158,62 @@ pub fn edits(params: &DatasetParams, change_seed: u64) -> Vec<Edit> {
         });
     }
     edits
+}
+
+/// Writes the tree of `params` under `out` (prepared, with room checked)
+/// and passes its manifest, entry by entry in manifest order, to
+/// `manifest`: the same tree and the same entries as writing [`tree`], but
+/// neither the files' list nor the manifest is held (a million files and
+/// more, issue 31). Files are written in path order on every core; the
+/// folders, a few thousand, are made first.
+pub(crate) fn write_streamed(
+    out: &Path,
+    params: &DatasetParams,
+    manifest: &mut ManifestFileWriter,
+    progress: Progress,
+) -> Result<(), DatasetError> {
+    let n = count(params.scale);
+    let sizes = sizes(n);
+    let keys = Keys::content_of(DatasetProfile::TinyFiles, params.seed);
+    let ranks = stream::permutation(&mut keys.stream(Tag::Shuffle, 0), n);
+    // Every leaf holds a file: the folders above a name in each leaf are
+    // those above every file.
+    let leaves: Vec<String> = (0..n.div_ceil(FAN_OUT))
+        .map(|leaf| format!("{}/-", folder(leaf * FAN_OUT, n)))
+        .collect();
+    let dirs = crate::tree::parent_dirs(leaves.iter().map(String::as_str));
+    drop(leaves);
+    for d in &dirs {
+        generate::make_dir(&out.join(d))?;
+    }
+    let total = sizes.iter().sum();
+    let specs = (0..n).map(|index| {
+        Ok(FileSpec {
+            path: path(index, n),
+            class: Class::Small,
+            index,
+            size: sizes[ranks[index as usize] as usize],
+            copies: Vec::new(),
+        })
+    });
+    let job = |spec: FileSpec, worker: &mut Worker| {
+        let sha256 = generate::write_file(out, &spec, &keys, worker)?;
+        Ok(generate::file_entry(spec.path, spec.size, sha256))
+    };
+    // Paths grow with the index, so files come in manifest order; each
+    // folder goes just before the first path after it.
+    let mut dirs = dirs.into_iter().peekable();
+    let mut sink = |file: ManifestEntry| {
+        while let Some(d) = dirs.next_if(|d| *d < file.path) {
+            manifest.push(&generate::dir_entry(d))?;
+        }
+        manifest.push(&file)
+    };
+    ordered(specs, pool::threads(1), job, &mut sink, total, progress)?;
+    for d in dirs {
+        manifest.push(&generate::dir_entry(d))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
