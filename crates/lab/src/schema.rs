@@ -5,7 +5,7 @@
 use crate::units::{ByteSize, Duration};
 use labrun_artifact::ArtifactSpec;
 use labrun_evidence::{ProtocolStep, ToolCommands};
-use labrun_vocab::{Accel, DiskCache, DiskProfile};
+use labrun_vocab::{Accel, CpuPinning, DiskCache, DiskProfile};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -108,6 +108,11 @@ pub struct VmSpec {
     /// How fast the guest's disk may go: `unthrottled` (the default),
     /// `hdd`, `ssd`, or libvirt's iotune fields (`labrun_vocab::disk_profile`).
     pub disk_profile: DiskProfile,
+    /// Where the vCPUs run on the host: `auto` (a core each, the emulator
+    /// threads on another), a list of host CPUs (one per vCPU), or
+    /// `{vcpus: [...], emulator: N}`; absent, they float
+    /// (`labrun_vocab::cpu_pinning`).
+    pub cpu_pinning: Option<CpuPinning>,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout: Duration,
     /// Extra Debian packages the base image must hold, e.g. the dependencies
@@ -127,6 +132,7 @@ impl Default for VmSpec {
             accel: Accel::Auto,
             disk_cache: DiskCache::NoCache,
             disk_profile: DiskProfile::Unthrottled,
+            cpu_pinning: None,
             ssh_timeout: Duration::secs(300),
             packages: Vec::new(),
         }
