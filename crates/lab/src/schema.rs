@@ -35,6 +35,11 @@ pub struct Lab {
     pub cycles: u32,
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// A pause before every timed step, after the cache drop and the
+    /// disk's trim, so heat and the host's writeback from the step before
+    /// settle (BorgBase's cool-down); absent, none.
+    #[serde(default)]
+    pub cooldown: Option<Duration>,
     /// The steps of each tool cycle (`labrun_evidence::protocol`). When
     /// absent (or empty), the dataset's default, filled in as the lab is
     /// read: the published cycle, or for a git history SPEC 6's study.
@@ -71,6 +76,9 @@ pub struct Lab {
 fn default_cycles() -> u32 {
     3
 }
+
+/// The longest `cooldown`: beyond it a run of many steps takes days idle.
+pub const MAX_COOLDOWN: Duration = Duration::secs(3600);
 
 /// Where the experiment runs, once `vm`/`target` defaults are applied.
 #[derive(Debug, Clone, PartialEq)]

@@ -65,6 +65,18 @@ impl Lab {
                 "must be longer than 0s, e.g. `2h`",
             ));
         }
+        if let Some(c) = self.cooldown
+            && c > crate::schema::MAX_COOLDOWN
+        {
+            out.push(Problem::new(
+                "cooldown",
+                format!(
+                    "{} before every timed step is too long: use at most {} (a run has dozens of timed steps)",
+                    c.human(),
+                    crate::schema::MAX_COOLDOWN.human()
+                ),
+            ));
+        }
         if self.tools.is_empty() {
             out.push(Problem::new("tools", "a lab needs at least one tool"));
         }

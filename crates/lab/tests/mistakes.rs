@@ -298,6 +298,11 @@ const CASES: &[(&str, &str, &str)] = &[
         "  accel: auto\n  cpu_pinning: {vcpus: [0, 1, 2, 3], emulater: 4}",
     ),
     (
+        "cooldown_too_long",
+        "cycles: 3\n",
+        "cycles: 3\ncooldown: 2h\n",
+    ),
+    (
         "several_problems_at_once",
         "cycles: 3",
         "cycles: 0\ntimeouts: {step: 0s}",

@@ -38,6 +38,10 @@ pub struct Plan {
     /// A timed step running longer than this is stopped and recorded as failed.
     #[serde(default)]
     pub step_timeout_secs: Option<u64>,
+    /// Seconds to wait before every timed step, after the cache drop and
+    /// the trim (the lab's `cooldown`); absent, none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_secs: Option<u64>,
     /// Where the repositories live: absent, on the machine's own disk; else
     /// on a storage server behind a network of the agent's
     /// ([`crate::storage`]).
