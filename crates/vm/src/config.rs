@@ -169,6 +169,10 @@ impl VmConfig {
         if self.disk_profile != DiskProfile::Unthrottled {
             shape.push_str(&format!(", disk speed {}", self.disk_profile.describe()));
         }
+        // Likewise only a pinning asked for: a change of it needs a boot.
+        if let Some(p) = &self.cpu_pinning {
+            shape.push_str(&format!(", cpu pinning {}", p.describe()));
+        }
         shape
     }
 
@@ -381,6 +385,12 @@ mod tests {
         assert_eq!(
             c.shape(),
             "4 vCPU, 3072 MiB, disk cache none, disk speed hdd (total_bytes_sec=150000000, total_iops_sec=200)"
+        );
+        c.disk_profile = DiskProfile::Unthrottled;
+        c.cpu_pinning = Some(CpuPinning::Auto);
+        assert_eq!(
+            c.shape(),
+            "4 vCPU, 3072 MiB, disk cache none, cpu pinning auto"
         );
     }
 
