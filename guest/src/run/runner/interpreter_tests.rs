@@ -365,6 +365,7 @@ fn a_timed_step_is_settled_by_a_trim_after_the_cache_drop_and_the_labs_cooldown(
         "cycles": 1,
         "dataset": {"kind": "synthetic", "seed": 3, "scale": 0.0002},
         "rotate_tools": false,
+        "trim": true,
         "cooldown_secs": 1,
         "tools": [tool("alpha", false)],
         "protocol": ["source", {"run": "init"}],

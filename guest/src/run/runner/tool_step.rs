@@ -124,7 +124,9 @@ impl<'p> Runner<'p> {
         let cache_dropped = how.drop_cache && self.plan.drop_caches && self.drop_cache()?;
         // The blocks the step before freed go back to the disk now, not
         // during this step; then the lab's cool-down.
-        let trim = cache_dropped.then(|| self.trim()).transpose()?;
+        let trim = (cache_dropped && self.plan.trim)
+            .then(|| self.trim())
+            .transpose()?;
         let cooldown_secs = self.plan.cooldown_secs.filter(|_| timed);
         if let Some(secs) = cooldown_secs {
             self.cool_down(Duration::from_secs(secs))?;
