@@ -17,16 +17,22 @@ pub struct Args {
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let mut outcome = check(&ctx.lab_path, args.scale);
+    let pinning = outcome
+        .lab
+        .as_ref()
+        .map(|lab| pinning_line(lab, ctx.host.as_deref()));
+    if let (Some(Err(e)), Some(lab)) = (&pinning, &outcome.lab) {
+        // Valid, but not on this host: the description without its "ok".
+        outcome.stdout = lab.describe(args.scale);
+        outcome.stderr.push_str(e);
+        outcome.status = 1;
+    }
     // The description and the problems quote the lab file: escaped here.
     safe_print!("{}", outcome.stdout);
     if let Some(lab) = &outcome.lab {
         safe_print!("{}", hypervisor_line(lab, ctx.host.as_deref()));
-        match pinning_line(lab, ctx.host.as_deref()) {
-            Ok(line) => safe_print!("{line}"),
-            Err(e) => {
-                outcome.stderr.push_str(&e);
-                outcome.status = 1;
-            }
+        if let Some(Ok(line)) = &pinning {
+            safe_print!("{line}");
         }
         safe_print!(
             "{}",
