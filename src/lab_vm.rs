@@ -156,6 +156,7 @@ pub fn vm_config(
         accel: vm.accel,
         disk_cache: vm.disk_cache,
         disk_profile: vm.disk_profile,
+        cpu_pinning: vm.cpu_pinning.clone(),
         ssh_timeout_secs: vm.ssh_timeout.as_secs(),
         image,
         remote: None,

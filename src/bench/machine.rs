@@ -14,6 +14,9 @@ pub struct Access {
     pub disk_cache: Option<String>,
     /// The VM disk's profile; None for an existing machine.
     pub disk_profile: Option<labrun_lab::DiskProfile>,
+    /// The vCPUs' pinning as `up` applied it; None for an existing machine
+    /// or a lab that asks for none.
+    pub cpu_pinning: Option<labrun_vm::Pinned>,
     pub libvirt_version: Option<String>,
     pub qemu_version: Option<String>,
     /// The remote hypervisor's host the VM runs on (None: this host, or an
@@ -57,6 +60,7 @@ pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Acces
             acceleration: None,
             disk_cache: None,
             disk_profile: None,
+            cpu_pinning: None,
             libvirt_version: None,
             qemu_version: None,
             hypervisor: None,
@@ -85,6 +89,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
     };
     // What the domain got at `up`, not what the lab says now.
     let disk_profile = state.as_ref().map(|s| s.disk_profile);
+    let cpu_pinning = state.as_ref().and_then(|s| s.cpu_pinning.clone());
     let hypervisor = state.as_ref().and_then(|s| s.remote.clone());
     let acceleration = state.map(|s| s.acceleration);
     Ok(Access {
@@ -93,6 +98,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
         acceleration,
         disk_cache: Some(cfg.disk_cache.as_str().to_string()),
         disk_profile,
+        cpu_pinning,
         // A remote hypervisor's versions are read there, with its machine.
         libvirt_version: hypervisor
             .is_none()

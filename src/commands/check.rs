@@ -1,6 +1,7 @@
 //! `labrun check`: validate a lab file and say what it will do. The logic
 //! lives in `labrun-lab`; this file only decides what to print and the exit
-//! status (0 valid, 1 invalid or unreadable, 2 bad `--scale`).
+//! status (0 valid, 1 invalid or unreadable, or its CPU pinning names CPUs
+//! this host lacks; 2 bad `--scale`).
 
 use crate::context::Context;
 use labrun_lab::{Lab, LabError, check_scale};
@@ -15,11 +16,24 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let outcome = check(&ctx.lab_path, args.scale);
+    let mut outcome = check(&ctx.lab_path, args.scale);
+    let pinning = outcome
+        .lab
+        .as_ref()
+        .map(|lab| pinning_line(lab, ctx.host.as_deref()));
+    if let (Some(Err(e)), Some(lab)) = (&pinning, &outcome.lab) {
+        // Valid, but not on this host: the description without its "ok".
+        outcome.stdout = lab.describe(args.scale);
+        outcome.stderr.push_str(e);
+        outcome.status = 1;
+    }
     // The description and the problems quote the lab file: escaped here.
     safe_print!("{}", outcome.stdout);
     if let Some(lab) = &outcome.lab {
         safe_print!("{}", hypervisor_line(lab, ctx.host.as_deref()));
+        if let Some(Ok(line)) = &pinning {
+            safe_print!("{line}");
+        }
         safe_print!(
             "{}",
             resolutions(lab, &ctx.cache_dir, ctx.mirror.as_deref())
@@ -49,6 +63,53 @@ fn hypervisor_line(lab: &Lab, host: Option<&str>) -> String {
         Ok(None) => String::new(),
         Ok(Some(access)) => format!("hypervisor: {}\n", access.describe()),
         Err(e) => format!("hypervisor: none usable here: {e:#}\n"),
+    }
+}
+
+/// What `up` would pin on the lab's host, read from this host's topology
+/// (`labrun_vm::pinning`), with what it cannot pin as warnings; an error
+/// when the lab's list names CPUs this host does not have. A remote host's
+/// topology is read by `up`, there.
+fn pinning_line(lab: &Lab, host: Option<&str>) -> Result<String, String> {
+    let labrun_lab::Machine::Vm(vm) = lab.machine() else {
+        return Ok(String::new());
+    };
+    let Some(asked) = &vm.cpu_pinning else {
+        return Ok(String::new());
+    };
+    match crate::lab_vm::pick_host(lab, host) {
+        Ok(Some(h)) if h.ssh.is_some() => {
+            return Ok(format!(
+                "cpu pinning: {} (decided on host `{}` by `labrun up`, from its topology)\n",
+                asked.describe(),
+                h.name
+            ));
+        }
+        Ok(_) => {}
+        // `hypervisor_line` has said why the host is unusable.
+        Err(_) => return Ok(String::new()),
+    }
+    let pinned = labrun_vm::pinning::Topology::here()
+        .and_then(|topo| labrun_vm::pinning::choose(Some(asked), vm.vcpus, &topo));
+    match pinned {
+        Ok(Some(p)) => {
+            let mut out = format!("cpu pinning {}: {}\n", asked.describe(), p.cpus.describe());
+            for note in &p.notes {
+                out.push_str(&format!("warning: cpu pinning: {note}\n"));
+            }
+            Ok(out)
+        }
+        Ok(None) => Ok(String::new()),
+        Err(labrun_vm::VmError::Config { reason, .. }) => {
+            let p = lab.locate(labrun_lab::Problem::new("vm.cpu_pinning", reason));
+            Err(format!(
+                "{}\n",
+                p.render(&lab.source.file.display().to_string())
+            ))
+        }
+        Err(e) => Err(format!(
+            "labrun check: cannot read this host's CPUs for `cpu_pinning`: {e}\n"
+        )),
     }
 }
 
@@ -185,6 +246,67 @@ mod tests {
         std::fs::write(mirror.path().join("restic_0.19.1_linux_amd64.bz2"), b"x").unwrap();
         let text = super::resolutions(&lab, cache.path(), Some(mirror.path()));
         assert!(text.contains("in the mirror folder"), "{text}");
+    }
+
+    /// A lab of `vcpus` vCPUs pinned as `pinning` (YAML), loaded.
+    fn pinned_lab(dir: &std::path::Path, vcpus: u32, pinning: &str) -> labrun_lab::Lab {
+        let text = format!(
+            r#"vm:
+  vcpus: {vcpus}
+  cpu_pinning: {pinning}
+name: pinned
+tools:
+  - name: restic
+    version: 0.19.1
+    artifact:
+      url: https://example.invalid/restic_0.19.1_linux_amd64.bz2
+      sha256: f415415624dcc452f2a02b8c33641791a8c6d6d3b65bbb3543fcf9a25151585c
+      extract: bz2
+    env: {{RESTIC_PASSWORD: pw-not-secret}}
+    secret_env: [RESTIC_PASSWORD]
+    commands:
+      init: ["{{bin}}", init, -r, "{{repo}}"]
+      backup: ["{{bin}}", backup, -r, "{{repo}}", "{{source}}"]
+      restore: ["{{bin}}", restore, latest, -r, "{{repo}}", --target, "{{target}}"]
+"#
+        );
+        let path = dir.join("pinned.yaml");
+        std::fs::write(&path, text).unwrap();
+        let out = check(&path, None);
+        out.lab.unwrap_or_else(|| panic!("{}", out.stderr))
+    }
+
+    #[test]
+    fn a_pinning_list_naming_cpus_this_host_lacks_is_refused_where_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = pinned_lab(dir.path(), 2, "[0, 4095]");
+        let e = super::pinning_line(&lab, None).unwrap_err();
+        assert!(
+            e.contains("pinned.yaml:3:16: vm.cpu_pinning: names host CPU 4095 that this host does not have online"),
+            "{e}"
+        );
+        let lab = pinned_lab(dir.path(), 1, "[0]");
+        let line = super::pinning_line(&lab, None).unwrap();
+        assert!(
+            line.starts_with("cpu pinning [0]: vCPU 0 on CPU 0; emulator threads unpinned\n"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn auto_says_what_it_cannot_pin() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = pinned_lab(dir.path(), 64, "auto");
+        let cpus = labrun_vm::pinning::Topology::here().unwrap().cpus().len();
+        let line = super::pinning_line(&lab, None).unwrap();
+        if cpus < 64 {
+            assert!(
+                line.contains("warning: cpu pinning: cannot pin 64 vCPUs: the host has ")
+                    && line.contains(&format!("{cpus} online CPU")),
+                "{line}"
+            );
+        }
+        assert!(line.starts_with("cpu pinning auto: "), "{line}");
     }
 
     #[test]

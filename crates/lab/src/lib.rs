@@ -34,7 +34,7 @@ pub use artifact_check::{ArtifactUse, validate_artifact};
 pub use error::{LabError, Problem};
 pub use labrun_evidence::{CommandTemplate, ProtocolStep, ToolCommands};
 // The words the lab shares with the VM and the report (`labrun_vocab`).
-pub use labrun_vocab::{Accel, DiskCache, DiskProfile, IoTune};
+pub use labrun_vocab::{Accel, CpuPinning, DiskCache, DiskProfile, IoTune};
 pub use load::{LabSource, MAX_LAB_BYTES};
 pub use plan::PlanOverrides;
 pub use redact::{REDACTED, redact};

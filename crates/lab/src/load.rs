@@ -102,6 +102,16 @@ impl Lab {
         Ok(lab)
     }
 
+    /// A problem found after loading, against facts of the host (the CPUs
+    /// a pinning names), located in the file as `validate()`'s are.
+    pub fn locate(&self, mut p: Problem) -> Problem {
+        if let Some((pos, _)) = SourceMap::build(&self.source.text).locate(&p.path) {
+            p.line = Some(pos.line);
+            p.column = Some(pos.column);
+        }
+        p
+    }
+
     /// A short hash of the lab file's bytes (6 hex digits), for run ids: two
     /// runs with the same digest ran the same lab file.
     pub fn digest(&self) -> &str {

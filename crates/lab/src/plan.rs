@@ -194,6 +194,8 @@ impl Lab {
             drop_caches: true,
             rotate_tools: true,
             step_timeout_secs: Some(self.timeouts.step.as_secs()),
+            trim: true,
+            cooldown_secs: self.cooldown.map(|c| c.as_secs()).filter(|s| *s > 0),
             storage: self.storage_plan(),
             round: None,
         })

@@ -5,7 +5,7 @@
 use crate::units::{ByteSize, Duration};
 use labrun_artifact::ArtifactSpec;
 use labrun_evidence::{ProtocolStep, ToolCommands};
-use labrun_vocab::{Accel, DiskCache, DiskProfile};
+use labrun_vocab::{Accel, CpuPinning, DiskCache, DiskProfile};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,6 +35,11 @@ pub struct Lab {
     pub cycles: u32,
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// A pause before every timed step, after the cache drop and the
+    /// disk's trim, so heat and the host's writeback from the step before
+    /// settle (BorgBase's cool-down); absent, none.
+    #[serde(default)]
+    pub cooldown: Option<Duration>,
     /// The steps of each tool cycle (`labrun_evidence::protocol`). When
     /// absent (or empty), the dataset's default, filled in as the lab is
     /// read: the published cycle, or for a git history SPEC 6's study.
@@ -80,6 +85,9 @@ fn default_cycles() -> u32 {
     3
 }
 
+/// The longest `cooldown`: beyond it a run of many steps takes days idle.
+pub const MAX_COOLDOWN: Duration = Duration::secs(3600);
+
 /// Where the experiment runs, once `vm`/`target` defaults are applied.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Machine {
@@ -116,6 +124,11 @@ pub struct VmSpec {
     /// How fast the guest's disk may go: `unthrottled` (the default),
     /// `hdd`, `ssd`, or libvirt's iotune fields (`labrun_vocab::disk_profile`).
     pub disk_profile: DiskProfile,
+    /// Where the vCPUs run on the host: `auto` (a core each, the emulator
+    /// threads on another), a list of host CPUs (one per vCPU), or
+    /// `{vcpus: [...], emulator: N}`; absent, they float
+    /// (`labrun_vocab::cpu_pinning`).
+    pub cpu_pinning: Option<CpuPinning>,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout: Duration,
     /// Extra Debian packages the base image must hold, e.g. the dependencies
@@ -135,6 +148,7 @@ impl Default for VmSpec {
             accel: Accel::Auto,
             disk_cache: DiskCache::NoCache,
             disk_profile: DiskProfile::Unthrottled,
+            cpu_pinning: None,
             ssh_timeout: Duration::secs(300),
             packages: Vec::new(),
         }

@@ -73,6 +73,18 @@ impl Lab {
                 "must be longer than 0s, e.g. `2h`",
             ));
         }
+        if let Some(c) = self.cooldown
+            && c > crate::schema::MAX_COOLDOWN
+        {
+            out.push(Problem::new(
+                "cooldown",
+                format!(
+                    "{} before every timed step is too long: use at most {} (a run has dozens of timed steps)",
+                    c.human(),
+                    crate::schema::MAX_COOLDOWN.human()
+                ),
+            ));
+        }
         if self.tools.is_empty() {
             out.push(Problem::new("tools", "a lab needs at least one tool"));
         }
@@ -297,6 +309,15 @@ fn validate_vm(vm: &VmSpec, out: &mut Vec<Problem>) {
     }
     for (field, msg) in vm.disk_profile.iotune().problems() {
         out.push(Problem::new(format!("vm.disk_profile.{field}"), msg));
+    }
+    // The host's own CPUs are checked where the host is known (`check`
+    // here, `up` on its hypervisor): these are the rules of the list alone.
+    for (field, msg) in vm.cpu_pinning.iter().flat_map(|p| p.problems(vm.vcpus)) {
+        let path = match field {
+            "emulator" => "vm.cpu_pinning.emulator",
+            _ => "vm.cpu_pinning",
+        };
+        out.push(Problem::new(path, msg));
     }
     for (i, p) in vm.packages.iter().enumerate() {
         if !is_debian_package(p) {

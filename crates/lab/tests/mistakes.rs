@@ -278,6 +278,31 @@ const CASES: &[(&str, &str, &str)] = &[
         "  accel: auto\n  disk_profile: {total_bytes_sec: 100000000, read_bytes_sec: 50000000, write_iops_sec: 0}",
     ),
     (
+        "cpu_pinning_unknown_word",
+        "  accel: auto",
+        "  accel: auto\n  cpu_pinning: all",
+    ),
+    (
+        "cpu_pinning_fewer_cpus_than_vcpus_and_one_twice",
+        "  accel: auto",
+        "  accel: auto\n  cpu_pinning: [2, 3, 3]",
+    ),
+    (
+        "cpu_pinning_emulator_on_a_vcpu",
+        "  accel: auto",
+        "  accel: auto\n  cpu_pinning: {vcpus: [0, 1, 2, 3], emulator: 3}",
+    ),
+    (
+        "cpu_pinning_map_typo",
+        "  accel: auto",
+        "  accel: auto\n  cpu_pinning: {vcpus: [0, 1, 2, 3], emulater: 4}",
+    ),
+    (
+        "cooldown_too_long",
+        "cycles: 3\n",
+        "cycles: 3\ncooldown: 2h\n",
+    ),
+    (
         "several_problems_at_once",
         "cycles: 3",
         "cycles: 0\ntimeouts: {step: 0s}",

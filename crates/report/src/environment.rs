@@ -39,6 +39,11 @@ pub struct Environment {
     /// The limits libvirt's `<iotune>` put on it (empty: none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_iotune: Option<labrun_vocab::IoTune>,
+    /// Where the vCPUs and QEMU's emulator threads were pinned on the host,
+    /// as the lab asked and as `up` could (with why not more); absent when
+    /// the lab asked for no pinning, for an SSH target and older runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_pinning: Option<labrun_vocab::Pinned>,
     /// Tool name to what the tool's version command printed (first line).
     /// The agent asks them during the run (`tool-versions.json`, which the
     /// report reads into here); runs before it had them in this file.
@@ -202,5 +207,27 @@ mod tests {
         // Unset, the fields stay out of the file: older readers see nothing new.
         let json = serde_json::to_string(&Environment::default()).unwrap();
         assert!(!json.contains("disk_profile") && !json.contains("disk_iotune"));
+    }
+
+    #[test]
+    fn the_pinning_applied_is_kept_with_why_not_more() {
+        let env: Environment = serde_json::from_str(
+            r#"{"acceleration":"kvm","cpu_pinning":{"asked":"auto","cpus":{"vcpus":[],"emulator":null},
+                "notes":["cannot pin 4 vCPUs: the host has 2 cores, 2 online CPUs"]}}"#,
+        )
+        .unwrap();
+        let p = env.cpu_pinning.clone().unwrap();
+        assert_eq!(p.asked, labrun_vocab::CpuPinning::Auto);
+        assert!(p.cpus.vcpus.is_empty());
+        assert!(
+            p.describe()
+                .starts_with("auto: nothing pinned (cannot pin 4")
+        );
+        let back: Environment =
+            serde_json::from_str(&serde_json::to_string(&env).unwrap()).unwrap();
+        assert_eq!(back, env);
+        // Unasked, it stays out of the file.
+        let json = serde_json::to_string(&Environment::default()).unwrap();
+        assert!(!json.contains("cpu_pinning"));
     }
 }

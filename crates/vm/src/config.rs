@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 // The words the lab shares: what `labrun check` reads is what the domain gets.
-pub use labrun_vocab::{Accel, DiskCache, DiskProfile, IoTune};
+pub use labrun_vocab::{Accel, CpuPinning, DiskCache, DiskProfile, IoTune, Pinned};
 
 /// How the base image is made. Everything here is part of the cache key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +140,11 @@ pub struct VmConfig {
     /// The main disk's `<iotune>` limits.
     #[serde(default)]
     pub disk_profile: DiskProfile,
+    /// Where the vCPUs run on the host (None: anywhere, as the host's
+    /// scheduler likes); `up` decides it from the host's topology
+    /// ([`crate::pinning`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pinning: Option<CpuPinning>,
     /// How long `up` waits for the guest's sshd.
     pub ssh_timeout_secs: u64,
     pub image: ImageSource,
@@ -164,6 +169,10 @@ impl VmConfig {
         if self.disk_profile != DiskProfile::Unthrottled {
             shape.push_str(&format!(", disk speed {}", self.disk_profile.describe()));
         }
+        // Likewise only a pinning asked for: a change of it needs a boot.
+        if let Some(p) = &self.cpu_pinning {
+            shape.push_str(&format!(", cpu pinning {}", p.describe()));
+        }
         shape
     }
 
@@ -178,6 +187,7 @@ impl VmConfig {
             accel: Accel::Auto,
             disk_cache: DiskCache::NoCache,
             disk_profile: DiskProfile::Unthrottled,
+            cpu_pinning: None,
             // Under TCG a boot takes ~50 s on an idle 2-core host; leave room
             // for a busy one.
             ssh_timeout_secs: 300,
@@ -220,6 +230,14 @@ impl VmConfig {
         vm_limits::check_ssh_timeout(self.ssh_timeout_secs).or_else(|r| bad("ssh_timeout", r))?;
         if let Some((field, reason)) = self.disk_profile.iotune().problems().into_iter().next() {
             return bad(field, reason);
+        }
+        if let Some((_, reason)) = self
+            .cpu_pinning
+            .iter()
+            .flat_map(|p| p.problems(self.vcpus))
+            .next()
+        {
+            return bad("cpu_pinning", reason);
         }
         self.image.validate()
     }
@@ -322,6 +340,21 @@ mod tests {
                 ..
             })
         ));
+        // Fewer pinned CPUs than vCPUs: `up` refuses what `check` does.
+        let mut c = cfg();
+        c.cpu_pinning = Some(CpuPinning::Cpus(labrun_vocab::CpuList {
+            vcpus: vec![0, 1],
+            emulator: None,
+        }));
+        match c.validate() {
+            Err(VmError::Config {
+                field: "cpu_pinning",
+                reason,
+            }) => assert!(reason.contains("names 2 host CPUs for 4 vCPUs"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        c.vcpus = 2;
+        c.validate().unwrap();
         let mut c = cfg();
         c.lab_path = "lab.yaml".into();
         assert!(c.validate().is_err());
@@ -352,6 +385,12 @@ mod tests {
         assert_eq!(
             c.shape(),
             "4 vCPU, 3072 MiB, disk cache none, disk speed hdd (total_bytes_sec=150000000, total_iops_sec=200)"
+        );
+        c.disk_profile = DiskProfile::Unthrottled;
+        c.cpu_pinning = Some(CpuPinning::Auto);
+        assert_eq!(
+            c.shape(),
+            "4 vCPU, 3072 MiB, disk cache none, cpu pinning auto"
         );
     }
 

@@ -21,6 +21,7 @@ pub mod hypervisor;
 pub mod image;
 pub mod lock;
 pub mod nocloud;
+pub mod pinning;
 pub mod preflight;
 pub mod recipe;
 pub mod remote;
@@ -33,7 +34,8 @@ pub mod xml;
 
 pub use accel::Acceleration;
 pub use config::{
-    Accel, CloudImage, DiskCache, DiskProfile, ImageSource, ImageSpec, IoTune, VmConfig,
+    Accel, CloudImage, CpuPinning, DiskCache, DiskProfile, ImageSource, ImageSpec, IoTune, Pinned,
+    VmConfig,
 };
 pub use down::{DownReport, down, down_all, down_host};
 pub use error::VmError;

@@ -324,6 +324,17 @@ impl HostShell {
         })
     }
 
+    /// The host's online CPUs by core, for a lab's `cpu_pinning`.
+    pub async fn cpu_topology(&self) -> Result<crate::pinning::Topology, VmError> {
+        let what = "reading the host's CPU topology";
+        let out = self.run(what, "lscpu -p=CPU,CORE,SOCKET").await?;
+        crate::pinning::Topology::from_lscpu(&out).ok_or_else(|| VmError::RemoteCommand {
+            host: self.host.name.clone(),
+            what: what.into(),
+            reason: format!("unexpected `lscpu -p` output: {out}"),
+        })
+    }
+
     /// Free MiB under labrun's folder on the host (made if missing).
     pub async fn free_mib(&self) -> Result<u64, VmError> {
         let dir = q(&self.host.dir);

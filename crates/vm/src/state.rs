@@ -137,6 +137,10 @@ pub struct VmState {
     /// written before disk profiles: those disks were unthrottled).
     #[serde(default)]
     pub disk_profile: crate::config::DiskProfile,
+    /// The vCPUs' pinning as the domain got it, and why it is less than the
+    /// lab asked (None: the lab asked for none, or a state from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pinning: Option<crate::config::Pinned>,
     pub image_digest: String,
     pub image_dir: PathBuf,
     /// The one host key the SSH client accepts (`ssh-ed25519 AAAA...`).
@@ -250,6 +254,7 @@ mod tests {
             vcpus: 4,
             memory_mib: 3072,
             disk_profile: crate::config::DiskProfile::Hdd,
+            cpu_pinning: None,
             acceleration: Acceleration::Tcg,
             image_digest: "d".into(),
             image_dir: "/i".into(),

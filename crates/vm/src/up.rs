@@ -114,6 +114,12 @@ pub async fn up(
     for w in &report.warnings {
         progress.warn(w);
     }
+    // A list naming CPUs the host lacks stops `up` here, before anything
+    // is made; what `auto` could not pin is said and recorded.
+    let cpu_pinning = crate::pinning::for_up(cfg, shell.as_ref()).await?;
+    for note in cpu_pinning.iter().flat_map(|p| &p.notes) {
+        progress.warn(&format!("cpu pinning: {note}"));
+    }
 
     let (image, image_built) = match (&cfg.image, cached) {
         (_, Some(img)) => (BootImage::recipe(img), false),
@@ -156,6 +162,7 @@ pub async fn up(
         vcpus: cfg.vcpus,
         memory_mib: cfg.memory_mib,
         disk_profile: cfg.disk_profile,
+        cpu_pinning,
         acceleration: report.acceleration,
         image_digest: image.digest.clone(),
         image_dir: image.dir.clone(),
@@ -428,6 +435,11 @@ async fn start_domain(
             ssh_port: port,
             disk_cache: cfg.disk_cache,
             iotune: cfg.disk_profile.iotune(),
+            pins: state
+                .cpu_pinning
+                .as_ref()
+                .map(|p| p.cpus.clone())
+                .unwrap_or_default(),
             metadata: LabrunMetadata {
                 lab_name: cfg.lab_name.clone(),
                 lab_path: cfg.lab_path.clone(),

@@ -7,6 +7,7 @@
 
 use crate::accel::Acceleration;
 use crate::config::{DiskCache, IoTune};
+use labrun_vocab::CpuList;
 use std::path::PathBuf;
 
 /// The XML namespace of labrun's `<metadata>` element.
@@ -48,6 +49,9 @@ pub struct DomainSpec {
     pub disk_cache: DiskCache,
     /// Throttling of the main disk (a lab's `disk_profile`); none when empty.
     pub iotune: IoTune,
+    /// The host CPU of each vCPU and of the emulator threads
+    /// ([`crate::pinning`]); empty: nothing pinned, no `<cputune>`.
+    pub pins: CpuList,
     pub metadata: LabrunMetadata,
 }
 
@@ -75,6 +79,7 @@ pub fn domain_xml(s: &DomainSpec) -> String {
         Boot::Disk => "<boot dev='hd'/>".to_string(),
     };
     let iotune = iotune_xml(&s.iotune);
+    let cputune = cputune_xml(&s.pins);
     let m = &s.metadata;
     format!(
         r#"<domain type='{dtype}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
@@ -90,7 +95,7 @@ pub fn domain_xml(s: &DomainSpec) -> String {
   </metadata>
   <memory unit='MiB'>{mem}</memory>
   <currentMemory unit='MiB'>{mem}</currentMemory>
-  <vcpu placement='static'>{vcpus}</vcpu>
+  <vcpu placement='static'>{vcpus}</vcpu>{cputune}
   <os>
     <type arch='x86_64' machine='q35'>hvm</type>
     {os_boot}
@@ -162,6 +167,24 @@ fn iotune_xml(t: &IoTune) -> String {
     out
 }
 
+/// The `<cputune>` element: one `<vcpupin>` per vCPU and `<emulatorpin>`
+/// for QEMU's own threads; empty when nothing is pinned. An emulator left
+/// unpinned floats over all host CPUs, vCPUs' included.
+fn cputune_xml(pins: &CpuList) -> String {
+    if pins.vcpus.is_empty() && pins.emulator.is_none() {
+        return String::new();
+    }
+    let mut out = String::from("\n  <cputune>");
+    for (vcpu, cpu) in pins.vcpus.iter().enumerate() {
+        out.push_str(&format!("\n    <vcpupin vcpu='{vcpu}' cpuset='{cpu}'/>"));
+    }
+    if let Some(cpu) = pins.emulator {
+        out.push_str(&format!("\n    <emulatorpin cpuset='{cpu}'/>"));
+    }
+    out.push_str("\n  </cputune>");
+    out
+}
+
 /// Reads labrun's metadata element back (as libvirt returns it from
 /// `virDomainGetMetadata`, or inside a full domain XML).
 pub fn parse_metadata(xml: &str) -> Option<LabrunMetadata> {
@@ -220,6 +243,7 @@ mod tests {
             ssh_port: 40123,
             disk_cache: cache,
             iotune: IoTune::default(),
+            pins: CpuList::default(),
             metadata: LabrunMetadata {
                 lab_name: "demo".into(),
                 lab_path: "/w/R&D <lab>.yaml".into(),
@@ -306,6 +330,48 @@ mod tests {
         assert!(!x.contains("total_"), "{x}");
     }
 
+    /// The pinnings the tests give a domain: `auto` of 4 vCPUs on a fake
+    /// host of 8 cores / 16 threads, and a list with an emulator CPU.
+    fn pinnings() -> Vec<CpuList> {
+        use crate::pinning::{Topology, choose, tests::fake_sys};
+        use labrun_vocab::CpuPinning;
+        let sys = fake_sys(8, 2, &[]);
+        let topo = Topology::read(sys.path()).unwrap();
+        let auto = choose(Some(&CpuPinning::Auto), 4, &topo).unwrap().unwrap();
+        let list = CpuPinning::Cpus(CpuList {
+            vcpus: vec![2, 3, 10, 11],
+            emulator: Some(1),
+        });
+        let list = choose(Some(&list), 4, &topo).unwrap().unwrap();
+        vec![auto.cpus, list.cpus]
+    }
+
+    #[test]
+    fn pinned_vcpus_get_a_cputune_and_unpinned_ones_none() {
+        let unpinned = domain_xml(&spec(Acceleration::Kvm, DiskCache::NoCache));
+        assert!(!unpinned.contains("cputune"), "{unpinned}");
+        let mut s = spec(Acceleration::Kvm, DiskCache::NoCache);
+        let [auto, list] = <[CpuList; 2]>::try_from(pinnings()).unwrap();
+        s.pins = auto;
+        let x = domain_xml(&s);
+        assert!(
+            x.contains(
+                "<vcpu placement='static'>4</vcpu>\n  <cputune>\n    \
+                 <vcpupin vcpu='0' cpuset='4'/>\n    <vcpupin vcpu='1' cpuset='5'/>\n    \
+                 <vcpupin vcpu='2' cpuset='6'/>\n    <vcpupin vcpu='3' cpuset='7'/>\n    \
+                 <emulatorpin cpuset='3'/>\n  </cputune>"
+            ),
+            "{x}"
+        );
+        s.pins = list;
+        let x = domain_xml(&s);
+        assert!(x.contains("<vcpupin vcpu='2' cpuset='10'/>"), "{x}");
+        assert!(x.contains("<emulatorpin cpuset='1'/>"), "{x}");
+        // Emulator threads left to float: vCPU pins only.
+        s.pins.emulator = None;
+        assert!(!domain_xml(&s).contains("emulatorpin"));
+    }
+
     #[test]
     fn metadata_round_trips() {
         let s = spec(Acceleration::Tcg, DiskCache::NoCache);
@@ -353,17 +419,29 @@ mod tests {
                 s.boot = Boot::Disk;
             }
             std::fs::write(&p, domain_xml(&s)).unwrap();
-            let out = std::process::Command::new(tool)
-                .arg(&p)
-                .arg("domain")
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            validate(tool, &p);
         }
+        // The pinned domains: auto on 8 cores / 16 threads, and a list.
+        for pins in pinnings() {
+            let p = tmp.path().join("pinned.xml");
+            let mut s = spec(Acceleration::Kvm, DiskCache::NoCache);
+            s.pins = pins;
+            std::fs::write(&p, domain_xml(&s)).unwrap();
+            validate(tool, &p);
+        }
+    }
+
+    fn validate(tool: &std::path::Path, xml: &std::path::Path) {
+        let out = std::process::Command::new(tool)
+            .arg(xml)
+            .arg("domain")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -111,6 +111,7 @@ fn applied(name: &str, iotune: IoTune) -> BTreeMap<String, u64> {
         ssh_port: free_port(),
         disk_cache: DiskCache::NoCache,
         iotune,
+        pins: Default::default(),
         metadata: LabrunMetadata {
             lab_name: "iotune-test".into(),
             lab_path: "/nonexistent/iotune-test.yaml".into(),

@@ -1,5 +1,6 @@
 //! The vocabulary the lab file, the VM and the evidence share: how the guest
-//! CPU is accelerated (asked for and in effect), the guest disk's cache mode
+//! CPU is accelerated (asked for and in effect), where its vCPUs are pinned
+//! (asked for and in effect), the guest disk's cache mode
 //! and speed profile, the limits a VM must stay within, and the lab name rule.
 //!
 //! Why a crate of its own: the lab schema (`labrun-lab`) reads these words
@@ -16,6 +17,7 @@
 
 pub mod accel;
 pub mod bytes;
+pub mod cpu_pinning;
 pub mod disk_cache;
 pub mod disk_profile;
 pub mod names;
@@ -23,5 +25,6 @@ pub mod vm_limits;
 
 pub use accel::{Accel, Acceleration};
 pub use bytes::human_bytes;
+pub use cpu_pinning::{CpuList, CpuPinning, Pinned};
 pub use disk_cache::DiskCache;
 pub use disk_profile::{DiskProfile, IoTune};

@@ -38,6 +38,15 @@ pub struct Plan {
     /// A timed step running longer than this is stopped and recorded as failed.
     #[serde(default)]
     pub step_timeout_secs: Option<u64>,
+    /// `fstrim` the work file system after every cache drop. Plans labrun
+    /// writes ask for it; absent (a hand-made plan, the agent's own tests
+    /// on a host's disk, where a trim can take many seconds), off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trim: bool,
+    /// Seconds to wait before every timed step, after the cache drop and
+    /// the trim (the lab's `cooldown`); absent, none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_secs: Option<u64>,
     /// Where the repositories live: absent, on the machine's own disk; else
     /// on a storage server behind a network of the agent's
     /// ([`crate::storage`]).

@@ -36,6 +36,15 @@ pub struct StepRecord {
     pub timed: bool,
     /// `sync` + `drop_caches` happened right before this step.
     pub cache_dropped: bool,
+    /// After the cache drop, `fstrim` of the file system the run works on
+    /// and what it answered (absent: no cache drop, or a record from
+    /// before trimming).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim: Option<Trim>,
+    /// Seconds the agent waited before the step, the lab's `cooldown`
+    /// (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_secs: Option<u64>,
     /// Relative to the evidence directory.
     #[serde(default)]
     pub stdout_path: Option<String>,
@@ -107,6 +116,8 @@ impl StepRecord {
             ok: false,
             timed: false,
             cache_dropped: false,
+            trim: None,
+            cooldown_secs: None,
             stdout_path: None,
             stderr_path: None,
             repo_size_bytes: None,
@@ -122,6 +133,29 @@ impl StepRecord {
             history: None,
         }
     }
+}
+
+/// `fstrim -v` of the work file system before a timed step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trim {
+    /// The file system's mount point.
+    pub mount: String,
+    pub outcome: TrimOutcome,
+}
+
+/// What `fstrim` answered. Only `failed` is a problem; a file system or
+/// disk without discard is a fact about the machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TrimOutcome {
+    /// Done; the bytes it reported (None when its output had none).
+    Trimmed { bytes: Option<u64> },
+    /// The file system or its disk does not pass discards on.
+    NotSupported { detail: String },
+    /// fstrim did not run here (not installed, not root), and why.
+    NotRun { reason: String },
+    /// It ran and failed otherwise.
+    Failed { reason: String },
 }
 
 /// A process of a step killed by the kernel's OOM killer (the machine or
@@ -405,6 +439,33 @@ pub struct MetadataCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trim_and_cooldown_stay_out_of_old_records_and_read_back() {
+        let rec = StepRecord::blank("r", "restic", 1, Step::BACKUP_FULL, 0);
+        let json = serde_json::to_string(&rec).unwrap();
+        assert!(
+            !json.contains("trim") && !json.contains("cooldown"),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<StepRecord>(&json).unwrap(), rec);
+        let rec = StepRecord {
+            trim: Some(Trim {
+                mount: "/".into(),
+                outcome: TrimOutcome::NotSupported {
+                    detail: "fstrim: /: the discard operation is not supported".into(),
+                },
+            }),
+            cooldown_secs: Some(30),
+            ..rec
+        };
+        let json = serde_json::to_string(&rec).unwrap();
+        assert!(
+            json.contains(r#""trim":{"mount":"/","outcome":{"kind":"not_supported","detail":"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<StepRecord>(&json).unwrap(), rec);
+    }
 
     #[test]
     fn a_content_only_outcome_serializes_as_before() {

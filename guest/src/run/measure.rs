@@ -54,6 +54,15 @@ pub struct TreeSpec {
 /// without real tools (hyperfine's `Executor` seam).
 pub trait Executor: Send + Sync {
     fn run(&self, spec: &CommandSpec, interrupt: &Interrupt) -> Result<Measurement, MeasureError>;
+
+    /// `fstrim -v MOUNT`, settling the disk before a timed step
+    /// ([`crate::run::settle`]). A stand-in runs nothing and says so.
+    fn fstrim(&self, _mount: &Path) -> io::Result<std::process::Output> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this executor runs no fstrim (a test's stand-in)",
+        ))
+    }
 }
 
 /// The real executor: [`run_measured`].
@@ -62,6 +71,14 @@ pub struct Processes;
 impl Executor for Processes {
     fn run(&self, spec: &CommandSpec, interrupt: &Interrupt) -> Result<Measurement, MeasureError> {
         run_measured(spec, interrupt)
+    }
+
+    fn fstrim(&self, mount: &Path) -> io::Result<std::process::Output> {
+        Command::new("fstrim")
+            .arg("-v")
+            .arg(mount)
+            .stdin(Stdio::null())
+            .output()
     }
 }
 

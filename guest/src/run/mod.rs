@@ -26,6 +26,7 @@ pub mod run_dirs;
 pub mod runner;
 pub mod sampler;
 pub mod scrub;
+pub mod settle;
 pub mod space;
 pub mod storage;
 pub mod tool_versions;

@@ -328,3 +328,99 @@ fn a_snapshot_id_read_from_the_backups_output_runs_no_second_command() {
         "{why}"
     );
 }
+
+/// The [`Recorder`], with an `fstrim` that answers as a file system whose
+/// disk passes no discards.
+#[derive(Default)]
+struct NoDiscard(Recorder);
+
+impl Executor for NoDiscard {
+    fn run(&self, spec: &CommandSpec, i: &Interrupt) -> Result<Measurement, MeasureError> {
+        self.0.run(spec, i)
+    }
+
+    fn fstrim(&self, mount: &std::path::Path) -> std::io::Result<std::process::Output> {
+        use std::os::unix::process::ExitStatusExt;
+        let mount = mount.display();
+        self.0
+            .seen
+            .lock()
+            .unwrap()
+            .push(format!("fstrim -v {mount}"));
+        Ok(std::process::Output {
+            status: std::process::ExitStatus::from_raw(1 << 8),
+            stdout: Vec::new(),
+            stderr: format!("fstrim: {mount}: the discard operation is not supported\n").into(),
+        })
+    }
+}
+
+#[test]
+fn a_timed_step_is_settled_by_a_trim_after_the_cache_drop_and_the_labs_cooldown() {
+    use labrun_evidence::record::TrimOutcome;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({
+        "schema_version": labrun_evidence::SCHEMA_VERSION,
+        "run_id": "settle-1",
+        "cycles": 1,
+        "dataset": {"kind": "synthetic", "seed": 3, "scale": 0.0002},
+        "rotate_tools": false,
+        "trim": true,
+        "cooldown_secs": 1,
+        "tools": [tool("alpha", false)],
+        "protocol": ["source", {"run": "init"}],
+    });
+    let plan_path = dir.path().join("plan.json");
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    let executor = NoDiscard::default();
+    let opts = RunOptions {
+        plan: plan_path,
+        work: dir.path().join("work"),
+        evidence: dir.path().join("evidence"),
+        datasets: None,
+        lock: None,
+        remove_plan: false,
+        echo_events: false,
+    };
+    let started = std::time::Instant::now();
+    let outcome = execute_with(&opts, Interrupt::new(), &executor).unwrap();
+    assert_eq!(outcome, RunOutcome::Passed);
+    let records: Vec<StepRecord> =
+        std::fs::read_to_string(dir.path().join("evidence/records.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let init = records
+        .iter()
+        .find(|r| r.step.as_str() == "init")
+        .expect("an init record");
+    assert!(init.timed);
+    // The cool-down happened, and only before the timed step.
+    assert_eq!(init.cooldown_secs, Some(1));
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1));
+    assert!(
+        records
+            .iter()
+            .filter(|r| !r.timed)
+            .all(|r| r.cooldown_secs.is_none() && r.trim.is_none())
+    );
+    // The trim follows the cache drop, which only root may do.
+    let seen = executor.0.seen.lock().unwrap().clone();
+    let trims = seen.iter().filter(|l| l.starts_with("fstrim -v ")).count();
+    if init.cache_dropped {
+        let trim = init.trim.as_ref().expect("a trim after the cache drop");
+        assert!(
+            dir.path().starts_with(&trim.mount),
+            "{} does not hold the work folder",
+            trim.mount
+        );
+        assert!(
+            matches!(&trim.outcome, TrimOutcome::NotSupported { detail } if detail.ends_with("the discard operation is not supported")),
+            "{trim:?}"
+        );
+        assert_eq!(trims, 1, "{seen:?}");
+    } else {
+        assert!(init.trim.is_none() && trims == 0, "{seen:?}");
+    }
+}

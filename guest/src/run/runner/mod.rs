@@ -605,6 +605,35 @@ impl<'p> Runner<'p> {
         Ok(outcome.dropped())
     }
 
+    /// `fstrim` of the file system the run works on, as the record keeps
+    /// it; a failure is warned about once, never a reason to stop.
+    fn trim(&mut self) -> Result<labrun_evidence::record::Trim, Halt> {
+        use labrun_evidence::record::TrimOutcome;
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        let mount = crate::run::settle::mount_of(&self.root, &mounts);
+        let trim = crate::run::settle::outcome(&mount, self.executor.fstrim(&mount));
+        if let TrimOutcome::Failed { reason } | TrimOutcome::NotRun { reason } = &trim.outcome {
+            self.warn_once(format!(
+                "the work file system {} was not trimmed before timed steps: {reason}",
+                trim.mount
+            ))?;
+        }
+        Ok(trim)
+    }
+
+    /// The lab's cool-down: a sleep a stop request ends.
+    fn cool_down(&self, pause: Duration) -> Result<(), Halt> {
+        let until = Instant::now() + pause;
+        loop {
+            self.check_stop()?;
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(());
+            }
+            std::thread::sleep(left.min(Duration::from_millis(200)));
+        }
+    }
+
     fn timeout(&self) -> Option<Duration> {
         self.plan.step_timeout_secs.map(Duration::from_secs)
     }

@@ -122,6 +122,15 @@ impl<'p> Runner<'p> {
             self.settle_background()?;
         }
         let cache_dropped = how.drop_cache && self.plan.drop_caches && self.drop_cache()?;
+        // The blocks the step before freed go back to the disk now, not
+        // during this step; then the lab's cool-down.
+        let trim = (cache_dropped && self.plan.trim)
+            .then(|| self.trim())
+            .transpose()?;
+        let cooldown_secs = self.plan.cooldown_secs.filter(|_| timed);
+        if let Some(secs) = cooldown_secs {
+            self.cool_down(Duration::from_secs(secs))?;
+        }
         let logs = self
             .ev
             .log_paths(&tc.tool.name, &format!("{}-{step}", log_prefix(tc)))?;
@@ -130,6 +139,8 @@ impl<'p> Runner<'p> {
         rec.order = tc.order;
         rec.timed = timed;
         rec.cache_dropped = cache_dropped;
+        rec.trim = trim;
+        rec.cooldown_secs = cooldown_secs;
         rec.stdout_path = Some(logs.stdout_rel.clone());
         rec.stderr_path = Some(logs.stderr_rel.clone());
         rec.started_unix_ms = unix_ms_now();
