@@ -51,11 +51,10 @@ pub async fn push_folder(
     // user's folder may hold millions of files (issue 31).
     let scratch = tempfile::NamedTempFile::new()?;
     let (dir, manifest_path) = (local.to_path_buf(), scratch.path().to_path_buf());
-    let written = tokio::task::spawn_blocking(move || {
-        labrun_dataset::scan_to_file(&dir, &manifest_path)
-    })
-    .await?
-    .with_context(|| format!("hashing the dataset folder {}", local.display()))?;
+    let written =
+        tokio::task::spawn_blocking(move || labrun_dataset::scan_to_file(&dir, &manifest_path))
+            .await?
+            .with_context(|| format!("hashing the dataset folder {}", local.display()))?;
     let digest = written.sha256;
     let store = tree_store(remote, &digest);
     let tree = format!("{store}/tree");
