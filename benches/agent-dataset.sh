@@ -74,11 +74,7 @@ if [ -z "${SCRATCH_PARENT:-}" ]; then
 fi
 scratch=$(mktemp -d "$SCRATCH_PARENT/labrun-bench-dataset.XXXXXX")
 
-cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v ref="$1" -v mine="$2" 'BEGIN { printf "%.2f", ref / mine }'; }
+. "$(dirname "${BASH_SOURCE[0]}")/timing.sh"
 # The CPU (user + system) one busy thread gets in 1 s of wall time: 1.00 on
 # an idle core, less when other work shares the machine.
 cpu_share() {

@@ -38,9 +38,7 @@ fi
 scratch=$(mktemp -d "${SCRATCH_PARENT:-/var/tmp}/labrun-bench-files.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 
-cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+. "$(dirname "${BASH_SOURCE[0]}")/timing.sh"
 
 # Runs the agent under /usr/bin/time -v; prints its peak RSS in MiB.
 # Any exit but 0 (a verify that finds a difference included) is a failure.

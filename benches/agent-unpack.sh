@@ -65,11 +65,7 @@ if [ -z "${SCRATCH_PARENT:-}" ]; then
 fi
 scratch=$(mktemp -d "$SCRATCH_PARENT/labrun-bench-unpack.XXXXXX")
 
-cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v ref="$1" -v mine="$2" 'BEGIN { printf "%.2f", ref / mine }'; }
+. "$(dirname "${BASH_SOURCE[0]}")/timing.sh"
 verdict() { awk -v r="$1" 'BEGIN { print (r >= 0.8 ? "target met" : "BELOW TARGET") }'; }
 
 echo "agent-unpack: scale $scale, $rounds rounds, $(nproc) cores, scratch $scratch"

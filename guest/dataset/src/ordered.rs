@@ -11,18 +11,15 @@
 
 use crate::Progress;
 use crate::error::DatasetError;
-use crate::pool::Worker;
+use crate::pool::{PROGRESS_EVERY, Worker};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Items drawn and not yet passed on, at most: a few MiB of paths, and
 /// far more items than threads, so one long job does not stall the others.
 pub(crate) const WINDOW: usize = 16 * 1024;
-
-/// How often the progress callback is called while work runs.
-const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 /// Runs `job` on every item of `items` on `threads` threads and passes the
 /// results to `sink` in item order; `progress` gets (bytes the jobs

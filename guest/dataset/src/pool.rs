@@ -13,7 +13,7 @@ use std::time::Duration;
 pub const CHUNK: usize = 1 << 20;
 
 /// How often the progress callback is called while work runs.
-const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+pub(crate) const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 /// What a job gets: its thread's buffer, and a way to report bytes done.
 pub struct Worker<'a> {
