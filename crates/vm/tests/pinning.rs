@@ -12,50 +12,10 @@ use labrun_vm::pinning::{Topology, choose};
 use labrun_vm::xml::{Boot, DomainSpec, LabrunMetadata, domain_xml};
 use labrun_vm::{Acceleration, CpuPinning, DiskCache, IoTune};
 use labrun_vocab::CpuList;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn virsh(args: &[&str]) -> Output {
-    Command::new("virsh")
-        .args(["-c", "qemu:///system"])
-        .args(args)
-        .output()
-        .expect("virsh runs")
-}
-
-/// Why this host cannot run the test, or None.
-fn unavailable() -> Option<String> {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
-        return Some("not root".into());
-    }
-    for tool in ["virsh", "qemu-img", "qemu-system-x86_64"] {
-        if !Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(format!("{tool} is not installed"));
-        }
-    }
-    if !virsh(&["version"]).status.success() {
-        return Some(
-            "libvirtd is not reachable at qemu:///system (run scripts/host-setup.sh)".into(),
-        );
-    }
-    None
-}
-
-/// Destroys the transient domain when the test ends, passed or not.
-struct Domain(String);
-
-impl Drop for Domain {
-    fn drop(&mut self) {
-        let _ = virsh(&["destroy", &self.0]);
-    }
-}
+mod common;
+use common::{Domain, unavailable, virsh};
 
 /// The affinity lines of `virsh vcpupin` (` 0   1`) or `virsh emulatorpin`
 /// (`  *: 0-1`) as (thread, CPU list).
