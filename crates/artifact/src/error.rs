@@ -174,6 +174,19 @@ pub enum ArtifactError {
     },
 
     #[error(
+        "{name}: the source from {origin} has git tree {actual}, but the lab pins tree \
+         {expected}\n  nothing was built. A tree id names the source's exact files: check \
+         the archive or commit and `tree:` in the lab file (in an unpacked tree, `git init \
+         && git add -A -f && git write-tree` prints its id)"
+    )]
+    SourceTreeMismatch {
+        name: String,
+        origin: String,
+        expected: String,
+        actual: String,
+    },
+
+    #[error(
         "{name}: the binary from {recipe} has SHA-256 {actual}, but the lab pins {expected}\n  \
          nothing was installed. The same inputs build the same bytes: if you changed the \
          version, flags or toolchain on purpose, review the build (log and build info in {}) \

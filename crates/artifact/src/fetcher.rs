@@ -71,6 +71,11 @@ impl Fetcher {
         &self.http
     }
 
+    /// The folder looked up by file name before any source, if one was given.
+    pub(crate) fn mirror(&self) -> Option<&Path> {
+        self.opts.mirror.as_deref()
+    }
+
     /// The verified file for `spec`, fetched if not cached. Any digest
     /// mismatch is an error and leaves no file behind.
     pub async fn fetch(
@@ -123,6 +128,7 @@ impl Fetcher {
                 cache_dir,
                 &opts.build_env,
                 progress,
+                self,
             )
             .await?;
             return Ok(done(path, from));

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! Fetcher::fetch  cache -> mirror folder -> url | file | apt   (SHA-256 checked)
-//!                 or a build from pinned source: go | crate      (cached by inputs)
+//!                 or a build from pinned source: go | crate | source tree (archive
+//!                 or git, pinned by its tree id)                 (cached by inputs)
 //! extract         raw | bz2 | gz | tar member | deb member | deb-install
 //! checksums       upstream checksum lists, for `labrun pin`
 //! lab_edit        writing a pin into the lab file, comments kept
@@ -44,5 +45,5 @@ pub use resolve::{Resolution, resolve_offline};
 pub use source::{FileName, Source};
 pub use spec::{
     AptPackage, ArtifactSource, ArtifactSpec, BuildRecipe, CrateBuild, Extract, GoBuild,
-    SpecProblem,
+    SourceBuild, SpecProblem,
 };

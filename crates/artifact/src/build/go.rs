@@ -161,48 +161,13 @@ impl GoBuild {
                 ),
             );
         }
-        let package_ok = self.package == "."
-            || (self.package.starts_with("./")
-                && is_plain_word(&self.package[2..], b"./-_")
-                && !self.package.contains(".."));
-        if !package_ok {
-            bad(
-                "package".into(),
-                format!(
-                    "{:?} must be `.` or a path inside the module such as ./cmd/restic",
-                    self.package
-                ),
-            );
-        }
-        let toolchain_ok = self
-            .toolchain
-            .strip_prefix("go")
-            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
-        if !toolchain_ok {
-            bad(
-                "toolchain".into(),
-                format!(
-                    "{:?} must name an exact Go release such as go1.26.8 (the pin \
-                     includes the compiler)",
-                    self.toolchain
-                ),
-            );
-        }
-        for (i, t) in self.tags.iter().enumerate() {
-            if !is_plain_word(t, b"_.") {
-                bad(format!("tags[{i}]"), format!("{t:?} is not a build tag"));
-            }
-        }
-        if let Some(why) = self.binary.as_deref().and_then(binary_name_problem) {
-            bad("binary".into(), why);
-        }
-        if self
-            .ldflags
-            .as_deref()
-            .is_some_and(|l| l.contains(['\n', '\0']))
-        {
-            bad("ldflags".into(), "must be one line".into());
-        }
+        out.extend(go_flag_problems(
+            &self.package,
+            &self.toolchain,
+            &self.tags,
+            self.ldflags.as_deref(),
+            self.binary.as_deref(),
+        ));
         out
     }
 
@@ -270,38 +235,7 @@ impl Recipe for GoBuild {
     }
 
     async fn toolchain(&self, ctx: &BuildCtx<'_>) -> Result<String, ArtifactError> {
-        let mut cmd = ctx.command("go");
-        cmd.arg("version");
-        go_env(&mut cmd, ctx.cache_dir, &self.toolchain);
-        for (k, v) in ctx.extra_env {
-            cmd.env(k, v);
-        }
-        let fail = |found: String| ArtifactError::Toolchain {
-            name: ctx.name.to_string(),
-            wanted: self.toolchain.clone(),
-            found,
-            hint: "install Go (Debian: golang-go; any Go from 1.21 on fetches the pinned \
-                   toolchain itself through the module proxy), or pin the toolchain the \
-                   host has (`go version`)"
-                .into(),
-        };
-        let out = cmd
-            .output()
-            .await
-            .map_err(|e| fail(format!("cannot run `go`: {e}")))?;
-        let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            return Err(fail(format!(
-                "`go version` with GOTOOLCHAIN={} failed: {err}",
-                self.toolchain
-            )));
-        }
-        // "go version go1.26.8 linux/amd64"
-        if line.split_whitespace().nth(2) != Some(self.toolchain.as_str()) {
-            return Err(fail(line));
-        }
-        Ok(line)
+        go_toolchain(ctx, &self.toolchain).await
     }
 
     async fn build(&self, ctx: &mut BuildCtx<'_>, out: &Path) -> Result<String, ArtifactError> {
@@ -338,28 +272,151 @@ impl Recipe for GoBuild {
                 actual: got.sum,
             });
         }
-        let target = out.join(self.binary_name());
-        let mut build = ctx.command("go");
-        build.args(["build", "-trimpath", "-buildvcs=false"]);
-        if !self.tags.is_empty() {
-            build.arg("-tags").arg(self.tags.join(","));
-        }
-        if let Some(l) = &self.ldflags {
-            build.arg("-ldflags").arg(l);
-        }
-        build.arg("-o").arg(&target).arg(&self.package);
-        go_env(&mut build, ctx.cache_dir, &self.toolchain);
-        ctx.run(
-            &format!("go build {} in {at}", self.package),
-            build,
+        let flags = GoFlags {
+            package: &self.package,
+            toolchain: &self.toolchain,
+            tags: &self.tags,
+            ldflags: self.ldflags.as_deref(),
+        };
+        go_build(
+            ctx,
+            &flags,
+            &format!("in {at}"),
             Path::new(&got.dir),
+            &out.join(self.binary_name()),
+            None,
         )
-        .await?;
-        let mut info = ctx.command("go");
-        info.arg("version").arg("-m").arg(&target);
-        go_env(&mut info, ctx.cache_dir, &self.toolchain);
-        ctx.run("go version -m", info, out).await
+        .await
     }
+}
+
+/// The rules of the fields both Go recipes have (a module's `go:` and a
+/// source's `build.go:`), at field paths below the recipe.
+pub(crate) fn go_flag_problems(
+    package: &str,
+    toolchain: &str,
+    tags: &[String],
+    ldflags: Option<&str>,
+    binary: Option<&str>,
+) -> Vec<SpecProblem> {
+    let mut out = Vec::new();
+    let mut bad = |field: String, message: String| out.push(SpecProblem::new(field, message));
+    let package_ok = package == "."
+        || (package.starts_with("./")
+            && is_plain_word(&package[2..], b"./-_")
+            && !package.contains(".."));
+    if !package_ok {
+        bad(
+            "package".into(),
+            format!("{package:?} must be `.` or a path inside the module such as ./cmd/restic"),
+        );
+    }
+    let toolchain_ok = toolchain
+        .strip_prefix("go")
+        .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+    if !toolchain_ok {
+        bad(
+            "toolchain".into(),
+            format!(
+                "{toolchain:?} must name an exact Go release such as go1.26.8 (the pin \
+                 includes the compiler)"
+            ),
+        );
+    }
+    for (i, t) in tags.iter().enumerate() {
+        if !is_plain_word(t, b"_.") {
+            bad(format!("tags[{i}]"), format!("{t:?} is not a build tag"));
+        }
+    }
+    if let Some(why) = binary.and_then(binary_name_problem) {
+        bad("binary".into(), why);
+    }
+    if ldflags.is_some_and(|l| l.contains(['\n', '\0'])) {
+        bad("ldflags".into(), "must be one line".into());
+    }
+    out
+}
+
+/// The Go toolchain a build runs with, asked with the build's own
+/// environment and checked against the pin; its version line joins the
+/// cache key. Shared by both Go recipes.
+pub(crate) async fn go_toolchain(
+    ctx: &BuildCtx<'_>,
+    toolchain: &str,
+) -> Result<String, ArtifactError> {
+    let mut cmd = ctx.command("go");
+    cmd.arg("version");
+    go_env(&mut cmd, ctx.cache_dir, toolchain);
+    for (k, v) in ctx.extra_env {
+        cmd.env(k, v);
+    }
+    let fail = |found: String| ArtifactError::Toolchain {
+        name: ctx.name.to_string(),
+        wanted: toolchain.to_string(),
+        found,
+        hint: "install Go (Debian: golang-go; any Go from 1.21 on fetches the pinned \
+               toolchain itself through the module proxy), or pin the toolchain the \
+               host has (`go version`)"
+            .into(),
+    };
+    let out = cmd
+        .output()
+        .await
+        .map_err(|e| fail(format!("cannot run `go`: {e}")))?;
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(fail(format!(
+            "`go version` with GOTOOLCHAIN={toolchain} failed: {err}"
+        )));
+    }
+    // "go version go1.26.8 linux/amd64"
+    if line.split_whitespace().nth(2) != Some(toolchain) {
+        return Err(fail(line));
+    }
+    Ok(line)
+}
+
+/// What a `go build` takes from a recipe.
+pub(crate) struct GoFlags<'a> {
+    pub package: &'a str,
+    pub toolchain: &'a str,
+    pub tags: &'a [String],
+    pub ldflags: Option<&'a str>,
+}
+
+/// `go build` of `flags.package` in the module at `dir` into `target`,
+/// hermetic (see the module's comment), then `go version -m` of the
+/// binary, which is returned as its build info. `mod_flag` is the source
+/// build's `-mod=readonly` (dependencies exactly as the source's go.mod and
+/// go.sum name them, even where it has a `vendor/` folder); a module from
+/// the proxy builds as it always has. Shared by both Go recipes.
+pub(crate) async fn go_build(
+    ctx: &mut BuildCtx<'_>,
+    flags: &GoFlags<'_>,
+    where_: &str,
+    dir: &Path,
+    target: &Path,
+    mod_flag: Option<&str>,
+) -> Result<String, ArtifactError> {
+    let mut build = ctx.command("go");
+    build.args(["build", "-trimpath", "-buildvcs=false"]);
+    build.args(mod_flag);
+    if !flags.tags.is_empty() {
+        build.arg("-tags").arg(flags.tags.join(","));
+    }
+    if let Some(l) = flags.ldflags {
+        build.arg("-ldflags").arg(l);
+    }
+    build.arg("-o").arg(target).arg(flags.package);
+    go_env(&mut build, ctx.cache_dir, flags.toolchain);
+    ctx.run(&format!("go build {} {where_}", flags.package), build, dir)
+        .await?;
+    let mut info = ctx.command("go");
+    info.arg("version").arg("-m").arg(target);
+    go_env(&mut info, ctx.cache_dir, flags.toolchain);
+    let out = target.parent().unwrap_or(dir);
+    ctx.run("go version -m", info, out).await
 }
 
 #[cfg(test)]

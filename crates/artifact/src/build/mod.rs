@@ -1,6 +1,8 @@
 //! Building a tool's binary from pinned source code on the host, for tools
 //! whose release pages cannot be reached but whose source can: a Go module
-//! through the Go module proxy ([`go`]), a crate from crates.io ([`rust_crate`]).
+//! through the Go module proxy ([`go`]), a crate from crates.io
+//! ([`rust_crate`]), or a source tree from a git repository or a source
+//! archive, pinned by its git tree id ([`source`], [`tree_id`]).
 //!
 //! A build is cached by its inputs (the recipe's fields and the toolchain's
 //! own version line), in `<cache>/builds/<input key>/`, so a second `up`
@@ -17,14 +19,18 @@
 pub mod go;
 pub mod rust_crate;
 mod shapes;
+pub mod source;
+pub mod tree_id;
 
 pub use go::GoBuild;
 pub use rust_crate::CrateBuild;
+pub use source::SourceBuild;
 
 use crate::spec::SpecProblem;
 
 use crate::digest::sha256_file;
 use crate::error::ArtifactError;
+use crate::fetcher::Fetcher;
 use crate::progress::Progress;
 use crate::source::Source;
 use serde::Serialize;
@@ -47,6 +53,20 @@ pub(crate) trait Recipe: Sync {
     fn binary_name(&self) -> &str;
     /// The recipe's fields as they enter the cache key.
     fn inputs(&self) -> serde_json::Value;
+    /// The cache key's inputs, found before anything is built: a recipe
+    /// whose key needs a look at its source (a git commit's tree, when the
+    /// lab pins the commit only) takes it here.
+    async fn key_inputs(
+        &self,
+        _ctx: &mut BuildCtx<'_>,
+    ) -> Result<serde_json::Value, ArtifactError> {
+        Ok(self.inputs())
+    }
+    /// Where the source came from, for `build.json` (when that is not in
+    /// the inputs: a source build is keyed by its tree, not its URL).
+    fn origin(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// Asks the toolchain for its version and checks it against the pin;
     /// returns the version line, which joins the cache key.
     async fn toolchain(&self, ctx: &BuildCtx<'_>) -> Result<String, ArtifactError>;
@@ -56,12 +76,13 @@ pub(crate) trait Recipe: Sync {
 }
 
 /// A binary built on the host from pinned source: one variant per recipe,
-/// each behind its own lab-file key (`go:`, `crate:`). A new recipe is a
-/// variant here, its own file, and its key in `spec/mod.rs`.
+/// each behind its own lab-file key (`go:`, `crate:`, `source:`). A new
+/// recipe is a variant here, its own file, and its key in `spec/mod.rs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BuildRecipe {
     Go(GoBuild),
     Crate(CrateBuild),
+    Source(SourceBuild),
 }
 
 impl BuildRecipe {
@@ -70,6 +91,7 @@ impl BuildRecipe {
         match self {
             BuildRecipe::Go(_) => "go",
             BuildRecipe::Crate(_) => "crate",
+            BuildRecipe::Source(_) => "source",
         }
     }
 
@@ -78,6 +100,7 @@ impl BuildRecipe {
         let own = match self {
             BuildRecipe::Go(g) => g.problems(),
             BuildRecipe::Crate(c) => c.problems(),
+            BuildRecipe::Source(s) => s.problems(),
         };
         own.into_iter().map(|p| p.under(self.key())).collect()
     }
@@ -87,6 +110,7 @@ impl BuildRecipe {
         match self {
             BuildRecipe::Go(g) => g.provenance(),
             BuildRecipe::Crate(c) => c.provenance(),
+            BuildRecipe::Source(s) => s.provenance(),
         }
     }
 
@@ -106,6 +130,7 @@ impl Recipe for BuildRecipe {
         match self {
             BuildRecipe::Go(g) => g.describe(),
             BuildRecipe::Crate(c) => c.describe(),
+            BuildRecipe::Source(s) => s.describe(),
         }
     }
 
@@ -113,6 +138,7 @@ impl Recipe for BuildRecipe {
         match self {
             BuildRecipe::Go(g) => Recipe::binary_name(g),
             BuildRecipe::Crate(c) => Recipe::binary_name(c),
+            BuildRecipe::Source(s) => Recipe::binary_name(s),
         }
     }
 
@@ -120,6 +146,7 @@ impl Recipe for BuildRecipe {
         match self {
             BuildRecipe::Go(g) => g.inputs(),
             BuildRecipe::Crate(c) => c.inputs(),
+            BuildRecipe::Source(s) => s.inputs(),
         }
     }
 
@@ -127,6 +154,22 @@ impl Recipe for BuildRecipe {
         match self {
             BuildRecipe::Go(g) => g.toolchain(ctx).await,
             BuildRecipe::Crate(c) => c.toolchain(ctx).await,
+            BuildRecipe::Source(s) => s.toolchain(ctx).await,
+        }
+    }
+
+    async fn key_inputs(&self, ctx: &mut BuildCtx<'_>) -> Result<serde_json::Value, ArtifactError> {
+        match self {
+            BuildRecipe::Go(g) => g.key_inputs(ctx).await,
+            BuildRecipe::Crate(c) => c.key_inputs(ctx).await,
+            BuildRecipe::Source(s) => s.key_inputs(ctx).await,
+        }
+    }
+
+    fn origin(&self) -> Option<serde_json::Value> {
+        match self {
+            BuildRecipe::Source(s) => Recipe::origin(s),
+            BuildRecipe::Go(_) | BuildRecipe::Crate(_) => None,
         }
     }
 
@@ -134,6 +177,7 @@ impl Recipe for BuildRecipe {
         match self {
             BuildRecipe::Go(g) => g.build(ctx, out).await,
             BuildRecipe::Crate(c) => c.build(ctx, out).await,
+            BuildRecipe::Source(s) => s.build(ctx, out).await,
         }
     }
 }
@@ -148,6 +192,9 @@ pub(crate) struct BuildCtx<'a> {
     pub log: Option<File>,
     pub log_path: PathBuf,
     pub progress: &'a mut dyn Progress,
+    /// The fetcher that asked for the build: a source archive is fetched
+    /// through it like any artifact (its mirror folder, cache, network policy).
+    pub fetcher: &'a Fetcher,
 }
 
 impl BuildCtx<'_> {
@@ -226,6 +273,10 @@ struct BuildRecord<'a> {
     toolchain: &'a str,
     binary_sha256: &'a str,
     build_info: &'a str,
+    /// Where the source came from (a source build: kind, URL or path,
+    /// commit, tree id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<serde_json::Value>,
 }
 
 /// The built binary for the recipe, from the cache or built now, checked
@@ -237,6 +288,7 @@ pub(crate) async fn build_checked(
     cache_dir: &Path,
     extra_env: &[(OsString, OsString)],
     progress: &mut dyn Progress,
+    fetcher: &Fetcher,
 ) -> Result<(PathBuf, Source), ArtifactError> {
     let builds = cache_dir.join("builds");
     let io = |what, path: &Path| {
@@ -256,9 +308,11 @@ pub(crate) async fn build_checked(
         log: None,
         log_path: builds.join(format!("{name}.toolchain.log")),
         progress,
+        fetcher,
     };
     let toolchain = recipe.toolchain(&ctx).await?;
-    let key = input_key(&recipe.inputs(), &toolchain);
+    let inputs = recipe.key_inputs(&mut ctx).await?;
+    let key = input_key(&inputs, &toolchain);
     let dir = builds.join(&key);
     let binary = dir.join(recipe.binary_name());
     let cached = binary.is_file();
@@ -284,10 +338,11 @@ pub(crate) async fn build_checked(
         let record = BuildRecord {
             scheme: BUILD_SCHEME,
             recipe: recipe.describe(),
-            inputs: recipe.inputs(),
+            inputs,
             toolchain: &toolchain,
             binary_sha256: &digest,
             build_info: &build_info,
+            source: recipe.origin(),
         };
         let json_path = dir.join("build.json");
         let json = serde_json::to_vec_pretty(&record).unwrap_or_default();

@@ -51,33 +51,17 @@ impl CrateBuild {
                 format!("{:?} is not a crate name", self.name),
             );
         }
-        let semver = |v: &str| semver_problem(v).is_none();
-        if !semver(&self.version) {
+        if semver_problem(&self.version).is_some() {
             bad(
                 "version".into(),
                 format!("{:?} must be an exact version such as 0.11.4", self.version),
             );
         }
-        if !semver(&self.toolchain) {
-            bad(
-                "toolchain".into(),
-                format!(
-                    "{:?} must be the exact rustc release that builds it, such as 1.95.0",
-                    self.toolchain
-                ),
-            );
-        }
-        if let Some(why) = binary_name_problem(&self.binary) {
-            bad("binary".into(), why);
-        }
-        for (i, f) in self.features.iter().enumerate() {
-            if !is_plain_word(f, b"-_/") {
-                bad(
-                    format!("features[{i}]"),
-                    format!("{f:?} is not a feature name"),
-                );
-            }
-        }
+        out.extend(cargo_flag_problems(
+            &self.toolchain,
+            ("binary", &self.binary),
+            &self.features,
+        ));
         out
     }
 
@@ -129,41 +113,11 @@ impl Recipe for CrateBuild {
     }
 
     async fn toolchain(&self, ctx: &BuildCtx<'_>) -> Result<String, ArtifactError> {
-        let mut cmd = ctx.command("rustc");
-        cmd.arg("-vV");
-        for (k, v) in ctx.extra_env {
-            cmd.env(k, v);
-        }
-        let fail = |found: String| ArtifactError::Toolchain {
-            name: ctx.name.to_string(),
-            wanted: format!("rustc {}", self.toolchain),
-            found,
-            hint: "install that Rust release (rustup toolchain install VERSION, then \
-                   RUSTUP_TOOLCHAIN=VERSION), or pin the one the host has (`rustc --version`)"
-                .into(),
-        };
-        let out = cmd
-            .output()
-            .await
-            .map_err(|e| fail(format!("cannot run `rustc`: {e}")))?;
-        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let first = text.lines().next().unwrap_or("").to_string();
-        // "rustc 1.95.0 (59807616e 2026-04-14)"
-        if !out.status.success() || first.split_whitespace().nth(1) != Some(self.toolchain.as_str())
-        {
-            return Err(fail(first));
-        }
-        Ok(text)
+        rustc_toolchain(ctx, &self.toolchain).await
     }
 
     async fn build(&self, ctx: &mut BuildCtx<'_>, out: &Path) -> Result<String, ArtifactError> {
         let target = out.join("target");
-        let home = cargo_home(ctx.extra_env);
-        let rustflags = format!(
-            "-C target-cpu=x86-64 --remap-path-prefix={}=/cargo-home --remap-path-prefix={}=/build",
-            home.display(),
-            out.display()
-        );
         let mut cmd = ctx.command("cargo");
         cmd.args(["install", "--locked", "--force", "--root"])
             .arg(out.join("root"))
@@ -177,11 +131,8 @@ impl Recipe for CrateBuild {
         if !self.features.is_empty() {
             cmd.arg("--features").arg(self.features.join(","));
         }
-        cmd.arg(format!("{}@={}", self.name, self.version))
-            .env("RUSTFLAGS", rustflags)
-            .env_remove("CARGO_BUILD_RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env("CARGO_TERM_COLOR", "never");
+        cmd.arg(format!("{}@={}", self.name, self.version));
+        cargo_env(&mut cmd, ctx.extra_env, out);
         let step = format!("cargo install {}@{}", self.name, self.version);
         ctx.run(&step, cmd, out).await?;
         let built = out.join("root/bin").join(&self.binary);
@@ -197,6 +148,87 @@ impl Recipe for CrateBuild {
             self.binary
         ))
     }
+}
+
+/// The rules of the fields both cargo recipes have (a crate's `crate:` and
+/// a source's `build.cargo:`); `binary` is the field's name and value.
+pub(crate) fn cargo_flag_problems(
+    toolchain: &str,
+    binary: (&str, &str),
+    features: &[String],
+) -> Vec<SpecProblem> {
+    let mut out = Vec::new();
+    if semver_problem(toolchain).is_some() {
+        out.push(SpecProblem::new(
+            "toolchain",
+            format!("{toolchain:?} must be the exact rustc release that builds it, such as 1.95.0"),
+        ));
+    }
+    if let Some(why) = binary_name_problem(binary.1) {
+        out.push(SpecProblem::new(binary.0, why));
+    }
+    for (i, f) in features.iter().enumerate() {
+        if !is_plain_word(f, b"-_/") {
+            out.push(SpecProblem::new(
+                format!("features[{i}]"),
+                format!("{f:?} is not a feature name"),
+            ));
+        }
+    }
+    out
+}
+
+/// The rustc a build runs with, checked against the pin; its `-vV` text
+/// joins the cache key. Shared by both cargo recipes.
+pub(crate) async fn rustc_toolchain(
+    ctx: &BuildCtx<'_>,
+    toolchain: &str,
+) -> Result<String, ArtifactError> {
+    let mut cmd = ctx.command("rustc");
+    cmd.arg("-vV");
+    for (k, v) in ctx.extra_env {
+        cmd.env(k, v);
+    }
+    let fail = |found: String| ArtifactError::Toolchain {
+        name: ctx.name.to_string(),
+        wanted: format!("rustc {toolchain}"),
+        found,
+        hint: "install that Rust release (rustup toolchain install VERSION, then \
+               RUSTUP_TOOLCHAIN=VERSION), or pin the one the host has (`rustc --version`)"
+            .into(),
+    };
+    let out = cmd
+        .output()
+        .await
+        .map_err(|e| fail(format!("cannot run `rustc`: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let first = text.lines().next().unwrap_or("").to_string();
+    // "rustc 1.95.0 (59807616e 2026-04-14)"
+    if !out.status.success() || first.split_whitespace().nth(1) != Some(toolchain) {
+        return Err(fail(first));
+    }
+    Ok(text)
+}
+
+/// The settings of every cargo build: the baseline x86-64 CPU, and the
+/// paths that differ between machines (the cargo home, the build folder
+/// `build_dir`) remapped so the same inputs give the same bytes; the host's
+/// own RUSTFLAGS never reach it. Shared by both cargo recipes.
+pub(crate) fn cargo_env(
+    cmd: &mut tokio::process::Command,
+    extra_env: &[(std::ffi::OsString, std::ffi::OsString)],
+    build_dir: &Path,
+) {
+    let home = cargo_home(extra_env);
+    let rustflags = format!(
+        "-C target-cpu=x86-64 --remap-path-prefix={}=/cargo-home --remap-path-prefix={}=/build",
+        home.display(),
+        build_dir.display()
+    );
+    cmd.env("RUSTFLAGS", rustflags)
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env("CARGO_TERM_COLOR", "never");
 }
 
 #[cfg(test)]

@@ -7,15 +7,15 @@
 //!   sha256_source: restic's SHA256SUMS for v0.19.1
 //!   extract: bz2
 //! ```
-//! Exactly one of `url`, `file`, `apt`, `go`, `crate` names the source
-//! ([`ArtifactSource`]). The last two are built from pinned source code on
-//! the host ([`crate::build`]); their `sha256` is the digest of the binary
-//! the build produces. Every rule of the block is in [`rules`].
+//! Exactly one of `url`, `file`, `apt`, `go`, `crate`, `source` names the
+//! source ([`ArtifactSource`]). The last three are built from pinned source
+//! code on the host ([`crate::build`]); their `sha256` is the digest of the
+//! binary the build produces. Every rule of the block is in [`rules`].
 
 mod apt;
 pub mod rules;
 
-pub use crate::build::{BuildRecipe, CrateBuild, GoBuild};
+pub use crate::build::{BuildRecipe, CrateBuild, GoBuild, SourceBuild};
 pub use apt::AptPackage;
 pub use rules::SpecProblem;
 
@@ -66,12 +66,12 @@ pub enum ArtifactSource {
     File(String),
     /// `apt:` a package the host's apt downloads by name and version.
     Apt(AptPackage),
-    /// `go:` or `crate:` a binary built on the host from pinned source.
+    /// `go:`, `crate:` or `source:` a binary built on the host from pinned source.
     Build(BuildRecipe),
 }
 
 /// The lab-file keys of the sources, in the order messages list them.
-pub const SOURCE_KEYS: &[&str] = &["url", "file", "apt", "go", "crate"];
+pub const SOURCE_KEYS: &[&str] = &["url", "file", "apt", "go", "crate", "source"];
 
 impl ArtifactSource {
     /// The lab-file key that names this source (`url`, `apt`, `go`, ...),
@@ -190,6 +190,8 @@ struct RawSpec {
     go: Option<GoBuild>,
     #[serde(default, rename = "crate", skip_serializing_if = "Option::is_none")]
     cargo: Option<CrateBuild>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<SourceBuild>,
     sha256: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sha256_source: Option<String>,
@@ -210,6 +212,8 @@ impl TryFrom<RawSpec> for ArtifactSpec {
             raw.go.map(|g| ArtifactSource::Build(BuildRecipe::Go(g))),
             raw.cargo
                 .map(|c| ArtifactSource::Build(BuildRecipe::Crate(c))),
+            raw.source
+                .map(|s| ArtifactSource::Build(BuildRecipe::Source(s))),
         ]
         .into_iter()
         .flatten()
@@ -224,8 +228,9 @@ impl TryFrom<RawSpec> for ArtifactSpec {
             Err(given) if given.is_empty() => {
                 return Err(
                     "no source: give exactly one of `url: https://...`, `file: PATH`, \
-                     `apt: {package: NAME, version: VERSION}`, `go: {module: ..., version: ...}` \
-                     or `crate: {name: ..., version: ...}`"
+                     `apt: {package: NAME, version: VERSION}`, `go: {module: ..., version: ...}`, \
+                     `crate: {name: ..., version: ...}` or `source: {archive: ..., tree: ..., \
+                     build: ...}`"
                         .into(),
                 );
             }
@@ -255,6 +260,7 @@ impl From<ArtifactSpec> for RawSpec {
             apt: None,
             go: None,
             cargo: None,
+            source: None,
             sha256: spec.sha256,
             sha256_source: spec.sha256_source,
             extract: spec.extract,
@@ -266,6 +272,7 @@ impl From<ArtifactSpec> for RawSpec {
             ArtifactSource::Apt(apt) => raw.apt = Some(apt),
             ArtifactSource::Build(BuildRecipe::Go(go)) => raw.go = Some(go),
             ArtifactSource::Build(BuildRecipe::Crate(c)) => raw.cargo = Some(c),
+            ArtifactSource::Build(BuildRecipe::Source(s)) => raw.source = Some(s),
         }
         raw
     }

@@ -186,7 +186,7 @@ pub fn sha256_problem(value: &str) -> Option<String> {
 }
 
 /// A `url:` source: an `http(s)://` URL of a file on a named host.
-pub(super) fn url_problem(url: &str) -> Option<String> {
+pub(crate) fn url_problem(url: &str) -> Option<String> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return Some(format!(
             "`{url}` is not a URL: expected `https://host/path`"
@@ -225,7 +225,7 @@ pub(super) fn url_problem(url: &str) -> Option<String> {
 }
 
 /// A `file:` source: a path that ends in a file name.
-pub(super) fn file_problem(written: &str) -> Option<String> {
+pub(crate) fn file_problem(written: &str) -> Option<String> {
     let path = local_path(written);
     if written.trim().is_empty() || path.as_os_str().is_empty() {
         return Some(
