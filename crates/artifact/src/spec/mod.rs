@@ -341,8 +341,13 @@ mod tests {
             format!(
                 r#"{{"crate":{{"name":"rustic-rs","version":"0.11.4","binary":"rustic","toolchain":"1.95.0","no_default_features":true}},"sha256":"{sha}","extract":"raw"}}"#
             ),
+            format!(
+                r#"{{"source":{{"git":{{"repo":"/srv/hello.git","commit":"{commit}"}},"tree":"{tree}","build":{{"go":{{"package":"./cmd/hello","toolchain":"go1.26.8"}}}}}},"sha256":"{sha}","extract":"raw"}}"#,
+                commit = "c".repeat(40),
+                tree = "d".repeat(40)
+            ),
         ];
-        let kinds = ["url", "file", "apt", "go", "crate"];
+        let kinds = ["url", "file", "apt", "go", "crate", "source"];
         for (block, kind) in blocks.iter().zip(kinds) {
             let spec: ArtifactSpec = serde_json::from_str(block).unwrap();
             assert_eq!(spec.source.key(), kind);
