@@ -7,6 +7,9 @@
 //! A host without `git` or `go` fails these tests: they cannot pass by
 //! skipping.
 
+mod common;
+
+use common::{Reply, Server, quick_net, sha256_hex};
 use labrun_artifact::build::source::{
     ArchiveLocation, GitSource, SourceArchive, SourceGo, SourceOrigin, SourceToolchain,
 };
@@ -391,4 +394,91 @@ async fn a_commit_the_repository_lacks_or_a_repository_out_of_reach_is_refused_c
         err.contains(&repo.trees[0]) && err.contains(&repo.trees[2]),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn an_archive_is_downloaded_its_digest_checked_when_pinned_and_kept_in_the_cache() {
+    let repo = Repo::new();
+    let bytes = std::fs::read(repo.archive(0)).unwrap();
+    let server = Server::start();
+    server.route("/archive/hello.tar.gz", vec![Reply::Body(bytes.clone())]);
+    let mut opts = FetchOptions::new(repo.cache(), None);
+    opts.net = quick_net();
+    opts.build_env = vec![("GOPROXY".into(), "off".into())];
+    let f = Fetcher::new(opts).unwrap();
+    let at = |sha256: Option<String>| {
+        SourceOrigin::Archive(SourceArchive {
+            location: ArchiveLocation::Url(server.url("/archive/hello.tar.gz")),
+            name: Some("hello-1.tar.gz".into()),
+            sha256,
+        })
+    };
+
+    // A pinned archive digest that the bytes do not have: refused, nothing built.
+    let err = f
+        .fetch(
+            "hello",
+            &spec(
+                at(Some("ab".repeat(32))),
+                Some(&repo.trees[0]),
+                &"0".repeat(64),
+            ),
+            &mut NoProgress,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ArtifactError::DigestMismatch { actual, .. } if *actual == sha256_hex(&bytes)),
+        "{err}"
+    );
+    assert_eq!(
+        common::files_under(&repo.cache().join("artifacts")),
+        Vec::<PathBuf>::new(),
+        "a refused download was kept"
+    );
+
+    // No archive digest: downloaded, unpacked, and its tree (commit 1's)
+    // compared with the pin (commit 2's here): refused, naming both.
+    let err = f
+        .fetch(
+            "hello",
+            &spec(at(None), Some(&repo.trees[1]), &"0".repeat(64)),
+            &mut NoProgress,
+        )
+        .await
+        .unwrap_err();
+    let ArtifactError::SourceTreeMismatch {
+        expected, actual, ..
+    } = &err
+    else {
+        panic!("expected a tree mismatch, got: {err}")
+    };
+    assert_eq!((expected, actual), (&repo.trees[1], &repo.trees[0]));
+    assert_eq!(server.hits("/archive/hello.tar.gz"), 2);
+
+    // The download was kept under its digest: with that digest pinned, the
+    // cache serves it and the server is not asked again.
+    let kept = repo
+        .cache()
+        .join("artifacts")
+        .join(sha256_hex(&bytes))
+        .join("hello-1.tar.gz");
+    assert!(kept.is_file(), "{}", kept.display());
+    let err = f
+        .fetch(
+            "hello",
+            &spec(
+                at(Some(sha256_hex(&bytes))),
+                Some(&repo.trees[1]),
+                &"0".repeat(64),
+            ),
+            &mut NoProgress,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ArtifactError::SourceTreeMismatch { .. }),
+        "{err}"
+    );
+    assert_eq!(server.hits("/archive/hello.tar.gz"), 2);
 }

@@ -163,6 +163,19 @@ async fn archive_file(
                 .download(ctx.name, url, &name, &cache, &staging, ctx.progress)
                 .await
                 .inspect_err(|_| cache.tidy(&staging))?;
+            // Checked before it is kept: a refused download leaves nothing.
+            if let Some(expected) = &archive.sha256
+                && got.sha256 != *expected
+            {
+                drop(got.temp);
+                cache.tidy(&staging);
+                return Err(ArtifactError::DigestMismatch {
+                    name: ctx.name.to_string(),
+                    origin: format!("source archive {url}"),
+                    expected: expected.clone(),
+                    actual: got.sha256,
+                });
+            }
             let io = |e| ArtifactError::Io {
                 name: ctx.name.to_string(),
                 what: "cannot keep the downloaded archive in",
