@@ -11,7 +11,7 @@ mod common;
 
 use common::{Reply, Server, quick_net, sha256_hex};
 use labrun_artifact::build::source::{
-    ArchiveLocation, GitSource, SourceArchive, SourceGo, SourceOrigin, SourceToolchain,
+    ArchiveLocation, GitSource, SourceArchive, SourceCargo, SourceGo, SourceOrigin, SourceToolchain,
 };
 use labrun_artifact::build::tree_id::tree_id;
 use labrun_artifact::{
@@ -481,4 +481,63 @@ async fn an_archive_is_downloaded_its_digest_checked_when_pinned_and_kept_in_the
         "{err}"
     );
     assert_eq!(server.hits("/archive/hello.tar.gz"), 2);
+}
+
+#[tokio::test]
+#[ignore = "needs a cargo build (the host's cargo): `make test` runs it"]
+async fn a_crate_is_built_from_a_git_commit_with_its_own_lock_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("hi");
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    write(
+        &dir.join("Cargo.toml"),
+        "[package]\nname = \"hi\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        &dir.join("Cargo.lock"),
+        "version = 3\n\n[[package]]\nname = \"hi\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        &dir.join("src/main.rs"),
+        "fn main() { println!(\"hi from git\"); }\n",
+    );
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "hi"]);
+    let commit = git(&dir, &["rev-parse", "HEAD"]);
+    let rustc = Command::new("rustc").arg("--version").output().unwrap();
+    let toolchain = String::from_utf8(rustc.stdout).unwrap();
+    // An empty cargo home: the crate has no dependency, so no registry is asked.
+    let home = tmp.path().join("cargo-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut opts = FetchOptions::new(tmp.path().join("cache"), None);
+    opts.build_env = vec![("CARGO_HOME".into(), home.into_os_string())];
+    let f = Fetcher::new(opts).unwrap();
+    let spec = |sha256: &str| {
+        ArtifactSpec::new(
+            ArtifactSource::Build(BuildRecipe::Source(SourceBuild {
+                origin: git_commit(&dir, &commit),
+                tree: None,
+                build: SourceToolchain::Cargo(SourceCargo {
+                    toolchain: toolchain.split_whitespace().nth(1).unwrap().to_string(),
+                    bin: "hi".into(),
+                    features: vec![],
+                    no_default_features: false,
+                }),
+            })),
+            sha256,
+        )
+    };
+    let digest = actual_of(
+        f.fetch("hi", &spec(&"0".repeat(64)), &mut NoProgress)
+            .await
+            .unwrap_err(),
+    );
+    let got = f
+        .fetch("hi", &spec(&digest), &mut NoProgress)
+        .await
+        .unwrap();
+    assert!(matches!(got.from, Source::Build { cached: true, .. }));
+    let run = Command::new(&got.path).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "hi from git");
 }
