@@ -3,8 +3,9 @@
 //! of these has is named, so `labrun check` can say which artifact this
 //! machine cannot resolve before anything is fetched.
 
+use crate::build::source::{ArchiveLocation, SourceArchive, SourceOrigin};
 use crate::cache::{Cache, find_in};
-use crate::spec::{ArtifactSource, ArtifactSpec, local_path};
+use crate::spec::{ArtifactSource, ArtifactSpec, BuildRecipe, local_path};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -74,9 +75,50 @@ impl fmt::Display for Resolution {
     }
 }
 
+/// A build from a source archive not built yet: it needs the archive,
+/// found by name in the mirror folder, as a local file, or downloaded.
+fn source_archive(
+    recipe: &BuildRecipe,
+    archive: &SourceArchive,
+    mirror: Option<&Path>,
+) -> Resolution {
+    let name = archive.file_name().unwrap_or_default();
+    if let Some(p) = mirror.map(|m| m.join(&name)).filter(|p| p.is_file()) {
+        return Resolution::Build(format!(
+            "{}, its source from the mirror folder ({})",
+            recipe.describe(),
+            p.display()
+        ));
+    }
+    match &archive.location {
+        ArchiveLocation::Url(url) => Resolution::Download(format!("{url} (as {name})")),
+        ArchiveLocation::File(written) => {
+            let path = local_path(written);
+            if path.is_file() {
+                Resolution::Build(format!(
+                    "{}, its source from {}",
+                    recipe.describe(),
+                    path.display()
+                ))
+            } else {
+                Resolution::Unresolvable(format!(
+                    "the source archive {} does not exist",
+                    path.display()
+                ))
+            }
+        }
+    }
+}
+
 /// Decides where `spec` would come from; sends nothing over the network.
 pub fn resolve_offline(spec: &ArtifactSpec, cache_dir: &Path, mirror: Option<&Path>) -> Resolution {
     if let ArtifactSource::Build(recipe) = &spec.source {
+        if let BuildRecipe::Source(source) = recipe
+            && let SourceOrigin::Archive(archive) = &source.origin
+            && crate::build::find_record(cache_dir, &spec.sha256).is_none()
+        {
+            return source_archive(recipe, archive, mirror);
+        }
         return Resolution::Build(recipe.describe());
     }
     let file_name = match spec.file_name() {

@@ -16,7 +16,7 @@ use labrun_artifact::build::source::{
 use labrun_artifact::build::tree_id::tree_id;
 use labrun_artifact::{
     ArtifactError, ArtifactSource, ArtifactSpec, BuildRecipe, FetchOptions, Fetcher, NoProgress,
-    Source, SourceBuild,
+    Resolution, Source, SourceBuild, resolve_offline,
 };
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
@@ -540,4 +540,37 @@ async fn a_crate_is_built_from_a_git_commit_with_its_own_lock_file() {
     assert!(matches!(got.from, Source::Build { cached: true, .. }));
     let run = Command::new(&got.path).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "hi from git");
+}
+
+#[test]
+fn check_says_where_an_unbuilt_source_archive_would_come_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (cache, mirror) = (tmp.path().join("cache"), tmp.path().join("mirror"));
+    std::fs::create_dir_all(&mirror).unwrap();
+    let tree = "7b918db8b537055153778f6d9d2360c47ab47cab";
+    let url = SourceOrigin::Archive(SourceArchive {
+        location: ArchiveLocation::Url("https://example.invalid/archive/abc.tar.gz".into()),
+        name: Some("tool-abc.tar.gz".into()),
+        sha256: None,
+    });
+    let by_url = spec(url, Some(tree), &"0".repeat(64));
+    assert!(matches!(
+        resolve_offline(&by_url, &cache, Some(&mirror)),
+        Resolution::Download(_)
+    ));
+    std::fs::write(mirror.join("tool-abc.tar.gz"), b"x").unwrap();
+    let found = resolve_offline(&by_url, &cache, Some(&mirror));
+    assert!(
+        matches!(&found, Resolution::Build(d) if d.contains("mirror folder")),
+        "{found}"
+    );
+    let missing = spec(
+        archive_file(&tmp.path().join("nowhere.tar.gz")),
+        Some(tree),
+        &"0".repeat(64),
+    );
+    assert!(matches!(
+        resolve_offline(&missing, &cache, None),
+        Resolution::Unresolvable(_)
+    ));
 }

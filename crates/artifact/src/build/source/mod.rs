@@ -343,7 +343,10 @@ impl Recipe for SourceBuild {
         let tree = self.tree.as_deref().unwrap_or("of the commit");
         let from = match &self.origin {
             SourceOrigin::Archive(a) => a.file_name().unwrap_or_else(|| a.shown()),
-            SourceOrigin::Git(g) => format!("{}@{}", g.repo, &g.commit[..g.commit.len().min(12)]),
+            SourceOrigin::Git(g) => {
+                let short = g.commit.get(..12).unwrap_or(&g.commit);
+                format!("{}@{short}", g.repo)
+            }
         };
         match &self.build {
             SourceToolchain::Go(g) => format!(
