@@ -386,14 +386,22 @@ impl Recipe for SourceBuild {
 
     fn origin(&self) -> Option<serde_json::Value> {
         Some(match &self.origin {
-            SourceOrigin::Archive(a) => serde_json::json!({
-                "kind": "archive",
-                "url": match &a.location { ArchiveLocation::Url(u) => Some(u), _ => None },
-                "file": match &a.location { ArchiveLocation::File(f) => Some(f), _ => None },
-                "name": a.file_name(),
-                "sha256": a.sha256,
-                "tree": self.tree,
-            }),
+            SourceOrigin::Archive(a) => {
+                let (key, at) = match &a.location {
+                    ArchiveLocation::Url(u) => ("url", u),
+                    ArchiveLocation::File(f) => ("file", f),
+                };
+                let mut record = serde_json::json!({
+                    "kind": "archive",
+                    key: at,
+                    "name": a.file_name(),
+                    "tree": self.tree,
+                });
+                if let Some(sha) = &a.sha256 {
+                    record["sha256"] = sha.clone().into();
+                }
+                record
+            }
             SourceOrigin::Git(g) => serde_json::json!({
                 "kind": "git",
                 "repo": g.repo,
