@@ -99,7 +99,11 @@ impl Lab {
                     ),
                 ));
             }
-            validate_tool(tool, &format!("tools[{i}]"), &mut out);
+            let at = format!("tools[{i}]");
+            crate::series::validate_series(tool, &at, &mut out);
+            if !tool.is_series() {
+                validate_tool(tool, &at, &mut out);
+            }
         }
         self.validate_protocol(&mut out);
         self.validate_storage(&mut out);
@@ -489,6 +493,13 @@ pub fn check_scale(scale: f64) -> Result<(), String> {
     labrun_dataset::DatasetParams::published(labrun_dataset::DatasetParams::DEFAULT_SEED, scale)
         .validate()
         .map_err(|e| e.to_string())
+}
+
+/// One tool's problems (a series member's, checked at its entry).
+pub(crate) fn tool_problems(tool: &ToolSpec, at: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    validate_tool(tool, at, &mut out);
+    out
 }
 
 fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {
