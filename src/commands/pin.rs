@@ -15,8 +15,14 @@ pub struct Args {
     /// The tool's name in the lab file.
     pub tool: String,
     /// The version to pin (for an apt source, the Debian version, e.g. 0.14.0-1+b5).
-    #[arg(long)]
-    pub version: String,
+    #[arg(long, required_unless_present = "series")]
+    pub version: Option<String>,
+    /// Pin every version of the tool's `versions:` list (a release series):
+    /// a build is built (or taken from the build cache) and its module hash
+    /// and binary digest written; a download's digest is taken from its
+    /// checksum list or apt's signed index.
+    #[arg(long, conflicts_with_all = ["version", "url_template", "checksums", "sha256"])]
+    pub series: bool,
     /// The artifact URL with `{version}` in it. Default: the current URL with
     /// the tool's current version replaced.
     #[arg(long, value_name = "URL")]
@@ -48,9 +54,13 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    if args.series {
+        return super::pin_series::run(ctx, &args.tool, &text, args.dry_run).await;
+    }
+    let version = args.version.clone().unwrap_or_default();
     let request = PinRequest {
         tool: args.tool.clone(),
-        version: args.version.clone(),
+        version: version.clone(),
         url_template: args.url_template,
         checksums: args.checksums,
         manual: args
@@ -78,7 +88,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let old = outcome.old_sha256.as_deref().unwrap_or("(none)");
-    safe_println!("{} {}:", args.tool, args.version);
+    safe_println!("{} {}:", args.tool, version);
     if let Some(url) = &outcome.url {
         safe_println!("  url            {url}");
     }

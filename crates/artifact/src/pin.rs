@@ -2,6 +2,7 @@
 //! (or apt's signed index) and write it into the lab file's text.
 
 use crate::apt;
+use crate::build::{BuildRecipe, GoBuild};
 use crate::error::ArtifactError;
 use crate::fetcher::Fetcher;
 use crate::lab_edit::{PinEdit, apply_pin, read_tool};
@@ -172,4 +173,122 @@ pub fn write_lab(path: &Path, text: &str) -> Result<(), ArtifactError> {
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+/// A build's pins, as `labrun pin` writes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildPin {
+    /// The Go module's hash (go.sum's `h1:`), for a go build.
+    pub sum: Option<String>,
+    /// The built binary's SHA-256.
+    pub sha256: String,
+    /// Whether the binary came from labrun's build cache.
+    pub cached: bool,
+}
+
+impl Fetcher {
+    /// Builds `recipe` (from the cache when its inputs were built before)
+    /// and returns its pins: for a go build the module's hash first, as the
+    /// go command gets it from the host's module proxy and checks it
+    /// against the checksum database, then the binary's digest. The recipe's
+    /// own `sum` is ignored (it is what is being pinned).
+    pub async fn pin_build(
+        &self,
+        name: &str,
+        recipe: &BuildRecipe,
+        progress: &mut dyn crate::progress::Progress,
+    ) -> Result<BuildPin, ArtifactError> {
+        let cache_dir = self.opts.cache_dir.as_path();
+        let (recipe, sum) = match recipe {
+            BuildRecipe::Go(go) => {
+                let sum = module_sum(go, cache_dir, &self.opts.build_env).await?;
+                let pinned = GoBuild {
+                    sum: sum.clone(),
+                    ..go.clone()
+                };
+                (BuildRecipe::Go(pinned), Some(sum))
+            }
+            other => (other.clone(), None),
+        };
+        // An empty expectation never matches: the mismatch carries the
+        // digest of the binary just built (or found in the cache).
+        let built = crate::build::build_checked(
+            &recipe,
+            name,
+            "",
+            cache_dir,
+            &self.opts.build_env,
+            progress,
+        )
+        .await;
+        match built {
+            Err(ArtifactError::BuiltDigestMismatch { actual, .. }) => Ok(BuildPin {
+                sum,
+                sha256: actual,
+                cached: false,
+            }),
+            Err(e) => Err(e),
+            Ok((_, source)) => Ok(BuildPin {
+                sum,
+                sha256: String::new(),
+                cached: matches!(source, crate::source::Source::Build { cached: true, .. }),
+            }),
+        }
+    }
+}
+
+/// `go mod download -json MODULE@VERSION`'s `Sum`, with the environment
+/// every build of labrun runs the go command with (its own module cache).
+async fn module_sum(
+    go: &GoBuild,
+    cache_dir: &Path,
+    extra_env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Result<String, ArtifactError> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Downloaded {
+        #[serde(default)]
+        sum: String,
+        #[serde(default)]
+        error: String,
+    }
+    let at = format!("{}@{}", go.module, go.version);
+    let fail = |problem: String| ArtifactError::Checksums {
+        url: format!("go mod download -json {at}"),
+        problem,
+    };
+    let mut cmd = tokio::process::Command::new("go");
+    cmd.args(["mod", "download", "-json", &at])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    crate::build::go::go_env(&mut cmd, cache_dir, &go.toolchain);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.map_err(|e| {
+        fail(format!(
+            "cannot run `go`: {e} (install Go: Debian's golang-go)"
+        ))
+    })?;
+    // The JSON (with "Error") comes on a refusal too, with exit status 1.
+    let got: Downloaded = serde_json::from_slice(&out.stdout).map_err(|_| {
+        fail(format!(
+            "no answer: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    })?;
+    if !got.error.is_empty() {
+        return Err(fail(format!(
+            "{}; the module proxy the host's Go uses (`go env GOPROXY`) does not serve this \
+             version: pin one it serves, or build it from its source",
+            got.error
+        )));
+    }
+    if !got.sum.starts_with("h1:") {
+        return Err(fail(format!(
+            "the answer has no module hash: {:?}",
+            got.sum
+        )));
+    }
+    Ok(got.sum)
 }

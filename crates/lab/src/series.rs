@@ -184,18 +184,20 @@ pub(crate) fn validate_series(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>)
                 format!("the version {} is listed twice: keep one", v.version),
             ));
         }
-        if v.sha256.is_none() {
-            out.push(Problem::new(
-                vat.clone(),
-                format!("version {} has no `sha256:` pin: {pin_cmd}", v.version),
-            ));
-        }
+        let mut missing = Vec::new();
         if go && v.sum.is_none() {
+            missing.push("`sum:` (the module's hash)");
+        }
+        if v.sha256.is_none() {
+            missing.push("`sha256:`");
+        }
+        if !missing.is_empty() {
             out.push(Problem::new(
                 vat.clone(),
                 format!(
-                    "version {} has no `sum:` (the module's hash): {pin_cmd}",
-                    v.version
+                    "version {} has no {} pin: {pin_cmd}",
+                    v.version,
+                    missing.join(" and ")
                 ),
             ));
         }
@@ -210,7 +212,7 @@ pub(crate) fn validate_series(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>)
             Ok(member) => {
                 // The member's own rules, said at this entry.
                 for p in crate::validate::tool_problems(&member, &vat) {
-                    if p.path.starts_with(&format!("{vat}.name")) || v.sha256.is_none() {
+                    if p.path.starts_with(&format!("{vat}.name")) || !missing.is_empty() {
                         continue;
                     }
                     let field = p.path.strip_prefix(&format!("{vat}.")).unwrap_or(&p.path);
@@ -286,5 +288,18 @@ impl Lab {
         self.series
             .iter()
             .find(|s| s.tool == name || s.members.iter().any(|m| m == name))
+    }
+}
+
+/// The series template `tool` as `text` writes it, read without the lab's
+/// checks (its pins are what `labrun pin --series` is about to write).
+pub fn template(text: &str, tool: &str) -> Result<ToolSpec, String> {
+    let lab = crate::load::parse_unchecked(text)
+        .ok_or("the lab does not parse: run `labrun check` for where")?;
+    let found = lab.tools.into_iter().find(|t| t.name == tool);
+    match found {
+        Some(t) if t.is_series() => Ok(t),
+        Some(_) => Err(format!("tool `{tool}` has no `versions:` list")),
+        None => Err(format!("the lab has no tool `{tool}`")),
     }
 }

@@ -127,9 +127,10 @@ fn a_version_without_its_pin_is_refused_with_the_command_that_writes_it() {
     assert!(err.contains("tools[0].versions[0]"), "{err}");
     assert!(err.contains("labrun pin restic --series"), "{err}");
     assert!(
-        err.contains("no `sha256:`") && err.contains("no `sum:`"),
+        err.contains("no `sum:` (the module's hash) and `sha256:` pin"),
         "{err}"
     );
+    assert!(err.contains("1 problem"), "one problem per entry: {err}");
 }
 
 #[test]
