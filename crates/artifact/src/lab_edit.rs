@@ -548,7 +548,9 @@ pub fn apply_series_pin(text: &str, edit: &SeriesPinEdit) -> Result<String, Stri
     for (n, &i) in items.iter().enumerate() {
         let line = &lines[i];
         let item_end = items.get(n + 1).copied().unwrap_or(e);
-        if let Some(map) = line.value.starts_with('{').then(|| flow_map(line.value)) {
+        // A flow entry has no key of its own: its value is the whole rest.
+        let flow = strip_comment(line.value);
+        if let Some(map) = flow.starts_with('{').then(|| flow_map(flow)) {
             let mut map = map.ok_or_else(|| {
                 format!("a `versions:` entry of `{}` is a flow mapping this editor cannot rewrite: write it in block style", edit.tool)
             })?;
