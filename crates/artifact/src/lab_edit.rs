@@ -627,3 +627,71 @@ fn keep_comment(old: &Line, written: String) -> String {
         _ => written,
     }
 }
+
+/// The lab text with fields of a tool's build block (`artifact.go` or
+/// `artifact.crate`) set: `version`, `sum`. A block mapping's lines are
+/// replaced (comments kept) or added at its end; a flow mapping on one line
+/// is rebuilt on that line.
+pub fn apply_build_fields(
+    text: &str,
+    tool: &str,
+    kind: &str,
+    fields: &[(&str, String)],
+) -> Result<String, String> {
+    let lines: Vec<Line> = text.split_inclusive('\n').map(parse_line).collect();
+    let at = locate(&lines, tool)?;
+    let a = at
+        .artifact
+        .ok_or_else(|| format!("tool `{tool}` has no `artifact:` block"))?;
+    let (s, e) = children(&lines, a);
+    let col = block_col(&lines, s, e).ok_or("`artifact:` is empty")?;
+    let b = find_key(&lines, s, e, col, kind)?
+        .ok_or_else(|| format!("the artifact has no `{kind}:` build"))?;
+    let mut out: Vec<String> = lines.iter().map(|l| l.text.to_string()).collect();
+    let value = lines[b].value;
+    if value.starts_with('{') {
+        let mut map = flow_map(value).ok_or_else(|| {
+            format!(
+                "`{kind}:` is a flow mapping this editor cannot rewrite: write it in block style"
+            )
+        })?;
+        for (key, v) in fields {
+            match map.iter_mut().find(|(k, _)| k == key) {
+                Some(slot) => slot.1 = v.clone(),
+                None => map.push((key.to_string(), v.clone())),
+            }
+        }
+        let body = map
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", flow_scalar(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let raw = lines[b].text.trim_end_matches(['\n', '\r']);
+        let close = raw.rfind('}').unwrap_or(raw.len() - 1);
+        let newline = &lines[b].text[raw.len()..];
+        out[b] = format!(
+            "{}{kind}: {{{body}}}{}{newline}",
+            " ".repeat(col),
+            &raw[close + 1..]
+        );
+        return Ok(out.concat());
+    }
+    if !value.is_empty() {
+        return Err(format!("`{kind}:` must be a mapping"));
+    }
+    let (s2, e2) = children(&lines, b);
+    let c2 = block_col(&lines, s2, e2).ok_or_else(|| format!("`{kind}:` is empty"))?;
+    let mut added = String::new();
+    for (key, v) in fields {
+        let written = format!("{}{key}: {}\n", " ".repeat(c2), yaml_scalar(v));
+        match find_key(&lines, s2, e2, c2, key)? {
+            Some(k) => {
+                refuse_odd(lines[k].value, key)?;
+                out[k] = keep_comment(&lines[k], written);
+            }
+            None => added.push_str(&written),
+        }
+    }
+    out[e2 - 1].push_str(&added);
+    Ok(out.concat())
+}

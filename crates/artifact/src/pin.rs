@@ -292,3 +292,78 @@ async fn module_sum(
     }
     Ok(got.sum)
 }
+
+/// How a build's digest was taken, as `sha256_source` says it.
+pub const BUILT_SOURCE: &str = "the binary labrun built from these inputs (`labrun pin`); \
+     a build from the same inputs gives the same bytes";
+
+impl Fetcher {
+    /// `labrun pin TOOL [--version V]` for a tool built from source: the
+    /// recipe (as the lab writes it) at `version` when given (a go build's
+    /// module version gets its `v`), built or taken from the cache, and its
+    /// pins written into the text: the build block's `version` and `sum`,
+    /// the tool's `version`, `sha256` and `sha256_source`. Writes nothing.
+    pub async fn plan_build_pin(
+        &self,
+        lab_path: &Path,
+        lab: &str,
+        tool: &str,
+        version: Option<&str>,
+        recipe: &BuildRecipe,
+        progress: &mut dyn crate::progress::Progress,
+    ) -> Result<PinOutcome, ArtifactError> {
+        let edit_err = |problem: String| ArtifactError::LabEdit {
+            path: lab_path.to_path_buf(),
+            problem,
+        };
+        let mut recipe = recipe.clone();
+        let mut fields: Vec<(&str, String)> = Vec::new();
+        if let Some(v) = version {
+            match &mut recipe {
+                BuildRecipe::Go(g) => {
+                    g.version = if v.starts_with('v') {
+                        v.to_string()
+                    } else {
+                        format!("v{v}")
+                    };
+                    fields.push(("version", g.version.clone()));
+                }
+                BuildRecipe::Crate(c) => {
+                    c.version = v.to_string();
+                    fields.push(("version", c.version.clone()));
+                }
+            }
+        }
+        if let Some(p) = recipe.problems().into_iter().next() {
+            return Err(p.into());
+        }
+        let pin = self.pin_build(tool, &recipe, progress).await?;
+        if let Some(sum) = &pin.sum {
+            fields.push(("sum", sum.clone()));
+        }
+        let view = read_tool(lab, tool).map_err(edit_err)?;
+        let text = if fields.is_empty() {
+            lab.to_string()
+        } else {
+            crate::lab_edit::apply_build_fields(lab, tool, recipe.key(), &fields)
+                .map_err(edit_err)?
+        };
+        let edit = PinEdit {
+            tool: tool.to_string(),
+            version: version.map(|v| v.trim_start_matches('v').to_string()),
+            url: None,
+            apt_version: None,
+            extract_member: None,
+            sha256: pin.sha256.clone(),
+            sha256_source: BUILT_SOURCE.to_string(),
+        };
+        let new_text = apply_pin(&text, &edit).map_err(edit_err)?;
+        Ok(PinOutcome {
+            sha256: pin.sha256,
+            sha256_source: BUILT_SOURCE.to_string(),
+            url: None,
+            old_sha256: view.sha256,
+            new_text,
+        })
+    }
+}

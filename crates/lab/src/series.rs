@@ -210,16 +210,21 @@ pub(crate) fn validate_series(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>)
         match tool.series_member(v) {
             Err(why) => out.push(Problem::new(vat.clone(), why)),
             Ok(member) => {
-                // The member's own rules, said at this entry.
+                // The member's own rules: its artifact's at this entry (a
+                // pin of this version), the rest once, at the tool's own
+                // lines (the same for every version).
                 for p in crate::validate::tool_problems(&member, &vat) {
-                    if p.path.starts_with(&format!("{vat}.name")) || !missing.is_empty() {
-                        continue;
-                    }
                     let field = p.path.strip_prefix(&format!("{vat}.")).unwrap_or(&p.path);
-                    out.push(Problem::new(
-                        vat.clone(),
-                        format!("version {}: {field}: {}", v.version, p.message),
-                    ));
+                    if field.starts_with("artifact") {
+                        if missing.is_empty() {
+                            out.push(Problem::new(
+                                vat.clone(),
+                                format!("version {}: {field}: {}", v.version, p.message),
+                            ));
+                        }
+                    } else if j == 0 && !field.starts_with("name") {
+                        out.push(Problem::new(format!("{at}.{field}"), p.message));
+                    }
                 }
                 if let Err(msg) = check_member_name(&member.name) {
                     out.push(Problem::new(format!("{vat}.version"), msg));
@@ -294,12 +299,20 @@ impl Lab {
 /// The series template `tool` as `text` writes it, read without the lab's
 /// checks (its pins are what `labrun pin --series` is about to write).
 pub fn template(text: &str, tool: &str) -> Result<ToolSpec, String> {
+    let t = tool_as_written(text, tool)?;
+    match t.is_series() {
+        true => Ok(t),
+        false => Err(format!("tool `{tool}` has no `versions:` list")),
+    }
+}
+
+/// The tool `tool` as `text` writes it, without the lab's checks (a pin
+/// about to be written may be missing or wrong).
+pub fn tool_as_written(text: &str, tool: &str) -> Result<ToolSpec, String> {
     let lab = crate::load::parse_unchecked(text)
         .ok_or("the lab does not parse: run `labrun check` for where")?;
-    let found = lab.tools.into_iter().find(|t| t.name == tool);
-    match found {
-        Some(t) if t.is_series() => Ok(t),
-        Some(_) => Err(format!("tool `{tool}` has no `versions:` list")),
-        None => Err(format!("the lab has no tool `{tool}`")),
-    }
+    lab.tools
+        .into_iter()
+        .find(|t| t.name == tool)
+        .ok_or_else(|| format!("the lab has no tool `{tool}`"))
 }

@@ -205,3 +205,14 @@ fn a_lab_without_versions_asks_the_report_for_no_series() {
     assert!(lab.series().is_empty());
     assert!(lab.compare_plan().is_none());
 }
+
+#[test]
+fn a_rule_of_the_template_itself_is_said_once_at_its_line() {
+    let t = text(&three(), "").replace(
+        "init: [\"{bin}\", init, -r, \"{repo}\"]",
+        "init: [\"{bin}\", init]",
+    );
+    let err = load(&t).unwrap_err();
+    assert_eq!(err.matches("never uses `{repo}`").count(), 1, "{err}");
+    assert!(err.contains("tools[0].commands.init"), "{err}");
+}

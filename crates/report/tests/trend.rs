@@ -24,7 +24,9 @@ fn wall(member: usize, step: &Step, cycle: u32) -> f64 {
     let jitter = 1.0 + 0.01 * ((cycle as f64) * 1.7 + member as f64 * 2.3).sin();
     let base = match step.as_str() {
         "backup_full" => 95.0,
-        "backup_incremental" if member == 2 => 14.0 * if cycle.is_multiple_of(2) { 1.4 } else { 0.65 },
+        "backup_incremental" if member == 2 => {
+            14.0 * if cycle.is_multiple_of(2) { 1.4 } else { 0.65 }
+        }
         "backup_incremental" => 14.0,
         "restore" if member >= 1 => 60.0,
         "restore" => 40.0,
