@@ -40,9 +40,11 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
                 .pin_build(&member.name, recipe, &mut NoProgress)
                 .await
                 .map(|p| (p.sum, p.sha256, "the binary labrun built".to_string())),
-            ArtifactSource::Apt(pkg) => labrun_artifact::apt::index_sha256(pkg)
-                .await
-                .map(|sha| (None, sha, "apt's signed index".to_string())),
+            ArtifactSource::Apt(pkg) => {
+                labrun_artifact::apt::index_sha256(pkg, fetcher.cache().root())
+                    .await
+                    .map(|sha| (None, sha, "apt's signed index".to_string()))
+            }
             ArtifactSource::Url(url) => fetcher
                 .published_sha256(url, None)
                 .await

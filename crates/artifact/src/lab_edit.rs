@@ -32,6 +32,8 @@ pub struct ToolView {
     pub sha256: Option<String>,
     pub apt_package: Option<String>,
     pub apt_version: Option<String>,
+    /// `artifact.apt.suite`, when the package is another suite's.
+    pub apt_suite: Option<String>,
     pub extract_member: Option<String>,
 }
 
@@ -300,11 +302,13 @@ pub fn read_tool(text: &str, tool: &str) -> Result<ToolView, String> {
                         |k: &str| map.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
                     view.apt_package = get("package");
                     view.apt_version = get("version");
+                    view.apt_suite = get("suite");
                 } else {
                     let (s2, e2) = children(&lines, apt);
                     if let Some(c2) = block_col(&lines, s2, e2) {
                         view.apt_package = value(s2, e2, c2, "package")?;
                         view.apt_version = value(s2, e2, c2, "version")?;
+                        view.apt_suite = value(s2, e2, c2, "suite")?;
                     }
                 }
             }

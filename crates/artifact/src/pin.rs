@@ -67,7 +67,7 @@ impl Fetcher {
             let pkg = AptPackage {
                 package: package.clone(),
                 version: req.version.clone(),
-                suite: None,
+                suite: view.apt_suite.clone(),
             };
             if let Some(p) = pkg.problems().into_iter().next() {
                 return Err(p.under("apt").into());
@@ -81,11 +81,17 @@ impl Fetcher {
             match &req.manual {
                 Some(m) => (edit.sha256, edit.sha256_source) = (m.sha256.clone(), m.source.clone()),
                 None => {
-                    edit.sha256 = apt::index_sha256(&pkg).await?;
-                    edit.sha256_source = format!(
-                        "apt-cache show {}={} (the host's signed apt index)",
-                        pkg.package, pkg.version
-                    );
+                    edit.sha256 = apt::index_sha256(&pkg, self.cache().root()).await?;
+                    edit.sha256_source = match &pkg.suite {
+                        Some(suite) => format!(
+                            "apt-cache show {}={} (the signed apt index of {suite}, from the host's archive)",
+                            pkg.package, pkg.version
+                        ),
+                        None => format!(
+                            "apt-cache show {}={} (the host's signed apt index)",
+                            pkg.package, pkg.version
+                        ),
+                    };
                 }
             }
         } else {
