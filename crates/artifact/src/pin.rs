@@ -188,8 +188,6 @@ pub struct BuildPin {
     pub sum: Option<String>,
     /// The built binary's SHA-256.
     pub sha256: String,
-    /// Whether the binary came from labrun's build cache.
-    pub cached: bool,
 }
 
 impl Fetcher {
@@ -231,13 +229,17 @@ impl Fetcher {
             Err(ArtifactError::BuiltDigestMismatch { actual, .. }) => Ok(BuildPin {
                 sum,
                 sha256: actual,
-                cached: false,
             }),
             Err(e) => Err(e),
-            Ok((_, source)) => Ok(BuildPin {
+            // Not reached (no digest is empty), but said rightly if it were.
+            Ok((binary, _)) => Ok(BuildPin {
                 sum,
-                sha256: String::new(),
-                cached: matches!(source, crate::source::Source::Build { cached: true, .. }),
+                sha256: crate::digest::sha256_file(&binary).map_err(|e| ArtifactError::Io {
+                    name: name.to_string(),
+                    what: "cannot read",
+                    path: binary.clone(),
+                    source: e,
+                })?,
             }),
         }
     }
