@@ -216,3 +216,31 @@ fn a_rule_of_the_template_itself_is_said_once_at_its_line() {
     assert_eq!(err.matches("never uses `{repo}`").count(), 1, "{err}");
     assert!(err.contains("tools[0].commands.init"), "{err}");
 }
+
+#[test]
+fn a_variant_that_tunes_the_series_tunes_every_version() {
+    let t = format!(
+        "{}variants:\n  - name: plain\n  - name: tuned\n    tools: {{restic: {{args: {{restore: [--verify]}}}}}}\n",
+        text(&three(), "")
+    );
+    let lab = load(&t).unwrap();
+    let variants = lab.variants().unwrap();
+    let tuned = variants.iter().find(|v| v.record.name == "tuned").unwrap();
+    let members: Vec<_> = tuned
+        .lab
+        .tools
+        .iter()
+        .filter(|t| t.name.starts_with("restic@"))
+        .collect();
+    assert_eq!(members.len(), 3);
+    for m in members {
+        assert_eq!(
+            m.args.get("restore").unwrap(),
+            &["--verify".to_string()],
+            "{}",
+            m.name
+        );
+    }
+    // Said once, under the name the variant wrote.
+    assert_eq!(tuned.record.changes.len(), 1, "{:?}", tuned.record.changes);
+}
