@@ -278,7 +278,7 @@ fn apply_tool(
             Some(_) => ("<redacted>".into(), "<another secret>".into()),
             None => ("-".into(), "<redacted>".into()),
         };
-        if out.set(&at_tool, format!("tools.{name}.env.{key}"), before, after) {
+        if out.set(at_tool, format!("tools.{name}.env.{key}"), before, after) {
             tool.env.insert(key.clone(), value.clone());
         }
     }
