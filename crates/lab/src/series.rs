@@ -288,6 +288,35 @@ impl Lab {
         self.tools = tools;
     }
 
+    /// The tools' names as a run has them: a series template (before it is
+    /// expanded) as its members. What pairs and the noise floor may name.
+    pub(crate) fn tool_names_as_run(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for t in &self.tools {
+            if t.is_series() {
+                out.extend(t.versions.iter().map(|v| member_name(&t.name, &v.version)));
+            } else {
+                out.push(t.name.clone());
+            }
+        }
+        out
+    }
+
+    /// No member of a series has the name of a tool written beside it.
+    pub(crate) fn validate_series_names(&self, out: &mut Vec<Problem>) {
+        for (i, tool) in self.tools.iter().enumerate() {
+            for (j, v) in tool.versions.iter().enumerate() {
+                let member = member_name(&tool.name, &v.version);
+                if self.tools.iter().any(|t| t.name == member) {
+                    out.push(Problem::new(
+                        format!("tools[{i}].versions[{j}].version"),
+                        format!("this version is the tool `{member}`, and a tool of that name is written already: remove one"),
+                    ));
+                }
+            }
+        }
+    }
+
     /// The series whose member or template is `name`.
     pub(crate) fn series_of(&self, name: &str) -> Option<&Series> {
         self.series

@@ -105,6 +105,7 @@ impl Lab {
                 validate_tool(tool, &at, &mut out);
             }
         }
+        self.validate_series_names(&mut out);
         self.validate_protocol(&mut out);
         self.validate_storage(&mut out);
         if let Some(c) = &self.compare {
@@ -185,7 +186,8 @@ impl Lab {
                 "name at least one pair: `- {baseline: restic, candidate: restic@0.14.0}`",
             ));
         }
-        let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let names = self.tool_names_as_run();
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
         let floor_copy = self.noise_floor.as_ref().map(|f| f.copy_name());
         for (i, p) in c.pairs.iter().enumerate() {
             for (side, name) in [("baseline", &p.baseline), ("candidate", &p.candidate)] {

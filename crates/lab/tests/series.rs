@@ -244,3 +244,21 @@ fn a_variant_that_tunes_the_series_tunes_every_version() {
     // Said once, under the name the variant wrote.
     assert_eq!(tuned.record.changes.len(), 1, "{:?}", tuned.record.changes);
 }
+
+#[test]
+fn pairs_and_the_noise_floor_may_name_a_version() {
+    let t = format!(
+        "{}noise_floor: {{tool: restic@0.19.1}}\ncompare:\n  pairs:\n    - {{baseline: restic@0.19.1, candidate: restic@0.16.4}}\n",
+        text(&three(), "")
+    );
+    let lab = load(&t).unwrap();
+    let names = names(&lab);
+    assert!(names.contains(&"restic@0.19.1-aa".to_string()), "{names:?}");
+    let request = lab.compare_plan().unwrap();
+    assert_eq!(request.pairs.len(), 2);
+    assert_eq!(request.series.len(), 1);
+    // A version that is also a tool written beside the series is refused.
+    let clash = text(&three(), "").replace("  - name: borg", "  - name: restic@0.17.3");
+    let err = load(&clash).unwrap_err();
+    assert!(err.contains("tools[0].versions[1].version"), "{err}");
+}
