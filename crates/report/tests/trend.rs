@@ -168,6 +168,11 @@ fn the_trend_names_the_planted_step_and_says_which_stayed_open() {
 
     let json = std::fs::read_to_string(tmp.path().join("summary.json")).unwrap();
     assert!(json.contains("\"trends\""));
+    let terminal = labrun_report::render_terminal(&summary);
+    assert!(
+        terminal.contains("restore wall time: first slower step 0.17.3 -> 0.18.1"),
+        "{terminal}"
+    );
     let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
     assert!(html.contains("Trend: restic (anchor restic@0.19.1)"));
     assert!(files.iter().any(|f| f.ends_with("trend.svg")));
