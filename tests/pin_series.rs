@@ -162,3 +162,65 @@ fn every_version_of_a_series_is_built_and_pinned_comments_kept() {
         after
     );
 }
+
+/// One go build, pinned at another version by `labrun pin TOOL --version`:
+/// the build block's version and module hash, the tool's version and the
+/// binary's digest, comments kept.
+#[test]
+fn a_single_go_build_is_pinned_at_a_new_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let proxy = tmp.path().join("proxy");
+    let sums: Vec<String> = VERSIONS.iter().map(|v| publish(&proxy, v)).collect();
+    let toolchain = go_version();
+    let before = format!(
+        r#"name: pin-one
+dataset: {{kind: synthetic, scale: 0.01}}
+tools:
+  - name: hello
+    version: 1.0.0
+    artifact:
+      go:
+        module: {MODULE}
+        version: v1.0.0  # the release under test
+        sum: {}
+        toolchain: {toolchain}
+      # the digest, written by labrun pin
+      sha256: "{}"
+    commands:
+      init: ["{{bin}}", "{{repo}}"]
+      backup: ["{{bin}}", "{{repo}}", "{{source}}"]
+      restore: ["{{bin}}", "{{repo}}", "{{target}}"]
+"#,
+        sums[0],
+        "0".repeat(64)
+    );
+    std::fs::write(tmp.path().join("lab.yaml"), &before).unwrap();
+    let pin = labrun(tmp.path(), &proxy, &["pin", "hello", "--version", "1.2.0"]);
+    assert!(
+        pin.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&pin.stdout),
+        String::from_utf8_lossy(&pin.stderr)
+    );
+    let after = std::fs::read_to_string(tmp.path().join("lab.yaml")).unwrap();
+    assert!(
+        after.contains("        version: v1.2.0 # the release under test\n"),
+        "{after}"
+    );
+    assert!(
+        after.contains(&format!("        sum: {}\n", sums[2])),
+        "{after}"
+    );
+    assert!(after.contains("    version: 1.2.0\n"), "{after}");
+    assert!(
+        after.contains("      # the digest, written by labrun pin\n"),
+        "{after}"
+    );
+    assert!(!after.contains(&"0".repeat(64)), "{after}");
+    let check = labrun(tmp.path(), &proxy, &["check"]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
