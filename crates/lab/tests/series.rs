@@ -262,3 +262,15 @@ fn pairs_and_the_noise_floor_may_name_a_version() {
     let err = load(&clash).unwrap_err();
     assert!(err.contains("tools[0].versions[1].version"), "{err}");
 }
+
+#[test]
+fn a_version_may_build_with_its_own_toolchain() {
+    let versions = format!(
+        "      - {{version: 0.16.4, sum: \"{SUM_A}\", sha256: {SHA_A}, toolchain: go1.22.12}}\n      - {{version: 0.19.1, sum: \"{SUM_C}\", sha256: {SHA_C}}}\n"
+    );
+    let lab = load(&text(&versions, "")).unwrap();
+    let old = lab.tools[0].artifact.provenance();
+    let new = lab.tools[1].artifact.provenance();
+    assert!(old.contains("toolchain go1.22.12"), "{old}");
+    assert!(new.contains("toolchain go1.26.8"), "{new}");
+}
