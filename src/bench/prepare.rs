@@ -122,7 +122,7 @@ pub async fn prepare(
     phases.write_into(&host.raw());
     std::fs::write(host.raw().join("lab.yaml"), lab.redacted_source())?;
     // The verdicts the lab asks for are made from raw/ like every figure.
-    if let Some(request) = lab.compare.as_ref().and_then(|c| c.to_plan()) {
+    if let Some(request) = lab.compare_plan() {
         std::fs::write(
             host.raw().join(labrun_evidence::compare::COMPARE_PLAN),
             serde_json::to_vec_pretty(&request)?,

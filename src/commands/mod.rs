@@ -10,6 +10,7 @@ pub mod generate;
 pub mod image;
 pub mod pack;
 pub mod pin;
+pub mod pin_series;
 pub mod report;
 pub mod runs;
 pub mod ssh;

@@ -4,7 +4,9 @@
 //! edited lab still loads, writes it and says what changed.
 
 use crate::context::Context;
-use labrun_artifact::{FetchOptions, Fetcher, ManualPin, PinRequest, write_lab};
+use labrun_artifact::{
+    ArtifactSource, FetchOptions, Fetcher, ManualPin, NoProgress, PinRequest, write_lab,
+};
 use labrun_lab::Lab;
 use std::process::ExitCode;
 
@@ -14,9 +16,17 @@ use std::process::ExitCode;
 pub struct Args {
     /// The tool's name in the lab file.
     pub tool: String,
-    /// The version to pin (for an apt source, the Debian version, e.g. 0.14.0-1+b5).
+    /// The version to pin (for an apt source, the Debian version, e.g.
+    /// 0.14.0-1+b5). A tool built from source (`go:`, `crate:`) may leave it
+    /// out: the version it builds now is pinned.
     #[arg(long)]
-    pub version: String,
+    pub version: Option<String>,
+    /// Pin every version of the tool's `versions:` list (a release series):
+    /// a build is built (or taken from the build cache) and its module hash
+    /// and binary digest written; a download's digest is taken from its
+    /// checksum list or apt's signed index.
+    #[arg(long, conflicts_with_all = ["version", "url_template", "checksums", "sha256"])]
+    pub series: bool,
     /// The artifact URL with `{version}` in it. Default: the current URL with
     /// the tool's current version replaced.
     #[arg(long, value_name = "URL")]
@@ -48,21 +58,60 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let request = PinRequest {
-        tool: args.tool.clone(),
-        version: args.version.clone(),
-        url_template: args.url_template,
-        checksums: args.checksums,
-        manual: args
-            .sha256
-            .zip(args.sha256_source)
-            .map(|(sha256, source)| ManualPin {
-                sha256: sha256.to_ascii_lowercase(),
-                source,
-            }),
-    };
+    if args.series {
+        return super::pin_series::run(ctx, &args.tool, &text, args.dry_run).await;
+    }
     let fetcher = Fetcher::new(FetchOptions::new(ctx.cache_dir.clone(), ctx.mirror.clone()))?;
-    let outcome = match fetcher.plan_pin(path, &text, &request).await {
+    let written = labrun_lab::series::tool_as_written(&text, &args.tool);
+    let outcome = match (&written, &args.version) {
+        (Ok(t), version) if t.artifact.source.is_build() => {
+            let ArtifactSource::Build(recipe) = &t.artifact.source else {
+                unreachable!("is_build() says it is a build")
+            };
+            safe_println!(
+                "{}: building it (or taking the build from the cache, by its inputs)",
+                args.tool
+            );
+            fetcher
+                .plan_build_pin(
+                    path,
+                    &text,
+                    &args.tool,
+                    version.as_deref(),
+                    recipe,
+                    &mut NoProgress,
+                )
+                .await
+        }
+        (_, None) => {
+            safe_eprintln!(
+                "labrun pin: give --version: only a tool built from source (`go:`, `crate:`) is pinned at the version it names"
+            );
+            return Ok(ExitCode::from(2));
+        }
+        (_, Some(version)) => {
+            let request = PinRequest {
+                tool: args.tool.clone(),
+                version: version.clone(),
+                url_template: args.url_template.clone(),
+                checksums: args.checksums.clone(),
+                manual: args.sha256.clone().zip(args.sha256_source.clone()).map(
+                    |(sha256, source)| ManualPin {
+                        sha256: sha256.to_ascii_lowercase(),
+                        source,
+                    },
+                ),
+            };
+            fetcher.plan_pin(path, &text, &request).await
+        }
+    };
+    let version = args.version.clone().unwrap_or_else(|| {
+        written
+            .as_ref()
+            .map(|t| t.version.clone())
+            .unwrap_or_default()
+    });
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             safe_eprintln!("labrun pin: {e}");
@@ -78,7 +127,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let old = outcome.old_sha256.as_deref().unwrap_or("(none)");
-    safe_println!("{} {}:", args.tool, args.version);
+    safe_println!("{} {}:", args.tool, version);
     if let Some(url) = &outcome.url {
         safe_println!("  url            {url}");
     }

@@ -155,13 +155,20 @@ async fn suite_lists(artifacts: &Path, suite: &str) -> Result<Vec<String>, Strin
 }
 
 /// The SHA-256 of `PACKAGE=VERSION` as the host's signed apt index lists it
-/// (`apt-cache show`), the upstream checksum for an apt source.
-pub async fn index_sha256(apt: &AptPackage) -> Result<String, ArtifactError> {
+/// (`apt-cache show`), the upstream checksum for an apt source; for another
+/// suite (`suite: sid`), that suite's signed index, in labrun's own lists
+/// beside `artifacts` (the cache's artifacts folder), as a download reads it.
+pub async fn index_sha256(apt: &AptPackage, artifacts: &Path) -> Result<String, ArtifactError> {
     let fail = |problem: String| ArtifactError::Checksums {
         url: format!("apt-cache show {}={}", apt.package, apt.version),
         problem,
     };
+    let suite_opts = match &apt.suite {
+        Some(suite) => suite_lists(artifacts, suite).await.map_err(&fail)?,
+        None => Vec::new(),
+    };
     let output = tokio::process::Command::new("apt-cache")
+        .args(&suite_opts)
         .args(["show", "--"])
         .arg(format!("{}={}", apt.package, apt.version))
         .env("LC_ALL", "C")

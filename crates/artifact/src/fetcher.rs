@@ -49,7 +49,7 @@ pub struct FetchedArtifact {
 }
 
 pub struct Fetcher {
-    opts: FetchOptions,
+    pub(crate) opts: FetchOptions,
     cache: Cache,
     http: Http,
 }

@@ -32,6 +32,8 @@ pub struct ToolView {
     pub sha256: Option<String>,
     pub apt_package: Option<String>,
     pub apt_version: Option<String>,
+    /// `artifact.apt.suite`, when the package is another suite's.
+    pub apt_suite: Option<String>,
     pub extract_member: Option<String>,
 }
 
@@ -300,11 +302,13 @@ pub fn read_tool(text: &str, tool: &str) -> Result<ToolView, String> {
                         |k: &str| map.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
                     view.apt_package = get("package");
                     view.apt_version = get("version");
+                    view.apt_suite = get("suite");
                 } else {
                     let (s2, e2) = children(&lines, apt);
                     if let Some(c2) = block_col(&lines, s2, e2) {
                         view.apt_package = value(s2, e2, c2, "package")?;
                         view.apt_version = value(s2, e2, c2, "version")?;
+                        view.apt_suite = value(s2, e2, c2, "suite")?;
                     }
                 }
             }
@@ -510,4 +514,188 @@ fn flow_map(value: &str) -> Option<Vec<(String, String)>> {
         out.push((k.to_string(), unquote(v)));
     }
     Some(out)
+}
+
+/// The pins of one version of a series (`versions:` of a tool).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesPinEdit {
+    pub tool: String,
+    pub version: String,
+    /// The Go module's hash; None for an artifact that is not a go build.
+    pub sum: Option<String>,
+    pub sha256: String,
+}
+
+/// The lab text with one series entry's `sum:` and `sha256:` written in.
+/// An entry is a flow mapping on one line (`- {version: 0.16.4, sha256:
+/// ...}`: rewritten on that line, other keys and a trailing comment kept)
+/// or a block (`- version: 0.16.4` and its keys below: each pin's line
+/// replaced, or added after `version:`).
+pub fn apply_series_pin(text: &str, edit: &SeriesPinEdit) -> Result<String, String> {
+    let lines: Vec<Line> = text.split_inclusive('\n').map(parse_line).collect();
+    let at = locate(&lines, &edit.tool)?;
+    let list = find_key(&lines, at.item_start, at.item_end, at.key_col, "versions")?
+        .ok_or_else(|| format!("tool `{}` has no `versions:` list", edit.tool))?;
+    if !lines[list].value.is_empty() {
+        refuse_odd(lines[list].value, "versions")?;
+    }
+    let (s, e) = children(&lines, list);
+    let items: Vec<usize> = (s..e)
+        .filter(|&i| !lines[i].is_blank() && lines[i].list_item)
+        .collect();
+    let mut pins: Vec<(&str, String)> = Vec::new();
+    if let Some(sum) = &edit.sum {
+        pins.push(("sum", sum.clone()));
+    }
+    pins.push(("sha256", edit.sha256.clone()));
+    let mut out: Vec<String> = lines.iter().map(|l| l.text.to_string()).collect();
+    for (n, &i) in items.iter().enumerate() {
+        let line = &lines[i];
+        let item_end = items.get(n + 1).copied().unwrap_or(e);
+        // A flow entry has no key of its own: its value is the whole rest.
+        let flow = strip_comment(line.value);
+        if let Some(map) = flow.starts_with('{').then(|| flow_map(flow)) {
+            let mut map = map.ok_or_else(|| {
+                format!("a `versions:` entry of `{}` is a flow mapping this editor cannot rewrite: write it in block style", edit.tool)
+            })?;
+            if !map
+                .iter()
+                .any(|(k, v)| k == "version" && *v == edit.version)
+            {
+                continue;
+            }
+            for (key, value) in &pins {
+                match map.iter_mut().find(|(k, _)| k == key) {
+                    Some(slot) => slot.1 = value.clone(),
+                    None => map.push((key.to_string(), value.clone())),
+                }
+            }
+            let body = map
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", flow_scalar(v)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let raw = line.text.trim_end_matches(['\n', '\r']);
+            let close = raw.rfind('}').unwrap_or(raw.len() - 1);
+            let tail = &raw[close + 1..];
+            let newline = &line.text[raw.len()..];
+            out[i] = format!("{}- {{{body}}}{tail}{newline}", " ".repeat(line.indent));
+            return Ok(out.concat());
+        }
+        // Block style: the entry's keys sit at the key column of its `- `.
+        let col = line.key_col;
+        let version = find_key(&lines, i, item_end, col, "version")?;
+        if version.map(|v| unquote(lines[v].value)) != Some(edit.version.clone()) {
+            continue;
+        }
+        let mut inserts = Vec::new();
+        for (key, value) in &pins {
+            let written = format!("{}{key}: {}\n", " ".repeat(col), yaml_scalar(value));
+            match find_key(&lines, i, item_end, col, key)? {
+                Some(k) => out[k] = keep_comment(&lines[k], written),
+                None => inserts.push(written),
+            }
+        }
+        let after = version.unwrap_or(i);
+        out[after].push_str(&inserts.concat());
+        return Ok(out.concat());
+    }
+    Err(format!(
+        "tool `{}` lists no version {} under `versions:`",
+        edit.tool, edit.version
+    ))
+}
+
+/// A value inside a flow mapping: quoted whenever it holds a `:` too, so
+/// `h1:...=` never reads as a key.
+fn flow_scalar(v: &str) -> String {
+    if v.contains([':', ',', '{', '}', '[', ']']) {
+        format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        yaml_scalar(v)
+    }
+}
+
+/// `written` (a whole `key: value` line) with the old line's trailing comment.
+fn keep_comment(old: &Line, written: String) -> String {
+    let raw = old.text.trim_end_matches(['\n', '\r']);
+    let after_key = raw.find(':').map_or("", |c| &raw[c + 1..]);
+    let value_and_comment = after_key.trim();
+    match value_and_comment
+        .strip_prefix(old.value)
+        .map(str::trim_start)
+    {
+        Some(comment) if comment.starts_with('#') => {
+            format!("{} {comment}\n", written.trim_end_matches('\n'))
+        }
+        _ => written,
+    }
+}
+
+/// The lab text with fields of a tool's build block (`artifact.go` or
+/// `artifact.crate`) set: `version`, `sum`. A block mapping's lines are
+/// replaced (comments kept) or added at its end; a flow mapping on one line
+/// is rebuilt on that line.
+pub fn apply_build_fields(
+    text: &str,
+    tool: &str,
+    kind: &str,
+    fields: &[(&str, String)],
+) -> Result<String, String> {
+    let lines: Vec<Line> = text.split_inclusive('\n').map(parse_line).collect();
+    let at = locate(&lines, tool)?;
+    let a = at
+        .artifact
+        .ok_or_else(|| format!("tool `{tool}` has no `artifact:` block"))?;
+    let (s, e) = children(&lines, a);
+    let col = block_col(&lines, s, e).ok_or("`artifact:` is empty")?;
+    let b = find_key(&lines, s, e, col, kind)?
+        .ok_or_else(|| format!("the artifact has no `{kind}:` build"))?;
+    let mut out: Vec<String> = lines.iter().map(|l| l.text.to_string()).collect();
+    let value = lines[b].value;
+    if value.starts_with('{') {
+        let mut map = flow_map(value).ok_or_else(|| {
+            format!(
+                "`{kind}:` is a flow mapping this editor cannot rewrite: write it in block style"
+            )
+        })?;
+        for (key, v) in fields {
+            match map.iter_mut().find(|(k, _)| k == key) {
+                Some(slot) => slot.1 = v.clone(),
+                None => map.push((key.to_string(), v.clone())),
+            }
+        }
+        let body = map
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", flow_scalar(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let raw = lines[b].text.trim_end_matches(['\n', '\r']);
+        let close = raw.rfind('}').unwrap_or(raw.len() - 1);
+        let newline = &lines[b].text[raw.len()..];
+        out[b] = format!(
+            "{}{kind}: {{{body}}}{}{newline}",
+            " ".repeat(col),
+            &raw[close + 1..]
+        );
+        return Ok(out.concat());
+    }
+    if !value.is_empty() {
+        return Err(format!("`{kind}:` must be a mapping"));
+    }
+    let (s2, e2) = children(&lines, b);
+    let c2 = block_col(&lines, s2, e2).ok_or_else(|| format!("`{kind}:` is empty"))?;
+    let mut added = String::new();
+    for (key, v) in fields {
+        let written = format!("{}{key}: {}\n", " ".repeat(c2), yaml_scalar(v));
+        match find_key(&lines, s2, e2, c2, key)? {
+            Some(k) => {
+                refuse_odd(lines[k].value, key)?;
+                out[k] = keep_comment(&lines[k], written);
+            }
+            None => added.push_str(&written),
+        }
+    }
+    out[e2 - 1].push_str(&added);
+    Ok(out.concat())
 }

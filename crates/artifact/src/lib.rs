@@ -39,7 +39,7 @@ pub use error::ArtifactError;
 pub use extract::{InstallKind, Installable, extract};
 pub use fetcher::{FetchOptions, FetchedArtifact, Fetcher};
 pub use http::NetPolicy;
-pub use pin::{ManualPin, PinOutcome, PinRequest, write_lab};
+pub use pin::{BuildPin, ManualPin, PinOutcome, PinRequest, write_lab};
 pub use progress::{NoProgress, Progress};
 pub use resolve::{Resolution, resolve_offline};
 pub use source::{FileName, Source};

@@ -2,6 +2,7 @@
 //! (or apt's signed index) and write it into the lab file's text.
 
 use crate::apt;
+use crate::build::{BuildRecipe, GoBuild};
 use crate::error::ArtifactError;
 use crate::fetcher::Fetcher;
 use crate::lab_edit::{PinEdit, apply_pin, read_tool};
@@ -66,7 +67,7 @@ impl Fetcher {
             let pkg = AptPackage {
                 package: package.clone(),
                 version: req.version.clone(),
-                suite: None,
+                suite: view.apt_suite.clone(),
             };
             if let Some(p) = pkg.problems().into_iter().next() {
                 return Err(p.under("apt").into());
@@ -80,11 +81,17 @@ impl Fetcher {
             match &req.manual {
                 Some(m) => (edit.sha256, edit.sha256_source) = (m.sha256.clone(), m.source.clone()),
                 None => {
-                    edit.sha256 = apt::index_sha256(&pkg).await?;
-                    edit.sha256_source = format!(
-                        "apt-cache show {}={} (the host's signed apt index)",
-                        pkg.package, pkg.version
-                    );
+                    edit.sha256 = apt::index_sha256(&pkg, self.cache().root()).await?;
+                    edit.sha256_source = match &pkg.suite {
+                        Some(suite) => format!(
+                            "apt-cache show {}={} (the signed apt index of {suite}, from the host's archive)",
+                            pkg.package, pkg.version
+                        ),
+                        None => format!(
+                            "apt-cache show {}={} (the host's signed apt index)",
+                            pkg.package, pkg.version
+                        ),
+                    };
                 }
             }
         } else {
@@ -172,4 +179,199 @@ pub fn write_lab(path: &Path, text: &str) -> Result<(), ArtifactError> {
     temp.as_file().sync_all().map_err(io)?;
     temp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+/// A build's pins, as `labrun pin` writes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildPin {
+    /// The Go module's hash (go.sum's `h1:`), for a go build.
+    pub sum: Option<String>,
+    /// The built binary's SHA-256.
+    pub sha256: String,
+}
+
+impl Fetcher {
+    /// Builds `recipe` (from the cache when its inputs were built before)
+    /// and returns its pins: for a go build the module's hash first, as the
+    /// go command gets it from the host's module proxy and checks it
+    /// against the checksum database, then the binary's digest. The recipe's
+    /// own `sum` is ignored (it is what is being pinned).
+    pub async fn pin_build(
+        &self,
+        name: &str,
+        recipe: &BuildRecipe,
+        progress: &mut dyn crate::progress::Progress,
+    ) -> Result<BuildPin, ArtifactError> {
+        let cache_dir = self.opts.cache_dir.as_path();
+        let (recipe, sum) = match recipe {
+            BuildRecipe::Go(go) => {
+                let sum = module_sum(go, cache_dir, &self.opts.build_env).await?;
+                let pinned = GoBuild {
+                    sum: sum.clone(),
+                    ..go.clone()
+                };
+                (BuildRecipe::Go(pinned), Some(sum))
+            }
+            other => (other.clone(), None),
+        };
+        // An empty expectation never matches: the mismatch carries the
+        // digest of the binary just built (or found in the cache).
+        let built = crate::build::build_checked(
+            &recipe,
+            name,
+            "",
+            cache_dir,
+            &self.opts.build_env,
+            progress,
+        )
+        .await;
+        match built {
+            Err(ArtifactError::BuiltDigestMismatch { actual, .. }) => Ok(BuildPin {
+                sum,
+                sha256: actual,
+            }),
+            Err(e) => Err(e),
+            // Not reached (no digest is empty), but said rightly if it were.
+            Ok((binary, _)) => Ok(BuildPin {
+                sum,
+                sha256: crate::digest::sha256_file(&binary).map_err(|e| ArtifactError::Io {
+                    name: name.to_string(),
+                    what: "cannot read",
+                    path: binary.clone(),
+                    source: e,
+                })?,
+            }),
+        }
+    }
+}
+
+/// `go mod download -json MODULE@VERSION`'s `Sum`, with the environment
+/// every build of labrun runs the go command with (its own module cache).
+async fn module_sum(
+    go: &GoBuild,
+    cache_dir: &Path,
+    extra_env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Result<String, ArtifactError> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Downloaded {
+        #[serde(default)]
+        sum: String,
+        #[serde(default)]
+        error: String,
+    }
+    let at = format!("{}@{}", go.module, go.version);
+    let fail = |problem: String| ArtifactError::Checksums {
+        url: format!("go mod download -json {at}"),
+        problem,
+    };
+    let mut cmd = tokio::process::Command::new("go");
+    cmd.args(["mod", "download", "-json", &at])
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    crate::build::go::go_env(&mut cmd, cache_dir, &go.toolchain);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().await.map_err(|e| {
+        fail(format!(
+            "cannot run `go`: {e} (install Go: Debian's golang-go)"
+        ))
+    })?;
+    // The JSON (with "Error") comes on a refusal too, with exit status 1.
+    let got: Downloaded = serde_json::from_slice(&out.stdout).map_err(|_| {
+        fail(format!(
+            "no answer: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    })?;
+    if !got.error.is_empty() {
+        return Err(fail(format!(
+            "{}; the module proxy the host's Go uses (`go env GOPROXY`) does not serve this \
+             version: pin one it serves, or build it from its source",
+            got.error
+        )));
+    }
+    if !got.sum.starts_with("h1:") {
+        return Err(fail(format!(
+            "the answer has no module hash: {:?}",
+            got.sum
+        )));
+    }
+    Ok(got.sum)
+}
+
+/// How a build's digest was taken, as `sha256_source` says it.
+pub const BUILT_SOURCE: &str = "the binary labrun built from these inputs (`labrun pin`); \
+     a build from the same inputs gives the same bytes";
+
+impl Fetcher {
+    /// `labrun pin TOOL [--version V]` for a tool built from source: the
+    /// recipe (as the lab writes it) at `version` when given (a go build's
+    /// module version gets its `v`), built or taken from the cache, and its
+    /// pins written into the text: the build block's `version` and `sum`,
+    /// the tool's `version`, `sha256` and `sha256_source`. Writes nothing.
+    pub async fn plan_build_pin(
+        &self,
+        lab_path: &Path,
+        lab: &str,
+        tool: &str,
+        version: Option<&str>,
+        recipe: &BuildRecipe,
+        progress: &mut dyn crate::progress::Progress,
+    ) -> Result<PinOutcome, ArtifactError> {
+        let edit_err = |problem: String| ArtifactError::LabEdit {
+            path: lab_path.to_path_buf(),
+            problem,
+        };
+        let mut recipe = recipe.clone();
+        let mut fields: Vec<(&str, String)> = Vec::new();
+        if let Some(v) = version {
+            match &mut recipe {
+                BuildRecipe::Go(g) => {
+                    g.version = if v.starts_with('v') {
+                        v.to_string()
+                    } else {
+                        format!("v{v}")
+                    };
+                    fields.push(("version", g.version.clone()));
+                }
+                BuildRecipe::Crate(c) => {
+                    c.version = v.to_string();
+                    fields.push(("version", c.version.clone()));
+                }
+            }
+        }
+        if let Some(p) = recipe.problems().into_iter().next() {
+            return Err(p.into());
+        }
+        let pin = self.pin_build(tool, &recipe, progress).await?;
+        if let Some(sum) = &pin.sum {
+            fields.push(("sum", sum.clone()));
+        }
+        let view = read_tool(lab, tool).map_err(edit_err)?;
+        let text = if fields.is_empty() {
+            lab.to_string()
+        } else {
+            crate::lab_edit::apply_build_fields(lab, tool, recipe.key(), &fields)
+                .map_err(edit_err)?
+        };
+        let edit = PinEdit {
+            tool: tool.to_string(),
+            version: version.map(|v| v.trim_start_matches('v').to_string()),
+            url: None,
+            apt_version: None,
+            extract_member: None,
+            sha256: pin.sha256.clone(),
+            sha256_source: BUILT_SOURCE.to_string(),
+        };
+        let new_text = apply_pin(&text, &edit).map_err(edit_err)?;
+        Ok(PinOutcome {
+            sha256: pin.sha256,
+            sha256_source: BUILT_SOURCE.to_string(),
+            url: None,
+            old_sha256: view.sha256,
+            new_text,
+        })
+    }
 }

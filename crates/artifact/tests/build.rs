@@ -358,3 +358,43 @@ async fn a_crate_is_built_pinned_and_cached() {
         ArtifactError::Toolchain { .. }
     ));
 }
+
+/// `labrun pin`'s core for a build: the module hash from the go command
+/// (here checked against the hash this test computes itself), then the
+/// binary's digest, which a fetch with those pins accepts.
+#[tokio::test]
+#[ignore = "needs a Go build (the host's go): `make test` runs it"]
+async fn a_go_build_is_pinned_by_building_it() {
+    let lab = GoLab::new();
+    let sum = publish(&lab.proxy, "v1.2.0", "hello from v1.2.0");
+    let f = lab.fetcher(&lab.cache);
+    // The pin being written: what the recipe says of `sum` does not count.
+    let ArtifactSource::Build(recipe) = go_spec("v1.2.0", "h1:unpinned", &"0".repeat(64)).source
+    else {
+        unreachable!()
+    };
+    let pin = f
+        .pin_build("hello", &recipe, &mut NoProgress)
+        .await
+        .unwrap();
+    assert_eq!(pin.sum.as_deref(), Some(sum.as_str()));
+    assert_eq!(pin.sha256.len(), 64);
+    let pinned = go_spec("v1.2.0", &sum, &pin.sha256);
+    let got = f.fetch("hello", &pinned, &mut NoProgress).await.unwrap();
+    assert!(matches!(got.from, Source::Build { cached: true, .. }));
+    assert_eq!(got.sha256, pin.sha256);
+
+    // A version the proxy does not serve is said as such, naming the way out.
+    let ArtifactSource::Build(missing) = go_spec("v9.9.9", "h1:x", &"0".repeat(64)).source else {
+        unreachable!()
+    };
+    let err = f
+        .pin_build("hello", &missing, &mut NoProgress)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("v9.9.9") && err.contains("does not serve this version"),
+        "{err}"
+    );
+}

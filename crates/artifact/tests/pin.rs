@@ -445,3 +445,86 @@ fn tool_names(text: &str) -> Vec<String> {
     }
     names
 }
+
+/// A series written both ways: flow entries and a block entry, with
+/// comments on and between them.
+const SERIES: &str = "\
+# restic across releases.
+tools:
+  - name: restic
+    version: \"{version}\"
+    anchor: 0.19.1
+    versions:
+      # the oldest kept
+      - {version: 0.16.4, toolchain: go1.26.8}  # first
+      - {version: 0.19.0, sum: \"h1:old=\", sha256: 1111111111111111111111111111111111111111111111111111111111111111}
+      - version: 0.19.1
+        # pinned by hand once
+        sha256: 2222222222222222222222222222222222222222222222222222222222222222 # old
+    artifact:
+      go: {module: example.com/x, version: \"v{version}\", sum: \"{sum}\", toolchain: go1.26.8}
+      sha256: \"{sha256}\"
+";
+
+fn series_edit(version: &str, sum: &str) -> labrun_artifact::lab_edit::SeriesPinEdit {
+    labrun_artifact::lab_edit::SeriesPinEdit {
+        tool: "restic".into(),
+        version: version.into(),
+        sum: Some(sum.into()),
+        sha256: NEW.into(),
+    }
+}
+
+#[test]
+fn a_series_entry_is_pinned_in_place_comments_and_other_keys_kept() {
+    use labrun_artifact::lab_edit::apply_series_pin;
+    let sum = "h1:gvsowIM7EsW8a0w8MHPiagrwqkejBTxtgzGi07Lh4pY=";
+    let after = apply_series_pin(SERIES, &series_edit("0.16.4", sum)).unwrap();
+    assert!(
+        after.contains(&format!(
+            "      - {{version: 0.16.4, toolchain: go1.26.8, sum: \"{sum}\", sha256: {NEW}}}  # first\n"
+        )),
+        "{after}"
+    );
+    // A flow entry's old pins are replaced, in their places.
+    let after = apply_series_pin(&after, &series_edit("0.19.0", sum)).unwrap();
+    assert!(
+        after.contains(&format!(
+            "      - {{version: 0.19.0, sum: \"{sum}\", sha256: {NEW}}}\n"
+        )),
+        "{after}"
+    );
+    // A block entry: the old line replaced (its comment kept), the missing
+    // pin added after `version:`.
+    let after = apply_series_pin(&after, &series_edit("0.19.1", sum)).unwrap();
+    assert!(
+        after.contains(&format!(
+            "      - version: 0.19.1\n        sum: {sum}\n        # pinned by hand once\n        sha256: {NEW} # old\n"
+        )),
+        "{after}"
+    );
+    for kept in [
+        "# restic across releases.\n",
+        "      # the oldest kept\n",
+        "    anchor: 0.19.1\n",
+    ] {
+        assert!(after.contains(kept), "{kept:?} lost:\n{after}");
+    }
+    assert_eq!(after.lines().count(), SERIES.lines().count() + 1);
+    // Everything but the entries is as it was.
+    let tail = &SERIES[SERIES.find("    artifact:").unwrap()..];
+    assert!(after.ends_with(tail));
+}
+
+#[test]
+fn a_series_version_the_lab_does_not_list_is_refused() {
+    use labrun_artifact::lab_edit::apply_series_pin;
+    let err = apply_series_pin(SERIES, &series_edit("0.18.1", "h1:x=")).unwrap_err();
+    assert!(err.contains("no version 0.18.1"), "{err}");
+    let err = apply_series_pin(
+        "tools:\n  - name: restic\n    version: 1\n",
+        &series_edit("1", "h1:x="),
+    )
+    .unwrap_err();
+    assert!(err.contains("no `versions:`"), "{err}");
+}

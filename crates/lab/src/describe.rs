@@ -488,6 +488,15 @@ fn describe_steps(s: &mut String, steps: &[labrun_evidence::ProtocolStep], inden
 
 /// The verdicts each run will end with.
 fn describe_comparisons(lab: &Lab, s: &mut String) {
+    for series in lab.series() {
+        push_line!(
+            s,
+            "series {} ({} versions, oldest first): every run includes the anchor {}; the trend gives each version's ratio to it and a verdict for each adjacent step",
+            series.tool,
+            series.members.len(),
+            series.anchor
+        );
+    }
     let Some(c) = &lab.compare else {
         return;
     };

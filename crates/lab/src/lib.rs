@@ -22,6 +22,7 @@ mod plan;
 pub mod real_tree;
 mod redact;
 mod schema;
+pub mod series;
 pub mod storage;
 mod suggest;
 mod units;

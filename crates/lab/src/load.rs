@@ -98,6 +98,7 @@ impl Lab {
             text: text.to_string(),
             sha256: labrun_evidence::digest::sha256_hex(text.as_bytes()),
         };
+        lab.expand_series();
         lab.add_noise_floor();
         Ok(lab)
     }

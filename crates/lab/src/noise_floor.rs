@@ -126,7 +126,8 @@ impl Lab {
         let Some(spec) = &self.noise_floor else {
             return;
         };
-        let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let names = self.tool_names_as_run();
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
         if !known.contains(&spec.tool.as_str()) {
             let hint = crate::suggest::nearest(&spec.tool, known.iter().copied())
                 .map(|n| format!(" (did you mean `{n}`?)"))

@@ -86,6 +86,7 @@ impl Lab {
         let Some(names) = names else {
             return Ok(self.tools.iter().collect());
         };
+        let names = &self.with_series(names);
         let known: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         for n in names {
             if !known.contains(n) {
@@ -113,6 +114,47 @@ impl Lab {
             .iter()
             .filter(|t| names.contains(&t.name) || copy_of_named(t))
             .collect())
+    }
+
+    /// `--tools` names with each series filled in: a series' own name
+    /// (`restic`) stands for all its members, and a member brings the
+    /// anchor, which every run of a series includes (its ratios are taken
+    /// against it).
+    fn with_series(&self, names: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |n: &str| {
+            if !out.iter().any(|o| o == n) {
+                out.push(n.to_string());
+            }
+        };
+        for n in names {
+            match self.series_of(n) {
+                Some(s) if &s.tool == n => s.members.iter().for_each(|m| add(m)),
+                Some(s) => {
+                    add(n);
+                    add(&s.anchor);
+                }
+                None => add(n),
+            }
+        }
+        out
+    }
+
+    /// What the run's report is asked for: the lab's compare pairs, and
+    /// its series for the trend. None when it asks for neither.
+    pub fn compare_plan(&self) -> Option<labrun_evidence::compare::ComparePlan> {
+        let mut plan = match &self.compare {
+            Some(c) => c.to_plan()?,
+            None if self.series.is_empty() => return None,
+            None => labrun_evidence::compare::ComparePlan {
+                pairs: Vec::new(),
+                margin: None,
+                noise_floor: None,
+                series: Vec::new(),
+            },
+        };
+        plan.series = self.series.iter().map(|s| s.to_plan()).collect();
+        Some(plan)
     }
 
     /// The plan for one run of this lab.

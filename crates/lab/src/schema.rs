@@ -76,6 +76,10 @@ pub struct Lab {
     /// (not a YAML key).
     #[serde(skip)]
     pub(crate) floor_state: crate::noise_floor::FloorState,
+    /// The release series the tools' `versions:` expanded into (not a
+    /// YAML key; [`crate::series`]).
+    #[serde(skip)]
+    pub(crate) series: Vec<crate::series::Series>,
     /// The file this lab was read from (not a YAML key).
     #[serde(skip)]
     pub source: crate::load::LabSource,
@@ -205,6 +209,7 @@ impl CompareSpec {
             pairs: self.pairs.clone(),
             margin,
             noise_floor: self.noise_floor.clone(),
+            series: Vec::new(),
         })
     }
 }
@@ -425,4 +430,12 @@ pub struct ToolSpec {
     /// that form ([`crate::storage::RepoForm`]).
     #[serde(default)]
     pub repository: BTreeMap<labrun_evidence::Server, crate::storage::RepoForm>,
+    /// A release series: the tool at each of these versions, its artifact
+    /// templated by `{version}` ([`crate::series`]).
+    #[serde(default)]
+    pub versions: Vec<crate::series::SeriesVersion>,
+    /// The version of `versions:` every run includes and every ratio is
+    /// taken against; the last (newest) by default.
+    #[serde(default)]
+    pub anchor: Option<String>,
 }

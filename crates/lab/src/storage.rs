@@ -167,6 +167,8 @@ impl ServerSpec {
             args: ExtraArgs::new(),
             snapshot_id_pattern: None,
             repository: BTreeMap::new(),
+            versions: Vec::new(),
+            anchor: None,
         }
     }
 }

@@ -99,8 +99,13 @@ impl Lab {
                     ),
                 ));
             }
-            validate_tool(tool, &format!("tools[{i}]"), &mut out);
+            let at = format!("tools[{i}]");
+            crate::series::validate_series(tool, &at, &mut out);
+            if !tool.is_series() {
+                validate_tool(tool, &at, &mut out);
+            }
         }
+        self.validate_series_names(&mut out);
         self.validate_protocol(&mut out);
         self.validate_storage(&mut out);
         if let Some(c) = &self.compare {
@@ -181,7 +186,8 @@ impl Lab {
                 "name at least one pair: `- {baseline: restic, candidate: restic@0.14.0}`",
             ));
         }
-        let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let names = self.tool_names_as_run();
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
         let floor_copy = self.noise_floor.as_ref().map(|f| f.copy_name());
         for (i, p) in c.pairs.iter().enumerate() {
             for (side, name) in [("baseline", &p.baseline), ("candidate", &p.candidate)] {
@@ -489,6 +495,13 @@ pub fn check_scale(scale: f64) -> Result<(), String> {
     labrun_dataset::DatasetParams::published(labrun_dataset::DatasetParams::DEFAULT_SEED, scale)
         .validate()
         .map_err(|e| e.to_string())
+}
+
+/// One tool's problems (a series member's, checked at its entry).
+pub(crate) fn tool_problems(tool: &ToolSpec, at: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    validate_tool(tool, at, &mut out);
+    out
 }
 
 fn validate_tool(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>) {

@@ -37,6 +37,7 @@ pub mod sample;
 pub mod stats;
 pub mod summary;
 pub mod timeline;
+pub mod trend;
 pub mod variants;
 pub mod warning;
 

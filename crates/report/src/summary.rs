@@ -62,6 +62,10 @@ pub struct Summary {
     /// figure; absent (from JSON too) without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_floor: Option<crate::compare::NoiseFloor>,
+    /// The trend of each release series the lab declared (`versions:`);
+    /// empty (and absent from JSON) without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trends: Vec<crate::trend::Trend>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,6 +220,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
 
     let (mut comparisons, unmade) = crate::compare::requested(&raw);
     let noise_floor = crate::compare::noise_floor(&raw, &mut comparisons);
+    let (trends, trends_unmade) = crate::trend::of_run(&raw);
     let mut summary = Summary {
         summary_version: SUMMARY_VERSION,
         run_id,
@@ -234,6 +239,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         timelines: raw.timelines.clone(),
         comparisons,
         noise_floor,
+        trends,
     };
     if let Some(pair) = raw
         .compare_plan
@@ -249,6 +255,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         }
     }
     summary.warnings.extend(unmade);
+    summary.warnings.extend(trends_unmade);
     let names: Vec<String> = summary.tools.iter().map(|t| t.tool.clone()).collect();
     summary.history = crate::history::rows(&names, &summary.roles, &raw.records);
     summary.fidelity = crate::fidelity::rows(&names, &raw.records);

@@ -50,6 +50,23 @@ pub struct ComparePlan {
     /// every other verdict is read against. Absent for a lab without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_floor: Option<ComparePair>,
+    /// A lab's release series (`versions:`), for the report's trend.
+    /// Absent for a lab without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesPlan>,
+}
+
+/// One release series: its members' tool names oldest first, and the
+/// anchor every ratio is taken against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesPlan {
+    /// The tool as the lab writes it (`restic`).
+    pub tool: String,
+    /// `restic@0.16.4`, ... in version order.
+    pub members: Vec<String>,
+    /// The member every run includes (`restic@0.19.1`).
+    pub anchor: String,
 }
 
 /// `5%` or `0.05` as the fraction 0.05. A bare number must be a fraction

@@ -201,7 +201,7 @@ struct Downloaded {
 }
 
 /// The environment every go command of a build runs with.
-fn go_env(cmd: &mut tokio::process::Command, cache_dir: &Path, toolchain: &str) {
+pub(crate) fn go_env(cmd: &mut tokio::process::Command, cache_dir: &Path, toolchain: &str) {
     let go = cache_dir.join("go");
     cmd.env("GOTOOLCHAIN", toolchain)
         .env("GOMODCACHE", go.join("mod"))

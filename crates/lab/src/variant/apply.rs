@@ -198,7 +198,19 @@ fn apply_tools(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied) {
     for (name, o) in &spec.tools {
         let at_tool = format!("{at}.tools.{name}");
         let known: Vec<String> = lab.tools.iter().map(|t| t.name.clone()).collect();
-        let Some(tool) = lab.tools.iter_mut().find(|t| &t.name == name) else {
+        // A series' own name (`restic` of `versions:`) tunes every version.
+        let targets: Vec<usize> = match lab.series_of(name).filter(|s| &s.tool == name) {
+            Some(series) => (0..lab.tools.len())
+                .filter(|&i| series.members.contains(&lab.tools[i].name))
+                .collect(),
+            None => lab
+                .tools
+                .iter()
+                .position(|t| &t.name == name)
+                .into_iter()
+                .collect(),
+        };
+        if targets.is_empty() {
             let hint = crate::suggest::nearest(name, known.iter().map(String::as_str))
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
@@ -210,49 +222,64 @@ fn apply_tools(lab: &mut Lab, spec: &VariantSpec, at: &str, out: &mut Applied) {
                 ),
             ));
             continue;
-        };
-        for (key, args) in &o.args {
-            if !tool.commands.contains_key(key) {
-                let keys: Vec<&str> = tool.commands.keys().map(String::as_str).collect();
-                out.problems.push(Problem::new(
-                    format!("{at_tool}.args.{key}"),
-                    format!(
-                        "`{name}` has no command `{key}` to add arguments to; its commands: {}",
-                        keys.join(", ")
-                    ),
-                ));
-                continue;
-            }
-            let own = tool.args.entry(key.clone()).or_default();
-            let before = if own.is_empty() {
-                "-".to_string()
-            } else {
-                own.join(" ")
-            };
-            // Two axes may both add to one command (a compression level
-            // and a thread count): appended in axis order, each noted.
-            let mut after = own.clone();
-            after.extend(args.iter().cloned());
-            out.changes.push(Change {
-                field: format!("tools.{name}.args.{key}"),
-                from: before,
-                to: after.join(" "),
-            });
-            *own = after;
         }
-        for (key, value) in &o.env {
-            let secret = tool.secret_env.iter().any(|s| s == key);
-            let old = tool.env.get(key);
-            // A secret's values are never written; that it changed is.
-            let (before, after) = match old {
-                _ if !secret => (old.cloned().unwrap_or_else(|| "-".into()), value.clone()),
-                Some(v) if v == value => ("<redacted>".into(), "<redacted>".into()),
-                Some(_) => ("<redacted>".into(), "<another secret>".into()),
-                None => ("-".into(), "<redacted>".into()),
-            };
-            if out.set(&at_tool, format!("tools.{name}.env.{key}"), before, after) {
-                tool.env.insert(key.clone(), value.clone());
-            }
+        for (n, &i) in targets.iter().enumerate() {
+            // The change is said once, for the name the variant wrote.
+            let mut quiet = Applied::default();
+            let said = if n == 0 { &mut *out } else { &mut quiet };
+            apply_tool(&mut lab.tools[i], name, o, &at_tool, said);
+        }
+    }
+}
+
+fn apply_tool(
+    tool: &mut crate::schema::ToolSpec,
+    name: &str,
+    o: &super::ToolOverride,
+    at_tool: &str,
+    out: &mut Applied,
+) {
+    for (key, args) in &o.args {
+        if !tool.commands.contains_key(key) {
+            let keys: Vec<&str> = tool.commands.keys().map(String::as_str).collect();
+            out.problems.push(Problem::new(
+                format!("{at_tool}.args.{key}"),
+                format!(
+                    "`{name}` has no command `{key}` to add arguments to; its commands: {}",
+                    keys.join(", ")
+                ),
+            ));
+            continue;
+        }
+        let own = tool.args.entry(key.clone()).or_default();
+        let before = if own.is_empty() {
+            "-".to_string()
+        } else {
+            own.join(" ")
+        };
+        // Two axes may both add to one command (a compression level
+        // and a thread count): appended in axis order, each noted.
+        let mut after = own.clone();
+        after.extend(args.iter().cloned());
+        out.changes.push(Change {
+            field: format!("tools.{name}.args.{key}"),
+            from: before,
+            to: after.join(" "),
+        });
+        *own = after;
+    }
+    for (key, value) in &o.env {
+        let secret = tool.secret_env.iter().any(|s| s == key);
+        let old = tool.env.get(key);
+        // A secret's values are never written; that it changed is.
+        let (before, after) = match old {
+            _ if !secret => (old.cloned().unwrap_or_else(|| "-".into()), value.clone()),
+            Some(v) if v == value => ("<redacted>".into(), "<redacted>".into()),
+            Some(_) => ("<redacted>".into(), "<another secret>".into()),
+            None => ("-".into(), "<redacted>".into()),
+        };
+        if out.set(at_tool, format!("tools.{name}.env.{key}"), before, after) {
+            tool.env.insert(key.clone(), value.clone());
         }
     }
 }

@@ -59,6 +59,12 @@ pub fn run_sections(s: &Summary) -> Result<Vec<Section>> {
                 _ => sections::verdicts(i, c),
             }),
     );
+    out.extend(
+        s.trends
+            .iter()
+            .enumerate()
+            .map(|(i, t)| super::trend::html_section(i, t)),
+    );
     out.extend(sections::history(s));
     out.extend(sections::fidelity(s));
     out.push(sections::phases(s));

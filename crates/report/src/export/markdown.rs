@@ -75,6 +75,7 @@ fn page(s: &Summary) -> String {
         }
         out.push('\n');
     }
+    super::trend::markdown(&mut out, s);
     super::history::markdown(&mut out, s);
     super::fidelity::markdown(&mut out, s);
     out.push_str("## Per phase\n\n");

@@ -15,6 +15,7 @@ pub mod json;
 pub mod markdown;
 pub mod terminal;
 pub mod timeline_chart;
+pub mod trend;
 
 use crate::error::{ReportError, Result};
 use crate::summary::Summary;
@@ -44,6 +45,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(chart::MemoryChart),
         Box::new(history::HistoryChart),
         Box::new(timeline_chart::TimelineChart),
+        Box::new(trend::TrendChart),
         Box::new(html::Html),
     ]
 }

@@ -56,6 +56,16 @@ pub fn render_terminal(s: &Summary) -> String {
         ));
         out.push_str(&aligned(&f.table()));
     }
+    for t in &s.trends {
+        out.push_str(&format!(
+            "\ntrend of {} (ratios to the anchor {}; summary.md has the tables):\n",
+            printable(&t.tool),
+            printable(&t.anchor)
+        ));
+        for r in &t.rows {
+            out.push_str(&format!("  {}\n", printable(&super::trend::line(t, r))));
+        }
+    }
     for w in &s.warnings {
         out.push_str("warning: ");
         out.push_str(&printable(&w.message));

@@ -1,0 +1,198 @@
+//! The trend of a release series on a small synthetic run: four versions,
+//! the newest the anchor; one adjacent step planted 1.5x slower on restore
+//! (the trend names it), one step whose pairs disagree wildly (said to be
+//! inconclusive), the rest unchanged.
+
+use labrun_evidence::compare::{ComparePlan, SeriesPlan};
+use labrun_evidence::{ExitStatus, Step, StepRecord};
+use labrun_report::compare::{Figure, Verdict};
+use std::path::Path;
+
+const MEMBERS: [&str; 4] = [
+    "restic@0.17.3",
+    "restic@0.18.1",
+    "restic@0.19.0",
+    "restic@0.19.1",
+];
+const CYCLES: u32 = 6;
+
+/// Wall seconds of `member` at `step` in `cycle`: restore is 40 s up to
+/// 0.17.3 and 60 s (1.5x) from 0.18.1 on; the incremental backup of
+/// 0.19.0 swings by ±40% from cycle to cycle (a step nothing can decide in
+/// 6 pairs); every figure has a small, fixed jitter of its own.
+fn wall(member: usize, step: &Step, cycle: u32) -> f64 {
+    let jitter = 1.0 + 0.01 * ((cycle as f64) * 1.7 + member as f64 * 2.3).sin();
+    let base = match step.as_str() {
+        "backup_full" => 95.0,
+        "backup_incremental" if member == 2 => {
+            14.0 * if cycle.is_multiple_of(2) { 1.4 } else { 0.65 }
+        }
+        "backup_incremental" => 14.0,
+        "restore" if member >= 1 => 60.0,
+        "restore" => 40.0,
+        _ => 2.0,
+    };
+    base * jitter
+}
+
+fn write_run(dir: &Path) {
+    let raw = dir.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    let mut out = String::new();
+    for cycle in 1..=CYCLES {
+        for k in 0..MEMBERS.len() {
+            let member = (k + cycle as usize - 1) % MEMBERS.len();
+            for step in [Step::BACKUP_FULL, Step::BACKUP_INCREMENTAL, Step::RESTORE] {
+                let w = wall(member, &step, cycle);
+                let record = StepRecord {
+                    order: k as u32,
+                    wall_secs: w,
+                    user_secs: w * 0.8,
+                    sys_secs: w * 0.1,
+                    max_rss_kib: 300_000,
+                    exit: Some(ExitStatus {
+                        code: Some(0),
+                        signal: None,
+                    }),
+                    ok: true,
+                    timed: true,
+                    cache_dropped: true,
+                    ..StepRecord::blank(
+                        "series-run",
+                        MEMBERS[member],
+                        cycle,
+                        step,
+                        1_795_978_272_000,
+                    )
+                };
+                out.push_str(&serde_json::to_string(&record).unwrap());
+                out.push('\n');
+            }
+        }
+    }
+    std::fs::write(raw.join("records.jsonl"), out).unwrap();
+    let plan = ComparePlan {
+        pairs: Vec::new(),
+        margin: None,
+        noise_floor: None,
+        series: vec![SeriesPlan {
+            tool: "restic".into(),
+            members: MEMBERS.map(String::from).to_vec(),
+            anchor: "restic@0.19.1".into(),
+        }],
+    };
+    std::fs::write(
+        raw.join(labrun_evidence::compare::COMPARE_PLAN),
+        serde_json::to_vec_pretty(&plan).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_trend_names_the_planted_step_and_says_which_stayed_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let (summary, files) = labrun_report::make_report(tmp.path()).unwrap();
+    assert_eq!(summary.trends.len(), 1);
+    let trend = &summary.trends[0];
+    assert_eq!(trend.anchor, "restic@0.19.1");
+
+    let restore = trend
+        .rows
+        .iter()
+        .find(|r| r.phase == Step::RESTORE && r.figure == Figure::WallTime)
+        .unwrap();
+    // Ratios to the anchor, in version order, the anchor at 1.
+    let ratios: Vec<f64> = restore.points.iter().map(|p| p.ratio.unwrap()).collect();
+    assert!((ratios[0] - 40.0 / 60.0).abs() < 0.02, "{ratios:?}");
+    assert!((ratios[1] - 1.0).abs() < 0.02, "{ratios:?}");
+    assert_eq!(ratios[3], 1.0);
+    let [lo, hi] = restore.points[0].interval.unwrap();
+    assert!(lo < ratios[0] && ratios[0] < hi);
+    // The planted step is the first slower one, and it is the only one.
+    let verdicts: Vec<Verdict> = restore.steps.iter().map(|s| s.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [Verdict::Worse, Verdict::NoChange, Verdict::NoChange],
+        "{:?}",
+        restore.steps
+    );
+    assert_eq!(restore.first_worse, Some(0));
+    let step = &restore.steps[0];
+    assert!((step.ratio.unwrap() - 1.5).abs() < 0.05);
+    assert!(
+        step.p_holm.unwrap() >= step.p.unwrap(),
+        "Holm never lowers p"
+    );
+
+    // The wild step is inconclusive, and the row says so.
+    let incr = trend
+        .rows
+        .iter()
+        .find(|r| r.phase == Step::BACKUP_INCREMENTAL && r.figure == Figure::WallTime)
+        .unwrap();
+    assert_eq!(
+        incr.steps[1].verdict,
+        Verdict::Inconclusive,
+        "{:?}",
+        incr.steps
+    );
+    assert_eq!(incr.first_worse, None);
+
+    let md = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+    assert!(
+        md.contains("## Trend: restic (anchor restic@0.19.1)"),
+        "{md}"
+    );
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("- restore wall time"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        line.contains("first slower step 0.17.3 -> 0.18.1, 1.49"),
+        "{line}"
+    );
+    let incr_line = md
+        .lines()
+        .find(|l| l.starts_with("- incremental backup wall time"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(incr_line.contains("no slower step"), "{incr_line}");
+    assert!(
+        incr_line.contains("inconclusive: 0.18.1 -> 0.19.0"),
+        "{incr_line}"
+    );
+    assert!(
+        md.contains("never through"),
+        "the section says how runs combine"
+    );
+
+    let json = std::fs::read_to_string(tmp.path().join("summary.json")).unwrap();
+    assert!(json.contains("\"trends\""));
+    let terminal = labrun_report::render_terminal(&summary);
+    assert!(
+        terminal.contains("restore wall time: first slower step 0.17.3 -> 0.18.1"),
+        "{terminal}"
+    );
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(html.contains("Trend: restic (anchor restic@0.19.1)"));
+    assert!(files.iter().any(|f| f.ends_with("trend.svg")));
+    let svg = std::fs::read_to_string(tmp.path().join("trend.svg")).unwrap();
+    assert!(svg.contains("0.18.1") && svg.contains("<svg"));
+}
+
+#[test]
+fn a_run_without_a_series_has_no_trend() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    std::fs::remove_file(
+        tmp.path()
+            .join("raw")
+            .join(labrun_evidence::compare::COMPARE_PLAN),
+    )
+    .unwrap();
+    let (summary, files) = labrun_report::make_report(tmp.path()).unwrap();
+    assert!(summary.trends.is_empty());
+    assert!(!files.iter().any(|f| f.ends_with("trend.svg")));
+    let json = std::fs::read_to_string(tmp.path().join("summary.json")).unwrap();
+    assert!(!json.contains("trends"));
+}
