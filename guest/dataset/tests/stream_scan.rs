@@ -273,3 +273,55 @@ fn streamed_gen_and_change_write_the_in_memory_manifests_byte_for_byte() {
         assert!(verify_against_file(&held_tree, &held_file).unwrap().passed);
     }
 }
+
+#[test]
+fn a_file_profiles_streamed_change_writes_the_in_memory_manifest_byte_for_byte() {
+    use labrun_dataset::{DatasetParams, DatasetProfile};
+    let tmp = tempfile::tempdir().unwrap();
+    for profile in [DatasetProfile::TinyFiles, DatasetProfile::Media] {
+        let params = DatasetParams {
+            seed: 11,
+            scale: if profile == DatasetProfile::TinyFiles {
+                0.003
+            } else {
+                0.0005
+            },
+            profile,
+        };
+        let dir = |name: &str| tmp.path().join(format!("{profile}-{name}"));
+        let gen_to = |tree: &Path| labrun_dataset::generate(tree, &params, &mut |_, _| {}).unwrap();
+        let base = gen_to(&dir("held"));
+        gen_to(&dir("rescanned"));
+        gen_to(&dir("merged"));
+        let base_file = dir("base.jsonl");
+        write_manifest(&base_file, &base).unwrap();
+
+        let held = labrun_dataset::apply_change(&dir("held"), &params, 4, &mut |_, _| {}).unwrap();
+        let mut expected = Vec::new();
+        held.write_to(&mut expected).unwrap();
+        // Without a base: the change streamed, then the tree rescanned into
+        // the file.
+        let rescanned = dir("rescanned.jsonl");
+        labrun_dataset::apply_change_to_file(
+            &dir("rescanned"),
+            &params,
+            4,
+            &rescanned,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(fs::read(&rescanned).unwrap(), expected, "{profile}");
+        // With one: merged as both are read.
+        let merged = dir("merged.jsonl");
+        labrun_dataset::apply_change_from_file(
+            &dir("merged"),
+            &params,
+            4,
+            &base_file,
+            &merged,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(fs::read(&merged).unwrap(), expected, "{profile}");
+    }
+}
