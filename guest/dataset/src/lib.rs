@@ -59,7 +59,9 @@ pub use profile::{Footprint, FootprintRow, footprint};
 pub use sample::{copy_sample, sample};
 pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
 pub use unpack::{UnpackLimits, Unpacked, list_file, unpack_file};
-pub use verify::{Merge, NAMED_DIFFERENCES, Unsorted, compare, verify_against_file};
+pub use verify::{
+    Merge, NAMED_DIFFERENCES, Unsorted, compare, compare_against_file, verify_against_file,
+};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
 use std::io;

@@ -161,8 +161,13 @@ fn a_streamed_verify_reports_missing_extra_and_changed_files_as_before() {
     let before = compare(&expected, &in_memory_scan(&tree));
     let from_file = verify_against_file(&tree, &manifest).unwrap();
     let from_memory = verify(&tree, &expected).unwrap();
+    // The scan held, the expected side read from its file (a series' check
+    // of a moved tree).
+    let found = in_memory_scan(&tree);
+    let held_scan = labrun_dataset::compare_against_file(&manifest, &found).unwrap();
     assert_eq!(from_file, before);
     assert_eq!(from_memory, before);
+    assert_eq!(held_scan, before);
     assert!(!before.passed);
     assert_eq!((before.missing, before.extra), (2, 2));
     assert_eq!(before.changed, 1 + 25 + 1);
