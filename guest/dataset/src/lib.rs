@@ -233,7 +233,7 @@ pub fn apply_change_to_file(
     change_seed: u64,
     out: &Path,
     progress: Progress,
-) -> io::Result<()> {
+) -> io::Result<WrittenManifest> {
     Ok(profile::apply_change_to_file(
         dir,
         params,

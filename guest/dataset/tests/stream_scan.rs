@@ -283,13 +283,17 @@ fn streamed_gen_and_change_write_the_in_memory_manifests_byte_for_byte() {
 fn a_file_profiles_streamed_change_writes_the_in_memory_manifest_byte_for_byte() {
     use labrun_dataset::{DatasetParams, DatasetProfile};
     let tmp = tempfile::tempdir().unwrap();
-    for profile in [DatasetProfile::TinyFiles, DatasetProfile::Media] {
+    for profile in [
+        DatasetProfile::TinyFiles,
+        DatasetProfile::Media,
+        DatasetProfile::Published,
+    ] {
         let params = DatasetParams {
             seed: 11,
-            scale: if profile == DatasetProfile::TinyFiles {
-                0.003
-            } else {
-                0.0005
+            scale: match profile {
+                DatasetProfile::TinyFiles => 0.003,
+                DatasetProfile::Published => 0.002,
+                _ => 0.0005,
             },
             profile,
         };
@@ -307,7 +311,7 @@ fn a_file_profiles_streamed_change_writes_the_in_memory_manifest_byte_for_byte()
         // Without a base: the change streamed, then the tree rescanned into
         // the file.
         let rescanned = dir("rescanned.jsonl");
-        labrun_dataset::apply_change_to_file(
+        let written = labrun_dataset::apply_change_to_file(
             &dir("rescanned"),
             &params,
             4,
@@ -316,6 +320,11 @@ fn a_file_profiles_streamed_change_writes_the_in_memory_manifest_byte_for_byte()
         )
         .unwrap();
         assert_eq!(fs::read(&rescanned).unwrap(), expected, "{profile}");
+        assert_eq!(
+            written.sha256,
+            labrun_evidence::digest::sha256_hex(&expected),
+            "{profile}"
+        );
         // With one: merged as both are read.
         let merged = dir("merged.jsonl");
         labrun_dataset::apply_change_from_file(

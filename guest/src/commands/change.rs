@@ -91,6 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &manifest_path,
             &mut progress,
         )
+        .map(drop)
         .context("applying the change")?,
     }
     println!(

@@ -11,7 +11,7 @@
 use super::{Edit, EditCheck, apply_change_from, file_edits, run_edit, tiny_files};
 use crate::error::DatasetError;
 use crate::generate::{self, dir_entry};
-use crate::manifest_file::{ManifestFileWriter, read_manifest, write_manifest};
+use crate::manifest_file::{ManifestFileWriter, WrittenManifest, read_manifest, write_manifest};
 use crate::ordered::ordered;
 use crate::stream::Keys;
 use crate::{DatasetParams, DatasetProfile, Progress, pool, tree};
@@ -77,13 +77,17 @@ pub(crate) fn apply_change_to_file(
     change_seed: u64,
     out: &Path,
     progress: Progress,
-) -> Result<(), DatasetError> {
+) -> Result<WrittenManifest, DatasetError> {
     if matches!(
         params.profile,
         DatasetProfile::Published | DatasetProfile::VmImage
     ) {
         let manifest = super::apply_change(dir, params, change_seed, progress)?;
-        return write_manifest(out, &manifest);
+        let mut w = ManifestFileWriter::create(out)?;
+        for e in &manifest.entries {
+            w.push(e)?;
+        }
+        return w.finish();
     }
     params.validate()?;
     let sizes =
@@ -102,8 +106,7 @@ pub(crate) fn apply_change_to_file(
     )?;
     let mut w = ManifestFileWriter::create(out)?;
     crate::scan_stream::scan_each(dir, &mut |e| w.push(&e))?;
-    w.finish()?;
-    Ok(())
+    w.finish()
 }
 
 /// One step of a change, in the tree's path order.

@@ -248,18 +248,38 @@ impl<'p> Runner<'p> {
         if self.real_tree.is_some() {
             return self.change_real_tree(tc, rec, started, round);
         }
+        // The new manifest is written as the tree is rescanned, never held
+        // (issue 31: a million files): the first tool cycle's is kept as
+        // `manifests/<name>.jsonl`; a later cycle's is written beside it and
+        // removed when its digest is the first one's.
+        let first = self.first_manifests.get(&manifest_name).cloned();
+        let kept_as = match first {
+            None => manifest_name.clone(),
+            Some(_) => format!("{manifest_name}-c{}-{}", tc.cycle, tc.tool.name),
+        };
+        let out = self.ev.manifest_path(&kept_as);
+        let written = out.clone();
         let result = self.in_process(name.clone(), move |progress| {
-            labrun_dataset::apply_change(&dir, &params, seed, progress)
+            labrun_dataset::apply_change_to_file(&dir, &params, seed, &written, progress)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         match result {
             InProcess::Done(Ok(manifest)) => {
                 rec.ok = true;
-                if let Some(other) = self.keep_same_manifest(tc, &manifest_name, &manifest)? {
-                    rec.ok = false;
-                    rec.error = Some(format!(
-                        "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{other}.jsonl): the dataset change is not deterministic, a bug in labrun"
-                    ));
+                match first {
+                    None => {
+                        self.first_manifests.insert(manifest_name, manifest.sha256);
+                    }
+                    Some(first) if first == manifest.sha256 => {
+                        std::fs::remove_file(&out)
+                            .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
+                    }
+                    Some(_) => {
+                        rec.ok = false;
+                        rec.error = Some(format!(
+                            "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{kept_as}.jsonl): the dataset change is not deterministic, a bug in labrun"
+                        ));
+                    }
                 }
             }
             InProcess::Done(Err(e)) => {
