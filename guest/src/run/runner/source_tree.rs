@@ -29,17 +29,18 @@ impl<'p> Runner<'p> {
             return Ok(());
         }
         let (out, params) = (self.pristine.clone(), self.params);
+        // The manifest goes to the evidence as the tree is written: the
+        // tiny-files tree's million entries are never held (issue 31).
+        let manifest = self.ev.manifest_path(GENERATED);
         let result = self.in_process(Step::GENERATE, move |progress| {
-            labrun_dataset::generate(&out, &params, progress)
+            labrun_dataset::generate_to_file(&out, &params, &manifest, progress)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         match result {
-            InProcess::Done(Ok(manifest)) => {
-                self.ev.write_manifest(GENERATED, &manifest)?;
-                rec.files = Some(file_count(&manifest));
-                rec.bytes = Some(manifest.total_file_bytes());
+            InProcess::Done(Ok(written)) => {
+                rec.files = Some(written.files);
+                rec.bytes = Some(written.file_bytes);
                 rec.ok = true;
-                drop(manifest);
                 self.append(&rec)
             }
             InProcess::Done(Err(e)) => {
@@ -75,15 +76,15 @@ impl<'p> Runner<'p> {
         let Some(taken) = store.take(&self.params, &self.pristine, &manifest_file) else {
             return Ok(false);
         };
-        let manifest = self.ev.read_manifest(GENERATED)?;
+        let (files, bytes) = self.ev.count_manifest(GENERATED)?;
         rec.argv = vec![
             "mv".to_string(),
             path_str(&taken.from),
             path_str(&self.pristine),
         ];
         rec.wall_secs = started.elapsed().as_secs_f64();
-        rec.files = Some(file_count(&manifest));
-        rec.bytes = Some(manifest.total_file_bytes());
+        rec.files = Some(files);
+        rec.bytes = Some(bytes);
         rec.ok = true;
         self.append(rec)?;
         Ok(true)
