@@ -10,7 +10,8 @@
 # Exits 1 when a target is missed.
 #
 # usage: benches/agent-memory-files.sh [SCALE...]   (default: 0.1 1, i.e.
-#        100,000 and 1,000,000 files; 4 is 4 million, about 8 GB of disk)
+#        100,000 and 1,000,000 files; 4 is 4 million, about 16 GB of disk:
+#        a file of 1 B-4 KiB takes a 4 KiB block)
 # env:   AGENT (default: the static agent of `make agent`),
 #        SCRATCH_PARENT (default /var/tmp: the trees are written there),
 #        LIMIT_MIB (default 64)

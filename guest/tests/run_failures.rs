@@ -186,10 +186,13 @@ fn a_step_over_the_time_limit_is_killed_and_recorded() {
 #[test]
 fn a_restore_that_does_not_match_is_a_failed_verify_with_the_differences() {
     let lab = Lab::new();
-    // Restores everything, then loses one file and damages another.
+    // Restores everything, then loses one file, damages another and adds
+    // one: the streamed verify (the manifest merged with the walk) counts
+    // each as the in-memory compare did.
     let script = "cp -a {repo}/snapshots/{snapshot}/. {target} && cd {target} \
                   && f=$(find . -type f | sort | head -n 1) && rm \"$f\" \
-                  && g=$(find . -type f | sort | head -n 1) && printf x >> \"$g\"";
+                  && g=$(find . -type f | sort | head -n 1) && printf x >> \"$g\" \
+                  && printf x > zz-extra";
     let lossy = sh_tool(
         "lossy",
         json!({"restore": {"argv": ["{bin}", "-c", script]}}),
@@ -205,13 +208,13 @@ fn a_restore_that_does_not_match_is_a_failed_verify_with_the_differences() {
     assert!(!outcome.passed);
     assert_eq!(
         (outcome.missing, outcome.changed, outcome.extra),
-        (1, 1, 0),
+        (1, 1, 1),
         "{outcome:?}"
     );
-    assert_eq!(outcome.first_differences.len(), 2, "{outcome:?}");
+    assert_eq!(outcome.first_differences.len(), 3, "{outcome:?}");
     let error = verify.error.as_ref().unwrap();
     assert!(
-        error.contains("1 missing") && error.contains("1 changed"),
+        error.contains("1 missing") && error.contains("1 changed") && error.contains("1 extra"),
         "{error}"
     );
 }

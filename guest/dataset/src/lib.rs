@@ -54,12 +54,14 @@ pub use manifest_file::{
     scan_to_file, write_manifest,
 };
 pub use metadata_check::compare_metadata;
-pub use profile::change_plan;
+pub use profile::{ChangeExtent, change_extent, change_plan};
 pub use profile::{Footprint, FootprintRow, footprint};
 pub use sample::{copy_sample, sample};
 pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
 pub use unpack::{UnpackLimits, Unpacked, list_file, unpack_file};
-pub use verify::{Merge, NAMED_DIFFERENCES, Unsorted, compare, verify_against_file};
+pub use verify::{
+    Merge, NAMED_DIFFERENCES, Unsorted, compare, compare_against_file, verify_against_file,
+};
 
 use labrun_evidence::{Manifest, VerifyOutcome};
 use std::io;
@@ -217,6 +219,25 @@ pub fn apply_change_from_file(
         params,
         change_seed,
         base,
+        out,
+        progress,
+    )?)
+}
+
+/// As [`apply_change`], writing the new manifest to the file `out` as the
+/// tree is rescanned: for a file profile (tiny-files, media) neither the
+/// change nor a manifest is held (issue 31).
+pub fn apply_change_to_file(
+    dir: &Path,
+    params: &DatasetParams,
+    change_seed: u64,
+    out: &Path,
+    progress: Progress,
+) -> io::Result<WrittenManifest> {
+    Ok(profile::apply_change_to_file(
+        dir,
+        params,
+        change_seed,
         out,
         progress,
     )?)

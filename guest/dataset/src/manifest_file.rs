@@ -67,6 +67,8 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, DatasetError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenManifest {
     pub entries: usize,
+    /// Regular files among the entries.
+    pub files: u64,
     /// Bytes of regular files.
     pub file_bytes: u64,
     /// SHA-256 of the file, as [`labrun_evidence::digest::sha256_hex`] of
@@ -93,6 +95,7 @@ pub struct ManifestFileWriter {
     body_path: PathBuf,
     body: Option<BufWriter<File>>,
     entries: usize,
+    files: u64,
     file_bytes: u64,
 }
 
@@ -106,6 +109,7 @@ impl ManifestFileWriter {
             body_path,
             body: Some(BufWriter::new(body)),
             entries: 0,
+            files: 0,
             file_bytes: 0,
         })
     }
@@ -113,6 +117,7 @@ impl ManifestFileWriter {
     pub fn push(&mut self, e: &ManifestEntry) -> Result<(), DatasetError> {
         self.entries += 1;
         if e.kind == EntryKind::File {
+            self.files += 1;
             self.file_bytes += e.size;
         }
         let Some(body) = self.body.as_mut() else {
@@ -153,6 +158,7 @@ impl ManifestFileWriter {
             .map_err(|e| DatasetError::io("renaming the new manifest to", &self.path, e))?;
         Ok(WrittenManifest {
             entries: self.entries,
+            files: self.files,
             file_bytes: self.file_bytes,
             sha256,
         })

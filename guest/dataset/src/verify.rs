@@ -208,6 +208,30 @@ pub fn verify_against_file(dir: &Path, manifest: &Path) -> io::Result<VerifyOutc
     }
 }
 
+/// [`compare`] with the expected side read from the manifest file
+/// `manifest` as it comes: of the two, only `actual` is held. A file out of
+/// manifest order is read whole, as in [`verify_against_file`].
+pub fn compare_against_file(manifest: &Path, actual: &Manifest) -> io::Result<VerifyOutcome> {
+    let file =
+        File::open(manifest).map_err(|e| DatasetError::io("opening manifest", manifest, e))?;
+    let reader = ManifestReader::new(BufReader::new(file))
+        .map_err(|e| DatasetError::io("reading manifest", manifest, e))?;
+    let expected = reader
+        .map(|e| e.map_err(|e| Stop::Failed(DatasetError::io("reading manifest", manifest, e))));
+    let mut act: Vec<&ManifestEntry> = actual.entries.iter().collect();
+    act.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut merge = Merge::new(expected);
+    match act
+        .into_iter()
+        .try_for_each(|a| merge.actual(a))
+        .and_then(|()| merge.finish())
+    {
+        Ok(out) => Ok(out),
+        Err(Stop::Failed(e)) => Err(e.into()),
+        Err(Stop::Unsorted) => Ok(compare(&crate::read_manifest(manifest)?, actual)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

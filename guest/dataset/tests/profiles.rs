@@ -288,3 +288,62 @@ fn a_change_refuses_a_tree_of_another_scale() {
         assert!(err.to_string().contains("--scale"), "{profile}: {err}");
     }
 }
+
+#[test]
+fn the_tiny_files_change_is_seeded_and_takes_exactly_its_share() {
+    // 5,000 files: 250 rewritten (5%), 5 removed and 5 added (0.1%).
+    let tmp = tempfile::tempdir().unwrap();
+    let p = DatasetParams {
+        scale: 0.005,
+        ..params(DatasetProfile::TinyFiles, 2)
+    };
+    let (a, again, other) = (
+        labrun_dataset::change_plan(&p, 77),
+        labrun_dataset::change_plan(&p, 77),
+        labrun_dataset::change_plan(&p, 78),
+    );
+    assert_eq!(a, again, "same seeds, same files");
+    // Drawn by selection sampling: the count is exact, no tolerance.
+    assert_eq!(a.small_files.len(), 250);
+    assert_eq!(other.small_files.len(), 250);
+    // Another change seed draws other files: two independent 5% draws
+    // share about 12 of 250.
+    let common = a
+        .small_files
+        .iter()
+        .filter(|f| other.small_files.binary_search(f).is_ok())
+        .count();
+    assert!(common < 40, "{common} files in common");
+    // Spread over the whole tree, not bunched at its start: each half of
+    // the files (in path order) holds 125 +- 35 of them.
+    let before = gen_into(&tmp.path().join("tree"), &p);
+    let all: Vec<&str> = files(&before).into_keys().collect();
+    assert_eq!(all.len(), 5000);
+    let middle = all[2500];
+    let first_half = a.small_files.iter().filter(|f| f.as_str() < middle).count();
+    assert!((90..=160).contains(&first_half), "{first_half}");
+    // Applied: what the plan names is what changed, and as many files are
+    // removed and added as stated.
+    apply_change(&tmp.path().join("tree"), &p, 77, &mut |_, _| {}).unwrap();
+    let after = scan(&tmp.path().join("tree")).unwrap();
+    let (b, n) = (files(&before), files(&after));
+    let removed = b.keys().filter(|k| !n.contains_key(*k)).count();
+    let added = n.keys().filter(|k| !b.contains_key(*k)).count();
+    assert_eq!((removed, added), (5, 5));
+    let rewritten: Vec<&str> = b
+        .iter()
+        .filter(|(k, e)| n.get(*k).is_some_and(|x| x.sha256 != e.sha256))
+        .map(|(k, _)| *k)
+        .collect();
+    assert!(
+        rewritten
+            .iter()
+            .all(|f| a.small_files.binary_search(&f.to_string()).is_ok())
+    );
+    // Empty files stay empty (2% of them): the others all changed.
+    assert!(
+        (235..=250).contains(&rewritten.len()),
+        "{}",
+        rewritten.len()
+    );
+}

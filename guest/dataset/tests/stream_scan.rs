@@ -161,8 +161,13 @@ fn a_streamed_verify_reports_missing_extra_and_changed_files_as_before() {
     let before = compare(&expected, &in_memory_scan(&tree));
     let from_file = verify_against_file(&tree, &manifest).unwrap();
     let from_memory = verify(&tree, &expected).unwrap();
+    // The scan held, the expected side read from its file (a series' check
+    // of a moved tree).
+    let found = in_memory_scan(&tree);
+    let held_scan = labrun_dataset::compare_against_file(&manifest, &found).unwrap();
     assert_eq!(from_file, before);
     assert_eq!(from_memory, before);
+    assert_eq!(held_scan, before);
     assert!(!before.passed);
     assert_eq!((before.missing, before.extra), (2, 2));
     assert_eq!(before.changed, 1 + 25 + 1);
@@ -271,5 +276,66 @@ fn streamed_gen_and_change_write_the_in_memory_manifests_byte_for_byte() {
         )
         .unwrap();
         assert!(verify_against_file(&held_tree, &held_file).unwrap().passed);
+    }
+}
+
+#[test]
+fn a_file_profiles_streamed_change_writes_the_in_memory_manifest_byte_for_byte() {
+    use labrun_dataset::{DatasetParams, DatasetProfile};
+    let tmp = tempfile::tempdir().unwrap();
+    for profile in [
+        DatasetProfile::TinyFiles,
+        DatasetProfile::Media,
+        DatasetProfile::Published,
+    ] {
+        let params = DatasetParams {
+            seed: 11,
+            scale: match profile {
+                DatasetProfile::TinyFiles => 0.003,
+                DatasetProfile::Published => 0.002,
+                _ => 0.0005,
+            },
+            profile,
+        };
+        let dir = |name: &str| tmp.path().join(format!("{profile}-{name}"));
+        let gen_to = |tree: &Path| labrun_dataset::generate(tree, &params, &mut |_, _| {}).unwrap();
+        let base = gen_to(&dir("held"));
+        gen_to(&dir("rescanned"));
+        gen_to(&dir("merged"));
+        let base_file = dir("base.jsonl");
+        write_manifest(&base_file, &base).unwrap();
+
+        let held = labrun_dataset::apply_change(&dir("held"), &params, 4, &mut |_, _| {}).unwrap();
+        let mut expected = Vec::new();
+        held.write_to(&mut expected).unwrap();
+        // Without a base: the change streamed, then the tree rescanned into
+        // the file.
+        let rescanned = dir("rescanned.jsonl");
+        let written = labrun_dataset::apply_change_to_file(
+            &dir("rescanned"),
+            &params,
+            4,
+            &rescanned,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(fs::read(&rescanned).unwrap(), expected, "{profile}");
+        assert_eq!(
+            written.sha256,
+            labrun_evidence::digest::sha256_hex(&expected),
+            "{profile}"
+        );
+        // With one: merged as both are read.
+        let merged = dir("merged.jsonl");
+        labrun_dataset::apply_change_from_file(
+            &dir("merged"),
+            &params,
+            4,
+            &base_file,
+            &merged,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(fs::read(&merged).unwrap(), expected, "{profile}");
     }
 }

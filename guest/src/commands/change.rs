@@ -55,17 +55,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     labrun_dataset::check_outside(&manifest_path, &args.dir)?;
 
-    let plan = labrun_dataset::change_plan(&params, change_seed);
-    let region_bytes: u64 = plan.regions.iter().map(|r| r.len).sum();
+    let touched = labrun_dataset::change_extent(&params, change_seed);
     println!(
         "change: {}, seed {}, scale {}, change seed {change_seed}: rewriting {} files, \
          overwriting {} regions ({}) in {}",
         params.profile,
         params.seed,
         params.scale,
-        plan.small_files.len(),
-        plan.regions.len(),
-        gb(region_bytes),
+        touched.files_rewritten,
+        touched.regions,
+        gb(touched.region_bytes),
         args.dir.display()
     );
 
@@ -84,12 +83,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &mut progress,
         )
         .context("applying the change")?,
-        None => {
-            let manifest =
-                labrun_dataset::apply_change(&args.dir, &params, change_seed, &mut progress)
-                    .context("applying the change")?;
-            labrun_dataset::write_manifest(&manifest_path, &manifest)?;
-        }
+        // The new manifest goes to its file as the tree is rescanned.
+        None => labrun_dataset::apply_change_to_file(
+            &args.dir,
+            &params,
+            change_seed,
+            &manifest_path,
+            &mut progress,
+        )
+        .map(drop)
+        .context("applying the change")?,
     }
     println!(
         "changed in {:.1} s; manifest: {}",

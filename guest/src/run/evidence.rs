@@ -240,11 +240,24 @@ impl Evidence {
         w.finish().1
     }
 
-    pub fn read_manifest(&self, name: &str) -> Result<Manifest, RunError> {
+    /// The regular files a manifest lists and their bytes, read as it
+    /// comes: a tree of millions of files is never held to count it.
+    pub fn count_manifest(&self, name: &str) -> Result<(u64, u64), RunError> {
         let path = self.manifest_path(name);
-        File::open(&path)
-            .and_then(|f| Manifest::read_from(io::BufReader::new(f)))
-            .map_err(|e| RunError::io("cannot read manifest", &path, e))
+        let count = || -> io::Result<(u64, u64)> {
+            let reader =
+                labrun_evidence::ManifestReader::new(io::BufReader::new(File::open(&path)?))?;
+            let (mut files, mut bytes) = (0, 0);
+            for e in reader {
+                let e = e?;
+                if e.kind == labrun_evidence::EntryKind::File {
+                    files += 1;
+                    bytes += e.size;
+                }
+            }
+            Ok((files, bytes))
+        };
+        count().map_err(|e| RunError::io("cannot read manifest", &path, e))
     }
 
     pub fn manifest_path(&self, name: &str) -> PathBuf {
@@ -382,7 +395,11 @@ mod tests {
         assert_eq!(Evidence::manifest_digest(&m), digest);
         let bytes = std::fs::read(ev.manifest_path("generated")).unwrap();
         assert_eq!(digest, labrun_evidence::digest::sha256_hex(&bytes));
-        assert_eq!(ev.read_manifest("generated").unwrap(), m);
+        assert_eq!(
+            labrun_dataset::read_manifest(&ev.manifest_path("generated")).unwrap(),
+            m
+        );
+        assert_eq!(ev.count_manifest("generated").unwrap(), (1, 1));
         let logs = ev.log_paths("restic", "c1-init").unwrap();
         assert_eq!(logs.stdout_rel, "logs/restic/c1-init.out");
         assert!(logs.stderr.parent().unwrap().is_dir());

@@ -20,7 +20,7 @@ mod streamed_change;
 mod tiny_files;
 mod vm_image;
 
-pub(crate) use streamed_change::apply_change_from_file;
+pub(crate) use streamed_change::{apply_change_from_file, apply_change_to_file};
 
 use crate::change::{self, ChangePlan, check_target, write_stream};
 use crate::error::DatasetError;
@@ -172,6 +172,31 @@ pub fn change_plan(params: &DatasetParams, change_seed: u64) -> ChangePlan {
     plan
 }
 
+/// How much of the tree a change touches in place, counted without listing
+/// it (the tiny-files change names tens of thousands of files).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChangeExtent {
+    pub files_rewritten: u64,
+    pub regions: u64,
+    pub region_bytes: u64,
+}
+
+pub fn change_extent(params: &DatasetParams, change_seed: u64) -> ChangeExtent {
+    if params.profile == DatasetProfile::TinyFiles {
+        return ChangeExtent {
+            files_rewritten: tiny_files::rewritten_count(params),
+            regions: 0,
+            region_bytes: 0,
+        };
+    }
+    let plan = change_plan(params, change_seed);
+    ChangeExtent {
+        files_rewritten: plan.small_files.len() as u64,
+        regions: plan.regions.len() as u64,
+        region_bytes: plan.regions.iter().map(|r| r.len).sum(),
+    }
+}
+
 /// A file profile's change, file by file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Edit {
@@ -196,12 +221,12 @@ pub(crate) enum Edit {
 }
 
 impl Edit {
-    fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         match self {
             Edit::Rewrite { path, .. } | Edit::Add { path, .. } | Edit::Remove { path } => path,
         }
     }
-    fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         match self {
             Edit::Rewrite { size, .. } | Edit::Add { size, .. } => *size,
             Edit::Remove { .. } => 0,
@@ -281,17 +306,35 @@ fn apply(
 /// rewritten file present with another size, most of them missing (an
 /// earlier change removes a few), or a file to remove in a directory that
 /// is not there, means another `--scale` or profile.
-fn check_edits(dir: &Path, edits: &[Edit]) -> Result<(), DatasetError> {
-    let (mut rewrites, mut missing) = (0, None);
+fn check_edits<'a>(
+    dir: &Path,
+    edits: impl IntoIterator<Item = &'a Edit>,
+) -> Result<(), DatasetError> {
+    let mut check = EditCheck::default();
     for edit in edits {
+        check.edit(dir, edit)?;
+    }
+    check.finish()
+}
+
+/// [`check_edits`] an edit at a time, for a change that is never held.
+#[derive(Default)]
+pub(crate) struct EditCheck {
+    rewrites: u64,
+    /// The first rewritten file missing, and how many are.
+    missing: Option<(std::path::PathBuf, u64)>,
+}
+
+impl EditCheck {
+    pub(crate) fn edit(&mut self, dir: &Path, edit: &Edit) -> Result<(), DatasetError> {
         let path = dir.join(edit.path());
         match edit {
             Edit::Rewrite { size, .. } => {
-                rewrites += 1;
+                self.rewrites += 1;
                 if fs::symlink_metadata(&path).is_ok() {
                     check_target(&path, *size)?
                 } else {
-                    missing.get_or_insert((path, 0)).1 += 1;
+                    self.missing.get_or_insert((path, 0)).1 += 1;
                 }
             }
             _ => {
@@ -306,21 +349,26 @@ fn check_edits(dir: &Path, edits: &[Edit]) -> Result<(), DatasetError> {
                 }
             }
         }
+        Ok(())
     }
-    match missing {
-        Some((path, n)) if n * 2 > rewrites => Err(DatasetError::TreeMismatch {
-            path,
-            detail: format!(
-                "no such file, nor {} other of the {rewrites} to rewrite",
-                n - 1
-            ),
-        }),
-        _ => Ok(()),
+
+    pub(crate) fn finish(self) -> Result<(), DatasetError> {
+        match self.missing {
+            Some((path, n)) if n * 2 > self.rewrites => Err(DatasetError::TreeMismatch {
+                path,
+                detail: format!(
+                    "no such file, nor {} other of the {} to rewrite",
+                    n - 1,
+                    self.rewrites
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 
 /// Runs one edit; returns the file's new entry, or `None` when it is gone.
-fn run_edit(
+pub(crate) fn run_edit(
     dir: &Path,
     edit: &Edit,
     keys: &Keys,

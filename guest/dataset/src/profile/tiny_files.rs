@@ -16,7 +16,7 @@
 //! bytes) added to the folders of randomly drawn files. A leaf holds at most
 //! 256 files, and a change adds a few.
 
-use super::{Edit, FootprintRow, choose, row, stratified, with_dirs};
+use super::{Edit, FootprintRow, row, with_dirs};
 use crate::error::DatasetError;
 use crate::generate;
 use crate::layout::scale_count;
@@ -45,32 +45,63 @@ pub fn count(scale: f64) -> u64 {
     scale_count(FILES, scale)
 }
 
-/// Sizes by rank, ascending but for the empty ranks.
+/// The size of rank `r` of `n`: stratified (`super::stratified`), ascending
+/// but for every [`EMPTY_EVERY`]th rank, which is empty.
 // `is_multiple_of` is newer than the workspace's rust-version (1.85).
 #[allow(clippy::manual_is_multiple_of)]
-fn sizes(n: u64) -> Vec<u64> {
-    stratified(n, 0, MAX_BYTES)
-        .enumerate()
-        .map(|(r, s)| {
-            if r as u64 % EMPTY_EVERY == 0 {
-                0
-            } else {
-                s.max(1)
-            }
-        })
-        .collect()
+fn size_of_rank(r: u64, n: u64) -> u64 {
+    if r % EMPTY_EVERY == 0 {
+        0
+    } else {
+        (MAX_BYTES as u128 * (2 * r as u128 + 1) / (2 * n as u128)).max(1) as u64
+    }
+}
+
+/// Sizes by rank, computed as they are read.
+fn sizes(n: u64) -> impl Iterator<Item = u64> {
+    (0..n).map(move |r| size_of_rank(r, n))
+}
+
+/// Which file has which size: the seed's permutation of the size ranks,
+/// held as 4 bytes a file, the one thing held per file, so that a seed's
+/// tree stays byte for byte what it always was (see
+/// [`stream::permutation_u32`]).
+pub(crate) struct Sizes {
+    n: u64,
+    ranks: Vec<u32>,
+}
+
+impl Sizes {
+    pub(crate) fn of(params: &DatasetParams) -> Sizes {
+        let n = count(params.scale);
+        // A valid scale (at most 100) numbers at most 100 million files.
+        let narrow = u32::try_from(n).unwrap_or(u32::MAX);
+        let keys = Keys::content_of(DatasetProfile::TinyFiles, params.seed);
+        let ranks = stream::permutation_u32(&mut keys.stream(Tag::Shuffle, 0), narrow);
+        Sizes { n, ranks }
+    }
+
+    /// The size of file `index`.
+    pub(crate) fn size(&self, index: u64) -> u64 {
+        let rank = self
+            .ranks
+            .get(index as usize)
+            .map_or(index, |&r| u64::from(r));
+        size_of_rank(rank, self.n)
+    }
+
+    /// The bytes of all files.
+    pub(crate) fn total(&self) -> u64 {
+        sizes(self.n).sum()
+    }
 }
 
 pub fn rows(scale: f64) -> Vec<FootprintRow> {
-    let sizes = sizes(count(scale));
-    let empty = sizes.iter().filter(|&&s| s == 0).count() as u64;
+    let n = count(scale);
+    let empty = sizes(n).filter(|&s| s == 0).count() as u64;
     vec![
         row("empty", empty, 0),
-        row(
-            "random, 1 B-4 KiB",
-            sizes.len() as u64 - empty,
-            sizes.iter().sum(),
-        ),
+        row("random, 1 B-4 KiB", n - empty, sizes(n).sum()),
     ]
 }
 
@@ -107,56 +138,96 @@ pub fn path(index: u64, n: u64) -> String {
 
 pub fn tree(params: &DatasetParams) -> Tree {
     let n = count(params.scale);
-    let sizes = sizes(n);
-    let keys = Keys::content_of(DatasetProfile::TinyFiles, params.seed);
-    let ranks = stream::permutation(&mut keys.stream(Tag::Shuffle, 0), n);
-    let files = ranks
-        .iter()
-        .enumerate()
-        .map(|(index, &rank)| FileSpec {
-            path: path(index as u64, n),
+    let sizes = Sizes::of(params);
+    let files = (0..n)
+        .map(|index| FileSpec {
+            path: path(index, n),
             class: Class::Small,
-            index: index as u64,
-            size: sizes[rank as usize],
+            index,
+            size: sizes.size(index),
             copies: Vec::new(),
         })
         .collect();
     with_dirs(files)
 }
 
-pub fn edits(params: &DatasetParams, change_seed: u64) -> Vec<Edit> {
-    let n = count(params.scale);
+/// Files a change rewrites, and files it removes (and adds), of `n`.
+fn change_counts(n: u64) -> (u64, u64) {
     let rewrite = ((n * CHANGE_REWRITE_PERCENT + 50) / 100).max(1);
     let add_remove = ((n * CHANGE_ADD_REMOVE_PER_MILLE + 500) / 1000).max(1);
-    let sizes = sizes(n);
-    let ranks = stream::permutation(
-        &mut Keys::content_of(DatasetProfile::TinyFiles, params.seed).stream(Tag::Shuffle, 0),
-        n,
-    );
+    (rewrite, add_remove)
+}
+
+/// Files the change rewrites: as many as drawn unless the tree has fewer.
+pub(crate) fn rewritten_count(params: &DatasetParams) -> u64 {
+    let n = count(params.scale);
+    change_counts(n).0.min(n)
+}
+
+/// The files the change rewrites and removes, in index order, which is
+/// path order: exactly 5% and 0.1% of the files (all of them, if there are
+/// fewer), never the same file twice, drawn by selection sampling (Knuth's
+/// algorithm S: file `i` is taken with probability (still to take) / (files
+/// left), one draw of the change stream per file). So neither the choice
+/// nor the files are held, a million files or a hundred, and the same seeds
+/// choose the same files.
+pub(crate) fn in_place_edits<'a>(
+    params: &DatasetParams,
+    change_seed: u64,
+    sizes: &'a Sizes,
+) -> impl Iterator<Item = Edit> + Send + 'a {
+    let n = sizes.n;
+    let (mut rewrite, mut remove) = change_counts(n);
     let keys = Keys::change_of(DatasetProfile::TinyFiles, params.seed, change_seed);
     let mut rng = keys.stream(Tag::ChangeChoice, 0);
-    // Removed files are never also rewritten: one draw for both.
-    let chosen = choose(&mut rng, n, rewrite + add_remove);
-    let (rewritten, removed) = chosen.split_at((rewrite as usize).min(chosen.len()));
-    let mut edits: Vec<Edit> = rewritten
-        .iter()
-        .map(|&index| Edit::Rewrite {
-            path: path(index, n),
-            index,
-            size: sizes[ranks[index as usize] as usize],
+    (0..n).filter_map(move |index| {
+        if rewrite + remove == 0 {
+            return None;
+        }
+        let draw = stream::below(&mut rng, n - index);
+        if draw < rewrite {
+            rewrite -= 1;
+            Some(Edit::Rewrite {
+                path: path(index, n),
+                index,
+                size: sizes.size(index),
+            })
+        } else if draw < rewrite + remove {
+            remove -= 1;
+            Some(Edit::Remove {
+                path: path(index, n),
+            })
+        } else {
+            None
+        }
+    })
+}
+
+/// The files the change adds (`new-<change seed>-<k>.bin`, 0-4096 bytes),
+/// as many as it removes, each in the folder of a file drawn at random: a
+/// few hundredths of a percent of the tree, held.
+pub(crate) fn added_edits(params: &DatasetParams, change_seed: u64) -> Vec<Edit> {
+    let n = count(params.scale);
+    let (_, add) = change_counts(n);
+    let keys = Keys::change_of(DatasetProfile::TinyFiles, params.seed, change_seed);
+    let mut rng = keys.stream(Tag::ChangeChoice, 1);
+    (0..add)
+        .map(|k| {
+            let beside = stream::below(&mut rng, n);
+            Edit::Add {
+                path: format!("{}/new-{change_seed}-{k}.bin", folder(beside, n)),
+                index: k,
+                size: stream::below(&mut rng, MAX_BYTES + 1),
+            }
         })
-        .collect();
-    edits.extend(removed.iter().map(|&index| Edit::Remove {
-        path: path(index, n),
-    }));
-    for k in 0..add_remove {
-        let beside = stream::below(&mut rng, n);
-        edits.push(Edit::Add {
-            path: format!("{}/new-{change_seed}-{k}.bin", folder(beside, n)),
-            index: k,
-            size: stream::below(&mut rng, MAX_BYTES + 1),
-        });
-    }
+        .collect()
+}
+
+/// The whole change, held: for trees small enough to hold it.
+pub fn edits(params: &DatasetParams, change_seed: u64) -> Vec<Edit> {
+    let sizes = Sizes::of(params);
+    let mut edits: Vec<Edit> = in_place_edits(params, change_seed, &sizes).collect();
+    edits.extend(added_edits(params, change_seed));
     edits
 }
 
@@ -173,9 +244,8 @@ pub(crate) fn write_streamed(
     progress: Progress,
 ) -> Result<(), DatasetError> {
     let n = count(params.scale);
-    let sizes = sizes(n);
+    let sizes = Sizes::of(params);
     let keys = Keys::content_of(DatasetProfile::TinyFiles, params.seed);
-    let ranks = stream::permutation(&mut keys.stream(Tag::Shuffle, 0), n);
     // Every leaf holds a file: the folders above a name in each leaf are
     // those above every file.
     let leaves: Vec<String> = (0..n.div_ceil(FAN_OUT))
@@ -186,13 +256,13 @@ pub(crate) fn write_streamed(
     for d in &dirs {
         generate::make_dir(&out.join(d))?;
     }
-    let total = sizes.iter().sum();
+    let total = sizes.total();
     let specs = (0..n).map(|index| {
         Ok(FileSpec {
             path: path(index, n),
             class: Class::Small,
             index,
-            size: sizes[ranks[index as usize] as usize],
+            size: sizes.size(index),
             copies: Vec::new(),
         })
     });
@@ -245,7 +315,7 @@ mod tests {
 
     #[test]
     fn sizes_are_0_to_4_kib_with_some_empty() {
-        let s = sizes(10_000);
+        let s: Vec<u64> = sizes(10_000).collect();
         assert_eq!(s.iter().filter(|&&b| b == 0).count(), 200);
         assert!(s.iter().all(|&b| b < MAX_BYTES));
         // Uniform law on 1..4096 for 98% of the files: about 2 KiB each.

@@ -29,17 +29,18 @@ impl<'p> Runner<'p> {
             return Ok(());
         }
         let (out, params) = (self.pristine.clone(), self.params);
+        // The manifest goes to the evidence as the tree is written: the
+        // tiny-files tree's million entries are never held (issue 31).
+        let manifest = self.ev.manifest_path(GENERATED);
         let result = self.in_process(Step::GENERATE, move |progress| {
-            labrun_dataset::generate(&out, &params, progress)
+            labrun_dataset::generate_to_file(&out, &params, &manifest, progress)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         match result {
-            InProcess::Done(Ok(manifest)) => {
-                self.ev.write_manifest(GENERATED, &manifest)?;
-                rec.files = Some(file_count(&manifest));
-                rec.bytes = Some(manifest.total_file_bytes());
+            InProcess::Done(Ok(written)) => {
+                rec.files = Some(written.files);
+                rec.bytes = Some(written.file_bytes);
                 rec.ok = true;
-                drop(manifest);
                 self.append(&rec)
             }
             InProcess::Done(Err(e)) => {
@@ -75,15 +76,15 @@ impl<'p> Runner<'p> {
         let Some(taken) = store.take(&self.params, &self.pristine, &manifest_file) else {
             return Ok(false);
         };
-        let manifest = self.ev.read_manifest(GENERATED)?;
+        let (files, bytes) = self.ev.count_manifest(GENERATED)?;
         rec.argv = vec![
             "mv".to_string(),
             path_str(&taken.from),
             path_str(&self.pristine),
         ];
         rec.wall_secs = started.elapsed().as_secs_f64();
-        rec.files = Some(file_count(&manifest));
-        rec.bytes = Some(manifest.total_file_bytes());
+        rec.files = Some(files);
+        rec.bytes = Some(bytes);
         rec.ok = true;
         self.append(rec)?;
         Ok(true)
@@ -248,18 +249,38 @@ impl<'p> Runner<'p> {
         if self.real_tree.is_some() {
             return self.change_real_tree(tc, rec, started, round);
         }
+        // The new manifest is written as the tree is rescanned, never held
+        // (issue 31: a million files): the first tool cycle's is kept as
+        // `manifests/<name>.jsonl`; a later cycle's is written beside it and
+        // removed when its digest is the first one's.
+        let first = self.first_manifests.get(&manifest_name).cloned();
+        let kept_as = match first {
+            None => manifest_name.clone(),
+            Some(_) => format!("{manifest_name}-c{}-{}", tc.cycle, tc.tool.name),
+        };
+        let out = self.ev.manifest_path(&kept_as);
+        let written = out.clone();
         let result = self.in_process(name.clone(), move |progress| {
-            labrun_dataset::apply_change(&dir, &params, seed, progress)
+            labrun_dataset::apply_change_to_file(&dir, &params, seed, &written, progress)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         match result {
             InProcess::Done(Ok(manifest)) => {
                 rec.ok = true;
-                if let Some(other) = self.keep_same_manifest(tc, &manifest_name, &manifest)? {
-                    rec.ok = false;
-                    rec.error = Some(format!(
-                        "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{other}.jsonl): the dataset change is not deterministic, a bug in labrun"
-                    ));
+                match first {
+                    None => {
+                        self.first_manifests.insert(manifest_name, manifest.sha256);
+                    }
+                    Some(first) if first == manifest.sha256 => {
+                        std::fs::remove_file(&out)
+                            .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
+                    }
+                    Some(_) => {
+                        rec.ok = false;
+                        rec.error = Some(format!(
+                            "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{kept_as}.jsonl): the dataset change is not deterministic, a bug in labrun"
+                        ));
+                    }
                 }
             }
             InProcess::Done(Err(e)) => {

@@ -134,9 +134,9 @@ impl Series {
         let Series::Trees { root, .. } = self else {
             return Ok(());
         };
-        let expected = labrun_dataset::read_manifest(&manifest_of(root, k as usize))
+        // Read as it comes: the work tree's manifest is held already.
+        let outcome = labrun_dataset::compare_against_file(&manifest_of(root, k as usize), found)
             .map_err(|e| e.to_string())?;
-        let outcome = labrun_dataset::compare(&expected, found);
         if outcome.passed {
             return Ok(());
         }
@@ -157,29 +157,60 @@ pub fn manifest_of(root: &Path, k: usize) -> PathBuf {
 /// sizes, modes and mtimes (two releases may share a file's size and
 /// mtime and not its bytes).
 fn changed_files(root: &Path, k: u32) -> Result<labrun_dataset::ChangePlan, String> {
-    let read = |k: u32| {
-        labrun_dataset::read_manifest(&manifest_of(root, k as usize)).map_err(|e| e.to_string())
+    let small_files = match k {
+        0 | 1 => Vec::new(),
+        k => changed_between(
+            &manifest_of(root, k as usize - 1),
+            &manifest_of(root, k as usize),
+        )?,
     };
-    let now = read(k)?;
-    let before = if k > 1 {
-        read(k - 1)?
-    } else {
-        labrun_evidence::Manifest::default()
-    };
-    let old: std::collections::HashMap<&str, &str> = before
-        .entries
-        .iter()
-        .map(|e| (e.path.as_str(), e.sha256.as_str()))
-        .collect();
-    let small_files = now
-        .entries
-        .iter()
-        .filter(|e| e.kind == labrun_evidence::EntryKind::File)
-        .filter(|e| old.get(e.path.as_str()).is_some_and(|sha| *sha != e.sha256))
-        .map(|e| e.path.clone())
-        .collect();
     Ok(labrun_dataset::ChangePlan {
         small_files,
         regions: Vec::new(),
     })
+}
+
+/// The files of `now` that are in `before` with other bytes: both manifest
+/// files merged as they are read (a tree of millions of files is never
+/// held, issue 31). Both were written by this run, in manifest order.
+fn changed_between(before: &Path, now: &Path) -> Result<Vec<String>, String> {
+    let open = |path: &Path| {
+        std::fs::File::open(path)
+            .and_then(|f| labrun_evidence::ManifestReader::new(std::io::BufReader::new(f)))
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let in_order = |path: &Path| {
+        let path = path.to_path_buf();
+        let mut last = String::new();
+        move |e: std::io::Result<labrun_evidence::ManifestEntry>| {
+            let e = e.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            if e.path < last {
+                return Err(format!(
+                    "{} is not in manifest order (a bug in labrun: please report it with this run's evidence)",
+                    path.display()
+                ));
+            }
+            last.clone_from(&e.path);
+            Ok(e)
+        }
+    };
+    let mut old = open(before)?.map(in_order(before)).peekable();
+    let mut changed = Vec::new();
+    for e in open(now)?.map(in_order(now)) {
+        let e = e?;
+        let mut same_path = None;
+        while let Some(o) =
+            old.next_if(|o| o.as_ref().is_ok_and(|o| o.path <= e.path) || o.is_err())
+        {
+            let o = o?;
+            if o.path == e.path {
+                same_path = Some(o);
+            }
+        }
+        let is_file = e.kind == labrun_evidence::EntryKind::File;
+        if is_file && same_path.is_some_and(|o| o.sha256 != e.sha256) {
+            changed.push(e.path);
+        }
+    }
+    Ok(changed)
 }
