@@ -223,6 +223,7 @@ impl Fetcher {
             cache_dir,
             &self.opts.build_env,
             progress,
+            self,
         )
         .await;
         match built {
@@ -339,6 +340,11 @@ impl Fetcher {
                 BuildRecipe::Crate(c) => {
                     c.version = v.to_string();
                     fields.push(("version", c.version.clone()));
+                }
+                BuildRecipe::Source(_) => {
+                    return Err(edit_err(format!(
+                        "`{tool}` is built from a source tree, which its commit or archive and                          tree id name, not a version: write the new `git.commit` (or archive and                          `tree`) in the lab, then run `labrun pin {tool}` without --version"
+                    )));
                 }
             }
         }
