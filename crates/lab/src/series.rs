@@ -95,6 +95,11 @@ impl ToolSpec {
         let mut tool = self.clone();
         tool.name = member_name(&self.name, &v.version);
         tool.version = self.version.replace(VERSION, &v.version);
+        // Members of a series on an existing machine need a binary each.
+        tool.install = self
+            .install
+            .as_ref()
+            .map(|i| i.replace(VERSION, &v.version));
         tool.versions.clear();
         tool.anchor = None;
         let mut artifact = serde_json::to_value(&self.artifact)
@@ -173,7 +178,12 @@ pub(crate) fn validate_series(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>)
             "in a series each version pins its own digest: write `sha256: \"{sha256}\"` here and `sha256:` in each entry of `versions:`",
         ));
     }
-    let go = written.contains("\"go\":");
+    // A module build from the proxy has a `sum`; a `source:` build that
+    // happens to build with Go is pinned by its tree and has none.
+    let go = matches!(
+        tool.artifact.source,
+        labrun_artifact::spec::ArtifactSource::Build(labrun_artifact::build::BuildRecipe::Go(_))
+    );
     let pin_cmd = format!("run `labrun pin {} --series` to write it", tool.name);
     let mut seen = std::collections::BTreeSet::new();
     for (j, v) in tool.versions.iter().enumerate() {
