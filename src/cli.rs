@@ -75,6 +75,8 @@ pub enum Command {
     Ssh(commands::ssh::Args),
     /// Run the timed cycles and summarize them.
     Bench(commands::bench::Args),
+    /// The first commit of a tool's source where a figure got worse beyond the margin (a series tool built from git).
+    Bisect(commands::bisect::Args),
     /// Re-make the summary of a run from its raw evidence.
     Report(commands::report::Args),
     /// Verdicts between two tools of a run, or two runs: slower, faster, no change, inconclusive.

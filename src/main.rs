@@ -8,6 +8,7 @@
 mod terminal;
 
 mod bench;
+mod bisect;
 mod cli;
 mod commands;
 mod context;

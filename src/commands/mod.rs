@@ -1,6 +1,7 @@
 //! One file per subcommand. Each has its `Args` and an async `run`.
 
 pub mod bench;
+pub mod bisect;
 pub mod check;
 pub mod compare;
 pub mod doctor;
@@ -33,6 +34,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Status(a) => status::run(ctx, a).await,
         Command::Ssh(a) => ssh::run(ctx, a).await,
         Command::Bench(a) => bench::run(ctx, a).await,
+        Command::Bisect(a) => bisect::run(ctx, a).await,
         Command::Report(a) => report::run(ctx, a).await,
         Command::Compare(a) => compare::run(ctx, a).await,
         Command::Pack(a) => pack::run(ctx, a).await,

@@ -699,3 +699,64 @@ pub fn apply_build_fields(
     out[e2 - 1].push_str(&added);
     Ok(out.concat())
 }
+
+/// The lab text with a series tool's `versions:` replaced by `members`
+/// (each a version and its binary's SHA-256) and its `anchor:` set: how
+/// `labrun bisect` writes the lab of one probe from the user's. Everything
+/// else of the text, comments included, is kept.
+pub fn set_series_members(
+    text: &str,
+    tool: &str,
+    members: &[(String, String)],
+    anchor: &str,
+) -> Result<String, String> {
+    let lines: Vec<Line> = text.split_inclusive('\n').map(parse_line).collect();
+    let at = locate(&lines, tool)?;
+    let col = at.key_col;
+    let list = find_key(&lines, at.item_start, at.item_end, col, "versions")?.ok_or_else(|| {
+        format!("tool `{tool}` has no `versions:` list (bisect needs a series template)")
+    })?;
+    let (_, list_end) = children(&lines, list);
+    let anchor_line = find_key(&lines, at.item_start, at.item_end, col, "anchor")?;
+    let pad = " ".repeat(col);
+    let mut block = format!("{pad}anchor: {}\n{pad}versions:\n", yaml_scalar(anchor));
+    for (version, sha256) in members {
+        block.push_str(&format!(
+            "{pad}  - {{version: {}, sha256: {}}}\n",
+            flow_scalar(version),
+            flow_scalar(sha256)
+        ));
+    }
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if Some(i) == anchor_line || (list < i && i < list_end) {
+            continue;
+        }
+        if i == list {
+            out.push_str(&block);
+            continue;
+        }
+        out.push_str(line.text);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod series_members_tests {
+    use super::*;
+
+    #[test]
+    fn the_versions_and_anchor_are_replaced_and_the_rest_kept() {
+        let text = "name: x  # the lab\ntools:\n  - name: toy\n    version: \"{version}\"\n    anchor: old\n    versions:\n      # the commits\n      - {version: a, sha256: \"{sha256}\"}\n      - version: b\n        sha256: c\n    artifact:\n      sha256: \"{sha256}\"\n  - name: other\n    version: 1\n";
+        let members = [
+            ("1111".to_string(), "aa".to_string()),
+            ("2222".to_string(), "bb".to_string()),
+        ];
+        let out = set_series_members(text, "toy", &members, "1111").unwrap();
+        assert_eq!(
+            out,
+            "name: x  # the lab\ntools:\n  - name: toy\n    version: \"{version}\"\n    anchor: \"1111\"\n    versions:\n      - {version: \"1111\", sha256: aa}\n      - {version: \"2222\", sha256: bb}\n    artifact:\n      sha256: \"{sha256}\"\n  - name: other\n    version: 1\n"
+        );
+        assert!(set_series_members(text, "other", &members, "1").is_err());
+    }
+}

@@ -1,0 +1,299 @@
+//! How `labrun bisect` measures a commit: the lab's series tool built at
+//! the good commit and at the probe, both pinned by the digests the builds
+//! gave, written as a lab of their own (the user's lab with `versions:`
+//! replaced), and run by `labrun bench` as any lab: the two members
+//! interleaved cycle by cycle, `--until-conclusive` adding pairs. The probe's
+//! figure is then read from the run's evidence by `labrun compare`'s own
+//! paired statistics. Each probe's run folder is its evidence.
+
+use super::search::{Measured, Outcome};
+use anyhow::{Context as _, bail};
+use labrun_artifact::spec::ArtifactSource;
+use labrun_artifact::{FetchOptions, Fetcher, NoProgress};
+use labrun_evidence::Step;
+use labrun_lab::Lab;
+use labrun_report::compare::{Figure, Settings, Verdict, compare_paired};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// A digest no build gives: the placeholder pin of a lab written only to
+/// read the members' artifacts back.
+const UNPINNED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+pub struct LabProber {
+    /// The user's lab file and its text.
+    pub lab_path: PathBuf,
+    pub lab_text: String,
+    /// The series tool bisected.
+    pub tool: String,
+    pub phase: Step,
+    pub figure: Figure,
+    pub settings: Settings,
+    /// Where probe runs go (`<bisect folder>/runs`).
+    pub runs: PathBuf,
+    pub cycles: u32,
+    /// Pairs `bench --until-conclusive` may add while a verdict is open.
+    pub until_conclusive: u32,
+    /// labrun's global options, passed on to each `labrun bench`.
+    pub cache: PathBuf,
+    pub state: PathBuf,
+    pub mirror: Option<PathBuf>,
+}
+
+impl super::Prober for LabProber {
+    async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome> {
+        let mut pins = Vec::new();
+        for c in [good, commit] {
+            match self.build(c).await {
+                Ok(pin) => pins.push((c.to_string(), pin)),
+                Err(e) => {
+                    return Ok(Outcome::Skipped {
+                        why: format!("the build of {} failed: {e:#}", super::short(c)),
+                    });
+                }
+            }
+        }
+        let text =
+            labrun_artifact::lab_edit::set_series_members(&self.lab_text, &self.tool, &pins, good)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", self.lab_path.display()))?;
+        // The pair `--until-conclusive` adds cycles to (the lab has no
+        // `compare:` of its own: the command refuses one).
+        let text = format!(
+            "{text}\ncompare:\n  margin: {}%\n  pairs:\n    - {{baseline: \"{}\", candidate: \"{}\"}}\n",
+            self.settings.margin * 100.0,
+            self.member(good),
+            self.member(commit)
+        );
+        let probe_lab = ProbeLab::write(&self.lab_path, commit, &text)?;
+        let lab = Lab::load(probe_lab.path())?;
+        if let Some(target) = &lab.target {
+            self.install_on_target(&lab, target, probe_lab.path())
+                .await?;
+        }
+        let run = self.bench(probe_lab.path(), lab.target.is_none()).await?;
+        let Some(run) = run else {
+            return Ok(Outcome::Skipped {
+                why: format!(
+                    "the run of {} failed before it measured anything (see the output above)",
+                    super::short(commit)
+                ),
+            });
+        };
+        self.judge(&run, good, commit)
+    }
+}
+
+impl LabProber {
+    fn member(&self, commit: &str) -> String {
+        labrun_lab::series::member_name(&self.tool, commit)
+    }
+
+    /// The series member for `commit`, as the lab loader expands it.
+    fn member_artifact(&self, commit: &str) -> anyhow::Result<labrun_artifact::ArtifactSpec> {
+        let text = labrun_artifact::lab_edit::set_series_members(
+            &self.lab_text,
+            &self.tool,
+            &[(commit.to_string(), UNPINNED.to_string())],
+            commit,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", self.lab_path.display()))?;
+        let probe_lab = ProbeLab::write(&self.lab_path, commit, &text)?;
+        let lab = Lab::load(probe_lab.path())?;
+        let name = self.member(commit);
+        lab.tools
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.artifact.clone())
+            .with_context(|| format!("the lab's series gives no member {name}"))
+    }
+
+    /// Builds the member (or finds it in labrun's build cache) and gives
+    /// its binary's digest.
+    async fn build(&self, commit: &str) -> anyhow::Result<String> {
+        let artifact = self.member_artifact(commit)?;
+        let ArtifactSource::Build(recipe) = &artifact.source else {
+            bail!(
+                "`{}` is not built from source: bisect builds each commit, so its artifact must be a `source:` build with `git: {{commit: \"{{version}}\"}}`",
+                self.tool
+            );
+        };
+        let fetcher = Fetcher::new(FetchOptions::new(self.cache.clone(), self.mirror.clone()))?;
+        let pin = fetcher
+            .pin_build(&self.member(commit), recipe, &mut NoProgress)
+            .await?;
+        Ok(pin.sha256)
+    }
+
+    /// On an existing machine the members' binaries are copied to their
+    /// `install:` paths (a VM's `up` installs them itself).
+    async fn install_on_target(
+        &self,
+        lab: &Lab,
+        target: &labrun_lab::TargetSpec,
+        lab_file: &Path,
+    ) -> anyhow::Result<()> {
+        let session = labrun_ssh::connect(
+            &crate::bench::machine::ssh_target(lab_file, target),
+            std::time::Duration::from_secs(30),
+        )
+        .await
+        .context("connecting to the lab's target to install the probe's binaries")?;
+        let fetcher = Fetcher::new(FetchOptions::new(self.cache.clone(), self.mirror.clone()))?;
+        for tool in lab
+            .tools
+            .iter()
+            .filter(|t| t.name.starts_with(&format!("{}@", self.tool)))
+        {
+            let install = tool.install.as_deref().with_context(|| {
+                format!(
+                    "`{}` runs on an existing machine: give it `install: /some/folder/{{version}}/{}` so each commit's binary has a path of its own",
+                    self.tool, self.tool
+                )
+            })?;
+            let fetched = fetcher
+                .fetch(&tool.name, &tool.artifact, &mut NoProgress)
+                .await?;
+            let folder = install.rsplit_once('/').map_or("/", |(d, _)| d);
+            session
+                .exec(&format!("mkdir -p '{}'", folder.replace('\'', "'\\''")))
+                .await?;
+            session.upload(&fetched.path, install, 0o755).await?;
+        }
+        Ok(())
+    }
+
+    /// `labrun -f LAB bench` of the probe's lab; the run folder it made, or
+    /// None when it made none. Ctrl-C reaches the child too (one process
+    /// group): it stops, keeps its evidence, and so does this.
+    async fn bench(&self, lab_file: &Path, vm: bool) -> anyhow::Result<Option<PathBuf>> {
+        std::fs::create_dir_all(&self.runs)
+            .with_context(|| format!("cannot create {}", self.runs.display()))?;
+        let before = run_folders(&self.runs);
+        let exe = std::env::current_exe().context("cannot find labrun's own binary")?;
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("-f")
+            .arg(lab_file)
+            .arg("--cache")
+            .arg(&self.cache)
+            .arg("--state")
+            .arg(&self.state);
+        if let Some(m) = &self.mirror {
+            cmd.arg("--mirror").arg(m);
+        }
+        cmd.args(["bench", "--plain", "--cycles"])
+            .arg(self.cycles.to_string())
+            .arg("--results")
+            .arg(&self.runs);
+        if self.until_conclusive > 0 {
+            cmd.arg("--until-conclusive")
+                .arg(self.until_conclusive.to_string());
+        }
+        if vm {
+            cmd.args(["--up", "--down"]);
+        }
+        let status = cmd
+            .stdin(Stdio::null())
+            .status()
+            .await
+            .context("cannot run labrun bench")?;
+        if status.code() == Some(130) {
+            bail!(
+                "interrupted: the probe's run kept what it measured; run the same bisect again to continue"
+            );
+        }
+        let made: Vec<PathBuf> = run_folders(&self.runs)
+            .into_iter()
+            .filter(|f| !before.contains(f))
+            .collect();
+        Ok(made.into_iter().max())
+    }
+
+    /// The probe's figure against the good commit's, from the run's records.
+    fn judge(&self, run_dir: &Path, good: &str, commit: &str) -> anyhow::Result<Outcome> {
+        let run = labrun_report::evidence::load(run_dir)
+            .with_context(|| format!("cannot read the run {}", run_dir.display()))?;
+        let comparison = compare_paired(
+            &run,
+            &self.member(good),
+            &self.member(commit),
+            &self.settings,
+        )?;
+        let Some(row) = comparison.row(&self.phase, self.figure) else {
+            return Ok(Outcome::Skipped {
+                why: format!(
+                    "the run {} has no {} of {}",
+                    run_dir.display(),
+                    self.figure.title(),
+                    self.phase
+                ),
+            });
+        };
+        let Some(ratio) = row.ratio else {
+            return Ok(Outcome::Skipped {
+                why: format!(
+                    "the run {} gave no ratio: {}",
+                    run_dir.display(),
+                    row.note.clone().unwrap_or_default()
+                ),
+            });
+        };
+        let measured = Measured {
+            ratio,
+            interval: row.interval,
+            pairs: row.pairs.unwrap_or(0),
+            run: run_dir.display().to_string(),
+        };
+        // Bisect asks one thing: did it get worse beyond the margin? Bad is
+        // compare's `worse` verdict (Holm-adjusted over the run's rows);
+        // good is an interval whose upper end stays below 1 + margin (a
+        // probe that may be faster is still not worse, where compare's
+        // two-sided "no change" would wait for more pairs); anything
+        // else cannot be told.
+        let not_worse = row
+            .interval
+            .is_some_and(|[_, high]| high < 1.0 + self.settings.margin);
+        Ok(match row.verdict {
+            Verdict::Worse => Outcome::Bad(measured),
+            _ if not_worse => Outcome::Good(measured),
+            Verdict::Better | Verdict::NoChange => Outcome::Good(measured),
+            Verdict::Inconclusive => Outcome::Inconclusive(measured),
+        })
+    }
+}
+
+/// The run folders under `runs`.
+fn run_folders(runs: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(runs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("raw").is_dir())
+        .collect()
+}
+
+/// A probe's lab, written beside the user's (so its relative paths mean
+/// what they mean there) and removed when the probe is done: the run
+/// folder keeps a copy in `raw/lab.yaml`.
+struct ProbeLab(tempfile::NamedTempFile);
+
+impl ProbeLab {
+    fn write(lab_path: &Path, commit: &str, text: &str) -> anyhow::Result<ProbeLab> {
+        let dir = lab_path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let file = tempfile::Builder::new()
+            .prefix(&format!(".labrun-bisect-{}-", super::short(commit)))
+            .suffix(".yaml")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot write a probe's lab in {}", dir.display()))?;
+        std::fs::write(file.path(), text)
+            .with_context(|| format!("cannot write {}", file.path().display()))?;
+        Ok(ProbeLab(file))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}

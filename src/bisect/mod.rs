@@ -1,0 +1,263 @@
+//! `labrun bisect`: the first commit of a tool's source where a figure
+//! moves beyond the margin. The search ([`search`]) is apart from how a
+//! commit is measured ([`Prober`]: in labrun, a build of the commit run
+//! paired against the good one in the VM; in tests, a table), and from how
+//! progress is shown (the [`Event`]s a caller consumes). What was measured
+//! is kept after every probe ([`state`]), so a rerun continues.
+
+pub mod git;
+pub mod lab_probe;
+pub mod search;
+pub mod state;
+
+use search::{Next, Outcome, Stuck};
+use state::State;
+use std::path::Path;
+
+/// Measures one commit against the good one.
+pub trait Prober {
+    /// The outcome of `commit` against `good`. A commit that cannot be
+    /// built or measured is `Outcome::Skipped`; an `Err` stops the search
+    /// (the machine is gone, the user pressed Ctrl-C), keeping what is on
+    /// record.
+    async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome>;
+}
+
+/// What the search tells whoever shows it.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Probes on record from an earlier run of the same question.
+    Continued { probes: usize },
+    /// A probe starts: the `n`th, of at most `bound` without skips.
+    Probing {
+        n: usize,
+        bound: usize,
+        commit: &'a str,
+        left: usize,
+    },
+    /// A probe ended.
+    Probed {
+        commit: &'a str,
+        outcome: &'a Outcome,
+    },
+}
+
+/// Probes until the search concludes or is stuck; the state is saved in
+/// `folder` after every probe.
+pub async fn run(
+    state: &mut State,
+    folder: &Path,
+    prober: &mut impl Prober,
+    show: &mut dyn FnMut(Event),
+) -> anyhow::Result<Next> {
+    let commits = state.question.commits.clone();
+    let bound = search::max_probes(commits.len());
+    if state.probes() > 0 {
+        show(Event::Continued {
+            probes: state.probes(),
+        });
+    }
+    loop {
+        let index = match search::next(commits.len(), &state.outcomes) {
+            Next::Probe(index) => index,
+            end => return Ok(end),
+        };
+        let commit = &commits[index];
+        show(Event::Probing {
+            n: state.probes() + 1,
+            bound,
+            commit,
+            left: open_between(state),
+        });
+        let outcome = prober.probe(&commits[0], commit).await?;
+        show(Event::Probed {
+            commit,
+            outcome: &outcome,
+        });
+        state.outcomes[index] = Some(outcome);
+        state.save(folder)?;
+    }
+}
+
+/// Commits after the good one not yet probed.
+fn open_between(state: &State) -> usize {
+    state
+        .outcomes
+        .iter()
+        .skip(1)
+        .filter(|o| o.is_none())
+        .count()
+}
+
+/// The conclusion in words, for the terminal and `bisect.md`.
+pub fn conclusion(state: &State, end: &Next) -> String {
+    let q = &state.question;
+    let commits = &q.commits;
+    let (worse, _) = q.figure.words();
+    let what = format!("{} of {}", q.figure.title().to_lowercase(), q.phase);
+    let measured = |i: usize| -> String {
+        match state.outcomes[i].as_ref().and_then(Outcome::measured) {
+            Some(m) => {
+                let interval = m
+                    .interval
+                    .map(|[a, b]| format!(", interval [{a:.3}, {b:.3}]"))
+                    .unwrap_or_default();
+                format!(
+                    "ratio {:.3}{interval}, {} pairs, evidence {}",
+                    m.ratio, m.pairs, m.run
+                )
+            }
+            None => "not measured".into(),
+        }
+    };
+    let probes = format!(
+        "{} probes (at most {} without skips)",
+        state.probes(),
+        search::max_probes(commits.len())
+    );
+    match end {
+        Next::FirstBad(i) => format!(
+            "first bad commit {}: {what} {worse} than {} beyond {:.0}% ({}); {probes}",
+            commits[*i],
+            short(&commits[0]),
+            q.margin * 100.0,
+            measured(*i)
+        ),
+        Next::Stuck(Stuck::BadEndNotWorse) => format!(
+            "nothing to bisect: {} is not {worse} than {} beyond {:.0}% in {what} ({}); {probes}",
+            short(commits.last().map_or("", |c| c.as_str())),
+            short(&commits[0]),
+            q.margin * 100.0,
+            measured(commits.len() - 1)
+        ),
+        Next::Stuck(Stuck::BadEndSkipped) => format!(
+            "the bad commit {} could not be measured ({}); see its build or run log and try again",
+            short(commits.last().map_or("", |c| c.as_str())),
+            skip_reason(state, commits.len() - 1)
+        ),
+        Next::Stuck(Stuck::Inconclusive { at, good, bad }) => format!(
+            "inconclusive: the probe of {} could not be told from {} ({}); the first bad commit lies after {} and at or before {}. \
+             Rerun with more pairs (--until-conclusive N) or on a quieter host; the probes on record are kept; {probes}",
+            short(&commits[*at]),
+            short(&commits[0]),
+            measured(*at),
+            short(&commits[*good]),
+            short(&commits[*bad])
+        ),
+        Next::Stuck(Stuck::OnlySkipped { bad, skipped, .. }) => format!(
+            "the first bad commit is {} or one of {} that could not be measured ({}); {probes}",
+            short(&commits[*bad]),
+            skipped
+                .iter()
+                .map(|&i| short(&commits[i]))
+                .collect::<Vec<_>>()
+                .join(", "),
+            skipped
+                .iter()
+                .map(|&i| skip_reason(state, i))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        Next::Probe(_) => "the search is not finished".into(),
+    }
+}
+
+fn skip_reason(state: &State, i: usize) -> String {
+    match &state.outcomes[i] {
+        Some(Outcome::Skipped { why }) => why.clone(),
+        _ => "not probed".into(),
+    }
+}
+
+/// A commit id as people read it.
+pub fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search::Measured;
+    use super::state::Question;
+    use super::*;
+    use labrun_report::compare::Figure;
+
+    /// A prober from a table: commits from `first_bad` on are 1.4x slower.
+    struct Table {
+        commits: Vec<String>,
+        first_bad: usize,
+        calls: Vec<String>,
+        stop_after: Option<usize>,
+    }
+
+    impl Prober for Table {
+        async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome> {
+            assert_eq!(good, self.commits[0]);
+            if self.stop_after == Some(self.calls.len()) {
+                anyhow::bail!("interrupted");
+            }
+            self.calls.push(commit.to_string());
+            let i = self.commits.iter().position(|c| c == commit).unwrap();
+            let m = |ratio: f64| Measured {
+                ratio,
+                interval: Some([ratio - 0.05, ratio + 0.05]),
+                pairs: 3,
+                run: format!("results/probe-{i}"),
+            };
+            Ok(if i >= self.first_bad {
+                Outcome::Bad(m(1.4))
+            } else {
+                Outcome::Good(m(1.0))
+            })
+        }
+    }
+
+    fn question(n: usize) -> Question {
+        Question {
+            tool: "toy".into(),
+            phase: "backup_full".into(),
+            figure: Figure::WallTime,
+            margin: 0.1,
+            commits: (0..n).map(|i| format!("{i:040x}")).collect(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_bisection_continues_where_it_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = question(9);
+        let mut table = Table {
+            commits: q.commits.clone(),
+            first_bad: 3,
+            calls: vec![],
+            stop_after: Some(2),
+        };
+        let mut state = State::new(q.clone());
+        let err = run(&mut state, dir.path(), &mut table, &mut |_| {})
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("interrupted"));
+        let (mut again, continued) = State::open(dir.path(), q).unwrap();
+        assert!(continued);
+        assert_eq!(again.probes(), 2);
+        table.stop_after = None;
+        let mut events = Vec::new();
+        let end = run(&mut again, dir.path(), &mut table, &mut |e| {
+            events.push(format!("{e:?}"))
+        })
+        .await
+        .unwrap();
+        assert_eq!(end, Next::FirstBad(3));
+        assert!(events[0].starts_with("Continued { probes: 2"));
+        // No commit was probed twice, and the whole search stayed in bound.
+        let mut calls = table.calls.clone();
+        calls.dedup();
+        assert_eq!(calls.len(), table.calls.len());
+        assert!(table.calls.len() <= search::max_probes(9));
+        let text = conclusion(&again, &end);
+        assert!(
+            text.starts_with(&format!("first bad commit {:040x}", 3)),
+            "{text}"
+        );
+        assert!(text.contains("ratio 1.400"), "{text}");
+    }
+}

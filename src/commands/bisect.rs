@@ -1,0 +1,263 @@
+//! `labrun bisect TOOL --good A --bad B --phase restore`: the first commit
+//! of a tool's source where a figure moves beyond the margin. The tool is a
+//! series template built from a git source (`versions:` with
+//! `commit: "{version}"`); the search is in `crate::bisect`, each probe a
+//! `labrun bench` of the good commit against the probe, paired.
+//!
+//! Exit status: 0 when the first bad commit is found, 1 when the search
+//! stopped without one (inconclusive, not slower, unmeasurable), 130 on
+//! Ctrl-C (what was measured is kept; the same command continues).
+
+use crate::bisect::lab_probe::LabProber;
+use crate::bisect::search::{self, Next, Outcome};
+use crate::bisect::state::{Question, State};
+use crate::bisect::{self, Event, git, short};
+use crate::context::Context;
+use anyhow::{Context as _, bail};
+use labrun_artifact::build::BuildRecipe;
+use labrun_artifact::build::source::SourceOrigin;
+use labrun_artifact::spec::ArtifactSource;
+use labrun_evidence::Step;
+use labrun_lab::Lab;
+use labrun_report::compare::{Figure, Settings, parse_fraction};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The lab's series tool whose source is bisected.
+    pub tool: String,
+    /// A commit or tag where the figure is as it should be.
+    #[arg(long)]
+    pub good: String,
+    /// A later commit or tag where it is worse.
+    #[arg(long)]
+    pub bad: String,
+    /// The timed phase judged: `backup_full`, `backup_incremental`, `restore`, ...
+    #[arg(long)]
+    pub phase: String,
+    /// The figure judged.
+    #[arg(long, value_enum, default_value = "wall-time")]
+    pub figure: FigureArg,
+    /// The difference that counts: `5%` or `0.05`.
+    #[arg(long, default_value = "5%", value_parser = margin)]
+    pub margin: f64,
+    /// Cycles (pairs) per probe before any is added.
+    #[arg(long, default_value_t = 3)]
+    pub cycles: u32,
+    /// While a verdict of the probe's run is open, add up to N more pairs
+    /// (`bench --until-conclusive`); 0 adds none.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub until_conclusive: u32,
+    /// Where the bisection's folder (its state and every probe's run) goes.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum FigureArg {
+    WallTime,
+    Cpu,
+    PeakMemory,
+    TreeMemory,
+}
+
+impl From<FigureArg> for Figure {
+    fn from(f: FigureArg) -> Figure {
+        match f {
+            FigureArg::WallTime => Figure::WallTime,
+            FigureArg::Cpu => Figure::Cpu,
+            FigureArg::PeakMemory => Figure::PeakMemory,
+            FigureArg::TreeMemory => Figure::TreeMemory,
+        }
+    }
+}
+
+fn margin(text: &str) -> Result<f64, String> {
+    match parse_fraction(text)? {
+        v if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err("the margin must be above 0% and at most 100%, e.g. 5%".into()),
+    }
+}
+
+pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    match bisect_cmd(ctx, args).await {
+        Ok(code) => Ok(code),
+        Err(e) if e.to_string().starts_with("interrupted") => {
+            safe_eprintln!("labrun bisect: {e:#}");
+            Ok(ExitCode::from(130))
+        }
+        Err(e) => {
+            safe_eprintln!("labrun bisect: {e:#}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let lab_text = std::fs::read_to_string(&ctx.lab_path).with_context(|| {
+        format!(
+            "cannot read {}; give the lab file with -f",
+            ctx.lab_path.display()
+        )
+    })?;
+    let lab = Lab::load(&ctx.lab_path)?;
+    if lab.compare.is_some() {
+        bail!(
+            "{} has a `compare:` block: bisect writes its own pair (the good commit against each probe); remove it from the lab you bisect with",
+            ctx.lab_path.display()
+        );
+    }
+    let repo = git_repo(&lab, &args.tool)?;
+    let commits = git::commits_between(&repo, &args.good, &args.bad)?;
+    let figure = Figure::from(args.figure);
+    let folder = args.results.join(format!(
+        "bisect-{}-{}-{}",
+        args.tool,
+        short(&commits[0]),
+        short(commits.last().map_or("", |c| c.as_str()))
+    ));
+    let question = Question {
+        tool: args.tool.clone(),
+        phase: args.phase.clone(),
+        figure,
+        margin: args.margin,
+        commits: commits.clone(),
+    };
+    let (mut state, _) = State::open(&folder, question)?;
+    state.save(&folder)?;
+    safe_println!(
+        "bisect {}: {} commits after {} up to {} ({}); at most {} probes; state and runs in {}",
+        args.tool,
+        commits.len() - 1,
+        short(&commits[0]),
+        short(commits.last().map_or("", |c| c.as_str())),
+        args.bad,
+        search::max_probes(commits.len()),
+        folder.display()
+    );
+    let mut prober = LabProber {
+        lab_path: ctx.lab_path.clone(),
+        lab_text,
+        tool: args.tool.clone(),
+        phase: Step::named(args.phase.clone()),
+        figure,
+        settings: Settings {
+            margin: args.margin,
+            ..Settings::default()
+        },
+        runs: folder.join("runs"),
+        cycles: args.cycles,
+        until_conclusive: args.until_conclusive,
+        cache: ctx.cache_dir.clone(),
+        state: ctx.state_root.clone(),
+        mirror: ctx.mirror.clone(),
+    };
+    let end = bisect::run(&mut state, &folder, &mut prober, &mut show).await?;
+    let text = bisect::conclusion(&state, &end);
+    std::fs::write(folder.join("bisect.md"), markdown(&state, &text))
+        .with_context(|| format!("cannot write {}", folder.join("bisect.md").display()))?;
+    safe_println!("{text}");
+    Ok(if matches!(end, Next::FirstBad(_)) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn show(event: Event) {
+    match event {
+        Event::Continued { probes } => {
+            safe_println!("continuing: {probes} probe(s) on record are reused")
+        }
+        Event::Probing {
+            n,
+            bound,
+            commit,
+            left,
+        } => safe_println!(
+            "probe {n} (of at most {bound}): {} ({left} commits not probed)",
+            short(commit)
+        ),
+        Event::Probed { commit, outcome } => {
+            safe_println!("probe {}: {}", short(commit), describe(outcome))
+        }
+    }
+}
+
+fn describe(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Skipped { why } => format!("skipped: {why}"),
+        other => {
+            let word = match other {
+                Outcome::Good(_) => "good",
+                Outcome::Bad(_) => "bad",
+                _ => "inconclusive",
+            };
+            let m = other.measured().map_or(String::new(), |m| {
+                let interval = m
+                    .interval
+                    .map(|[a, b]| format!(" [{a:.3}, {b:.3}]"))
+                    .unwrap_or_default();
+                format!(" (ratio {:.3}{interval}, {} pairs)", m.ratio, m.pairs)
+            });
+            format!("{word}{m}")
+        }
+    }
+}
+
+/// `bisect.md`: the conclusion, then every probe in commit order.
+fn markdown(state: &State, conclusion: &str) -> String {
+    let q = &state.question;
+    let mut out = format!(
+        "# labrun bisect: `{}`, {} of {}, margin {:.0}%\n\n{conclusion}\n\n| # | commit | outcome | evidence |\n|---|---|---|---|\n",
+        q.tool,
+        q.figure.title(),
+        q.phase,
+        q.margin * 100.0
+    );
+    for (i, (commit, outcome)) in q.commits.iter().zip(&state.outcomes).enumerate() {
+        let (text, run) = match outcome {
+            None if i == 0 => ("good (given)".to_string(), String::new()),
+            None => ("not probed".to_string(), String::new()),
+            Some(o) => (
+                describe(o),
+                o.measured().map(|m| m.run.clone()).unwrap_or_default(),
+            ),
+        };
+        out.push_str(&format!("| {i} | `{commit}` | {text} | {run} |\n"));
+    }
+    out
+}
+
+/// The git repository the tool's source builds come from: its local path,
+/// or a bare copy fetched next to the lab's cache for a URL.
+fn git_repo(lab: &Lab, tool: &str) -> anyhow::Result<PathBuf> {
+    let Some(series) = lab.series().iter().find(|s| s.tool == tool) else {
+        bail!(
+            "`{tool}` is not a series tool of the lab: bisect needs `versions:` on it and its artifact built from `source: {{git: {{repo: ..., commit: \"{{version}}\"}}}}`"
+        );
+    };
+    let member = lab
+        .tools
+        .iter()
+        .find(|t| series.members.contains(&t.name))
+        .with_context(|| format!("the series `{tool}` has no member"))?;
+    let ArtifactSource::Build(BuildRecipe::Source(source)) = &member.artifact.source else {
+        bail!("`{tool}` is not built from a `source:`: bisect builds every commit from git");
+    };
+    let SourceOrigin::Git(git) = &source.origin else {
+        bail!(
+            "`{tool}` is built from a source archive: bisect needs `source: {{git: ...}}` to list the commits"
+        );
+    };
+    let local = labrun_artifact::spec::local_path(&git.repo);
+    if !git.repo.contains("://") && local.exists() {
+        return Ok(local);
+    }
+    bail!(
+        "`{tool}`'s repository {} is not a local folder: clone it (`git clone --bare {} repo.git`) and name that path in `git.repo`",
+        git.repo,
+        git.repo
+    )
+}

@@ -1,0 +1,149 @@
+//! A backup tool small enough to write in a test: a Go program in a local
+//! git repository, with a history of eight commits whose fifth makes every
+//! backup slower (a second, full pass over the data that sleeps), so a
+//! bisection has a known answer. Tags `v1` (the first commit), `v2` (the
+//! fourth, last fast one) and `v3` (the eighth).
+
+use std::path::Path;
+use std::process::Command;
+
+/// The commit that makes backups slower, counted from 0.
+pub const SLOW_COMMIT: usize = 4;
+pub const COMMITS: usize = 8;
+
+const MAIN_GO: &str = r#"// toy: copies a tree into a repository folder and back.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+func copyTree(from, to string) error {
+	return filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		switch {
+		case info.IsDir():
+			return os.MkdirAll(dst, info.Mode().Perm()|0o700)
+		case info.Mode()&os.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, dst)
+		case info.Mode().IsRegular():
+			in, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, in); err != nil {
+				return err
+			}
+			return out.Close()
+		}
+		return nil
+	})
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: toy version|init REPO|backup REPO NAME|restore REPO NAME TARGET")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "version":
+		fmt.Println("toy VERSION")
+	case "init":
+		err = os.MkdirAll(os.Args[2], 0o755)
+	case "backup":
+		err = backup(os.Args[2], os.Args[3])
+	case "restore":
+		err = copyTree(filepath.Join(os.Args[2], os.Args[3]), os.Args[4])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_ = time.Second
+}
+"#;
+
+/// A backup's steady cost: 0.3 s of "work", so that a probe's ratio is not
+/// made of process start-up noise alone (a copy of a few MB takes
+/// milliseconds).
+const FAST_BACKUP: &str = r#"
+func backup(repo, name string) error {
+	time.Sleep(300 * time.Millisecond)
+	return copyTree(".", filepath.Join(repo, name))
+}
+"#;
+
+/// The planted regression: 1.5 s more per backup, 6x the steady cost.
+const SLOW_BACKUP: &str = r#"
+func backup(repo, name string) error {
+	time.Sleep(1800 * time.Millisecond)
+	return copyTree(".", filepath.Join(repo, name))
+}
+"#;
+
+/// Writes the repository into `dir` (created) and returns the commits'
+/// ids, oldest first.
+pub fn write(dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).expect("repo folder");
+    let git = |args: &[&str]| -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "-c",
+                "user.name=labrun test",
+                "-c",
+                "user.email=test@labrun.invalid",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "tag.gpgsign=false",
+            ])
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(
+        dir.join("go.mod"),
+        "module example.invalid/toy\n\ngo 1.22\n",
+    )
+    .expect("go.mod");
+    let mut ids = Vec::new();
+    for i in 0..COMMITS {
+        let backup = if i >= SLOW_COMMIT {
+            SLOW_BACKUP
+        } else {
+            FAST_BACKUP
+        };
+        let main = MAIN_GO.replace("VERSION", &format!("0.{i}"));
+        std::fs::write(dir.join("main.go"), format!("{main}{backup}")).expect("main.go");
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", &format!("commit {i}")]);
+        ids.push(git(&["rev-parse", "HEAD"]));
+    }
+    git(&["tag", "v1", &ids[0]]);
+    git(&["tag", "v2", &ids[SLOW_COMMIT - 1]]);
+    git(&["tag", "v3", &ids[COMMITS - 1]]);
+    ids
+}
