@@ -92,6 +92,19 @@ fn bisect(lab: &Path, dir: &Path, results: &str, extra: &[&str]) -> (i32, String
     (out.status.code().unwrap_or(-1), text)
 }
 
+/// Three pairs a probe (two more while a verdict is open), a margin of
+/// 50%: the planted step is about 6x, while the toy's backups are short
+/// enough that a 5% margin could not see through their noise in a few
+/// pairs (the probe would be said inconclusive, rightly).
+const THREE_PAIRS: [&str; 6] = [
+    "--cycles",
+    "3",
+    "--until-conclusive",
+    "2",
+    "--margin",
+    "50%",
+];
+
 /// The bisection's one folder under `results`.
 fn bisect_folder(results: &Path) -> std::path::PathBuf {
     let dirs: Vec<_> = std::fs::read_dir(results)
@@ -123,23 +136,8 @@ fn bisect_finds_the_planted_commit_and_says_when_a_probe_is_inconclusive() {
     assert!(text.contains("inconclusive: the probe of"), "{text}");
     assert!(text.contains(&format!("probe {}", &ids[7][..12])), "{text}");
 
-    // Three pairs a probe (two more while a verdict is open), a margin of
-    // 50%: the planted step is about 6x, while the toy's backups are short
-    // enough that a 5% margin could not see through their noise in a few
-    // pairs (the probe would be said inconclusive, rightly).
-    let (code, text) = bisect(
-        &lab,
-        dir.path(),
-        "results",
-        &[
-            "--cycles",
-            "3",
-            "--until-conclusive",
-            "2",
-            "--margin",
-            "50%",
-        ],
-    );
+    // Three pairs: the planted commit, within the bound.
+    let (code, text) = bisect(&lab, dir.path(), "results", &THREE_PAIRS);
     assert_eq!(code, 0, "{text}\nsshd log:\n{}", sshd.log());
     // What the bisection said, for the test's log (`--nocapture`).
     println!("{text}");
@@ -166,19 +164,7 @@ fn bisect_finds_the_planted_commit_and_says_when_a_probe_is_inconclusive() {
     assert_eq!(runs, probes, "{text}");
 
     // Run again: nothing is probed twice, the answer is the same.
-    let (code, again) = bisect(
-        &lab,
-        dir.path(),
-        "results",
-        &[
-            "--cycles",
-            "3",
-            "--until-conclusive",
-            "2",
-            "--margin",
-            "50%",
-        ],
-    );
+    let (code, again) = bisect(&lab, dir.path(), "results", &THREE_PAIRS);
     assert_eq!(code, 0, "{again}");
     assert!(
         again.contains(&format!("continuing: {probes} probe(s) on record")),

@@ -187,17 +187,24 @@ where
     merge.finish()
 }
 
+/// The entries of the manifest file `manifest`, read as they come.
+fn entries_of(
+    manifest: &Path,
+) -> io::Result<impl Iterator<Item = Result<ManifestEntry, Stop>> + '_> {
+    let file =
+        File::open(manifest).map_err(|e| DatasetError::io("opening manifest", manifest, e))?;
+    let reader = ManifestReader::new(BufReader::new(file))
+        .map_err(|e| DatasetError::io("reading manifest", manifest, e))?;
+    Ok(reader
+        .map(|e| e.map_err(|e| Stop::Failed(DatasetError::io("reading manifest", manifest, e)))))
+}
+
 /// Compares the tree under `dir` with the manifest file `manifest`, reading
 /// both as they come: neither is held whole. A manifest that is not in
 /// manifest order (every writer of labrun sorts, but a file may come from
 /// elsewhere) is read whole and compared as [`compare`] does.
 pub fn verify_against_file(dir: &Path, manifest: &Path) -> io::Result<VerifyOutcome> {
-    let file =
-        File::open(manifest).map_err(|e| DatasetError::io("opening manifest", manifest, e))?;
-    let reader = ManifestReader::new(BufReader::new(file))
-        .map_err(|e| DatasetError::io("reading manifest", manifest, e))?;
-    let expected = reader
-        .map(|e| e.map_err(|e| Stop::Failed(DatasetError::io("reading manifest", manifest, e))));
+    let expected = entries_of(manifest)?;
     match verify_stream(dir, expected) {
         Ok(out) => Ok(out),
         Err(Stop::Failed(e)) => Err(e.into()),
@@ -212,12 +219,7 @@ pub fn verify_against_file(dir: &Path, manifest: &Path) -> io::Result<VerifyOutc
 /// `manifest` as it comes: of the two, only `actual` is held. A file out of
 /// manifest order is read whole, as in [`verify_against_file`].
 pub fn compare_against_file(manifest: &Path, actual: &Manifest) -> io::Result<VerifyOutcome> {
-    let file =
-        File::open(manifest).map_err(|e| DatasetError::io("opening manifest", manifest, e))?;
-    let reader = ManifestReader::new(BufReader::new(file))
-        .map_err(|e| DatasetError::io("reading manifest", manifest, e))?;
-    let expected = reader
-        .map(|e| e.map_err(|e| Stop::Failed(DatasetError::io("reading manifest", manifest, e))));
+    let expected = entries_of(manifest)?;
     let mut act: Vec<&ManifestEntry> = actual.entries.iter().collect();
     act.sort_by(|a, b| a.path.cmp(&b.path));
     let mut merge = Merge::new(expected);
