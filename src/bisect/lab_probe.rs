@@ -197,9 +197,7 @@ impl LabProber {
             .await
             .context("cannot run labrun bench")?;
         if status.code() == Some(130) {
-            bail!(
-                "interrupted: the probe's run kept what it measured; run the same bisect again to continue"
-            );
+            return Err(super::Interrupted.into());
         }
         let made: Vec<PathBuf> = run_folders(&self.runs)
             .into_iter()

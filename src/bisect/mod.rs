@@ -23,6 +23,22 @@ pub trait Prober {
     async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome>;
 }
 
+/// A probe's run was stopped by Ctrl-C (SIGINT or SIGTERM reached it too):
+/// what it measured is in its run folder, the probes before it are in the
+/// state, and the same command continues.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "interrupted: the probe's run kept what it measured; run the same bisect again to continue",
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// What the search tells whoever shows it.
 #[derive(Debug)]
 pub enum Event<'a> {

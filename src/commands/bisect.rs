@@ -83,7 +83,7 @@ fn margin(text: &str) -> Result<f64, String> {
 pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     match bisect_cmd(ctx, args).await {
         Ok(code) => Ok(code),
-        Err(e) if e.to_string().starts_with("interrupted") => {
+        Err(e) if e.is::<bisect::Interrupted>() => {
             safe_eprintln!("labrun bisect: {e:#}");
             Ok(ExitCode::from(130))
         }
