@@ -16,8 +16,8 @@ use labrun_report::compare::{Figure, Settings, Verdict, compare_paired};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-/// A digest no build gives: the placeholder pin of a lab written only to
-/// read the members' artifacts back.
+/// A digest no build gives: the placeholder pin of a member whose digest
+/// its build is about to tell.
 const UNPINNED: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 pub struct LabProber {
@@ -88,23 +88,21 @@ impl LabProber {
         labrun_lab::series::member_name(&self.tool, commit)
     }
 
-    /// The series member for `commit`, as the lab loader expands it.
+    /// The series member for `commit`: the template with the commit put
+    /// in, as the lab loader expands it (its digest is what is being found).
     fn member_artifact(&self, commit: &str) -> anyhow::Result<labrun_artifact::ArtifactSpec> {
-        let text = labrun_artifact::lab_edit::set_series_members(
-            &self.lab_text,
-            &self.tool,
-            &[(commit.to_string(), UNPINNED.to_string())],
-            commit,
-        )
-        .map_err(|e| anyhow::anyhow!("{}: {e}", self.lab_path.display()))?;
-        let probe_lab = ProbeLab::write(&self.lab_path, commit, &text)?;
-        let lab = Lab::load(probe_lab.path())?;
-        let name = self.member(commit);
-        lab.tools
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| t.artifact.clone())
-            .with_context(|| format!("the lab's series gives no member {name}"))
+        let template = labrun_lab::series::template(&self.lab_text, &self.tool)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.lab_path.display()))?;
+        let version = labrun_lab::series::SeriesVersion {
+            version: commit.to_string(),
+            sum: None,
+            sha256: Some(UNPINNED.to_string()),
+            toolchain: None,
+        };
+        let member = template
+            .series_member(&version)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.lab_path.display()))?;
+        Ok(member.artifact)
     }
 
     /// Builds the member (or finds it in labrun's build cache) and gives
