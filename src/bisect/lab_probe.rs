@@ -9,10 +9,11 @@
 use super::search::{Measured, Outcome};
 use anyhow::{Context as _, bail};
 use labrun_artifact::spec::ArtifactSource;
-use labrun_artifact::{FetchOptions, Fetcher, NoProgress};
+use labrun_artifact::{Fetcher, NoProgress};
 use labrun_evidence::Step;
 use labrun_lab::Lab;
 use labrun_report::compare::{Figure, Settings, Verdict, compare_paired};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -38,6 +39,11 @@ pub struct LabProber {
     pub cache: PathBuf,
     pub state: PathBuf,
     pub mirror: Option<PathBuf>,
+    /// Builds and copies to a target go through one fetcher (the cache's).
+    pub fetcher: Fetcher,
+    /// The digest of each commit built so far: the good commit is in every
+    /// probe, and is built (or looked up) once.
+    pub digests: BTreeMap<String, String>,
 }
 
 impl super::Prober for LabProber {
@@ -107,7 +113,10 @@ impl LabProber {
 
     /// Builds the member (or finds it in labrun's build cache) and gives
     /// its binary's digest.
-    async fn build(&self, commit: &str) -> anyhow::Result<String> {
+    async fn build(&mut self, commit: &str) -> anyhow::Result<String> {
+        if let Some(digest) = self.digests.get(commit) {
+            return Ok(digest.clone());
+        }
         let artifact = self.member_artifact(commit)?;
         let ArtifactSource::Build(recipe) = &artifact.source else {
             bail!(
@@ -115,10 +124,11 @@ impl LabProber {
                 self.tool
             );
         };
-        let fetcher = Fetcher::new(FetchOptions::new(self.cache.clone(), self.mirror.clone()))?;
-        let pin = fetcher
+        let pin = self
+            .fetcher
             .pin_build(&self.member(commit), recipe, &mut NoProgress)
             .await?;
+        self.digests.insert(commit.to_string(), pin.sha256.clone());
         Ok(pin.sha256)
     }
 
@@ -136,7 +146,6 @@ impl LabProber {
         )
         .await
         .context("connecting to the lab's target to install the probe's binaries")?;
-        let fetcher = Fetcher::new(FetchOptions::new(self.cache.clone(), self.mirror.clone()))?;
         for tool in lab
             .tools
             .iter()
@@ -148,7 +157,8 @@ impl LabProber {
                     self.tool, self.tool
                 )
             })?;
-            let fetched = fetcher
+            let fetched = self
+                .fetcher
                 .fetch(&tool.name, &tool.artifact, &mut NoProgress)
                 .await?;
             let folder = install.rsplit_once('/').map_or("/", |(d, _)| d);

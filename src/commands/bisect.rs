@@ -152,6 +152,11 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         cache: ctx.cache_dir.clone(),
         state: ctx.state_root.clone(),
         mirror: ctx.mirror.clone(),
+        fetcher: labrun_artifact::Fetcher::new(labrun_artifact::FetchOptions::new(
+            ctx.cache_dir.clone(),
+            ctx.mirror.clone(),
+        ))?,
+        digests: Default::default(),
     };
     let end = bisect::run(&mut state, &folder, &mut prober, &mut show).await?;
     let text = bisect::conclusion(&state, &end);
@@ -230,8 +235,9 @@ fn markdown(state: &State, conclusion: &str) -> String {
     out
 }
 
-/// The git repository the tool's source builds come from: its local path,
-/// or a bare copy fetched next to the lab's cache for a URL.
+/// The git repository the tool's source builds come from: its local path
+/// (a URL is refused with how to make a local copy: the commits are listed
+/// from it).
 fn git_repo(lab: &Lab, tool: &str) -> anyhow::Result<PathBuf> {
     let Some(series) = lab.series().iter().find(|s| s.tool == tool) else {
         bail!(
