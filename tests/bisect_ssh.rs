@@ -13,7 +13,9 @@ use std::path::Path;
 use std::process::Command;
 
 /// The lab: the toy as a series template built from the repository's
-/// commits, installed per commit under the test's folder.
+/// commits (named by a `file://` URL, as a remote repository would be:
+/// labrun lists and builds them from its own copy), installed per commit
+/// under the test's folder.
 fn toy_lab(dir: &Path, sshd: &Sshd, repo: &Path, first: &str) -> std::path::PathBuf {
     let t = sshd.target();
     let lab = format!(
@@ -35,7 +37,7 @@ tools:
     install: {bin}/{{version}}/toy
     artifact:
       source:
-        git: {{repo: {repo}, commit: "{{version}}"}}
+        git: {{repo: "file://{repo}", commit: "{{version}}"}}
         build:
           go: {{package: ., binary: toy, toolchain: go1.26.8}}
       sha256: "{{sha256}}"
@@ -62,6 +64,16 @@ tools:
 }
 
 fn bisect(lab: &Path, dir: &Path, results: &str, extra: &[&str]) -> (i32, String) {
+    bisect_between(lab, dir, results, ["v1", "v3"], extra)
+}
+
+fn bisect_between(
+    lab: &Path,
+    dir: &Path,
+    results: &str,
+    [good, bad]: [&str; 2],
+    extra: &[&str],
+) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_labrun"))
         .arg("-f")
         .arg(lab)
@@ -69,16 +81,8 @@ fn bisect(lab: &Path, dir: &Path, results: &str, extra: &[&str]) -> (i32, String
         .arg(dir.join("cache"))
         .arg("--state")
         .arg(dir.join("state"))
-        .args([
-            "bisect",
-            "toy",
-            "--good",
-            "v1",
-            "--bad",
-            "v3",
-            "--phase",
-            "backup_full",
-        ])
+        .args(["bisect", "toy", "--good", good, "--bad", bad])
+        .args(["--phase", "backup_full"])
         .arg("--results")
         .arg(dir.join(results))
         .args(extra)
@@ -175,4 +179,39 @@ fn bisect_finds_the_planted_commit_and_says_when_a_probe_is_inconclusive() {
         "{again}"
     );
     assert!(!again.contains("probe 1 (of"), "{again}");
+}
+
+#[test]
+#[ignore = "builds a Go program that does not compile: `make test` runs it"]
+fn a_good_commit_that_does_not_build_stops_the_search() {
+    let sshd = Sshd::start().expect("sshd");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("toy");
+    let ids = toy_repo::write(&repo);
+    let (broken, fixed) = toy_repo::break_then_fix(&repo);
+    let lab = toy_lab(dir.path(), &sshd, &repo, &ids[0]);
+    let (code, text) = bisect_between(&lab, dir.path(), "results", [&broken, &fixed], &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(&format!(
+            "the good commit {} does not build, so no probe can run against it",
+            &broken[..12]
+        )),
+        "{text}"
+    );
+    // Nothing was counted: the state on record has no outcome, and no run.
+    let folder = bisect_folder(&dir.path().join("results"));
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("bisect.json")).expect("bisect.json"),
+    )
+    .expect("json");
+    assert!(
+        state["outcomes"]
+            .as_array()
+            .expect("outcomes")
+            .iter()
+            .all(|o| o.is_null()),
+        "{state}"
+    );
+    assert!(!folder.join("runs").exists(), "{text}");
 }

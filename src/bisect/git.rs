@@ -2,66 +2,50 @@
 //! good commit, then every commit after it on the first-parent line that
 //! leads to the bad one (a merge is one step, as a release history reads).
 
-use anyhow::{Context as _, bail};
-use std::path::Path;
-use std::process::Command;
+use anyhow::bail;
+use labrun_artifact::build::source::git_cache::GitCache;
 
-/// The full id of `rev` (a commit, a tag, a branch) in `repo`.
-pub fn resolve(repo: &Path, rev: &str) -> anyhow::Result<String> {
-    if rev.starts_with('-') {
-        bail!("`{rev}` is not a commit or tag name");
-    }
-    let out = git(
-        repo,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{rev}^{{commit}}"),
-        ],
-    )?;
-    match out {
-        Some(id) if !id.is_empty() => Ok(id),
-        _ => bail!(
-            "the repository {} has no commit or tag `{rev}` (`git -C {} log --oneline` lists what it has)",
-            repo.display(),
-            repo.display()
+/// The full id of `rev` (a tag, a branch, a commit id) in labrun's copy.
+pub fn resolve(copy: &GitCache, rev: &str) -> anyhow::Result<String> {
+    match copy.resolve(rev) {
+        Some(id) => Ok(id),
+        None => bail!(
+            "the repository {} has no tag, branch or commit `{rev}` (`git ls-remote {}` lists its tags and branches)",
+            copy.location(),
+            copy.location()
         ),
     }
 }
 
-/// Good first, bad last, full ids. Refused when bad does not descend from
-/// good: there is no line to search.
-pub fn commits_between(repo: &Path, good: &str, bad: &str) -> anyhow::Result<Vec<String>> {
-    let good_id = resolve(repo, good)?;
-    let bad_id = resolve(repo, bad)?;
+/// Good first, bad last, full ids, from labrun's copy of the repository
+/// (fetched first: `git.repo` may be a URL). Refused when bad does not
+/// descend from good: there is no line to search.
+pub fn commits_between(copy: &GitCache, good: &str, bad: &str) -> anyhow::Result<Vec<String>> {
+    copy.refresh().map_err(anyhow::Error::msg)?;
+    let good_id = resolve(copy, good)?;
+    let bad_id = resolve(copy, bad)?;
     if good_id == bad_id {
         bail!("good and bad are the same commit ({good_id})");
     }
-    let is_ancestor = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["merge-base", "--is-ancestor", &good_id, &bad_id])
-        .status()
-        .context("cannot run git")?;
-    if !is_ancestor.success() {
+    if copy
+        .git(&["merge-base", "--is-ancestor", &good_id, &bad_id])
+        .is_err()
+    {
         bail!(
             "{bad} ({}) does not descend from {good} ({}): bisect needs the good commit to be an ancestor of the bad one",
             super::short(&bad_id),
             super::short(&good_id)
         );
     }
-    let list = git(
-        repo,
-        &[
+    let list = copy
+        .git(&[
             "rev-list",
             "--reverse",
             "--first-parent",
             "--ancestry-path",
             &format!("{good_id}..{bad_id}"),
-        ],
-    )?
-    .unwrap_or_default();
+        ])
+        .map_err(|e| anyhow::anyhow!("git rev-list {good}..{bad} failed: {e}"))?;
     let mut commits = vec![good_id];
     commits.extend(list.lines().map(str::to_string));
     if commits.last() != Some(&bad_id) {
@@ -70,25 +54,10 @@ pub fn commits_between(repo: &Path, good: &str, bad: &str) -> anyhow::Result<Vec
     Ok(commits)
 }
 
-/// Runs git; `None` when it exits non-zero (the caller says what that means).
-fn git(repo: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .context("cannot run git (is it installed?)")?;
-    if !out.status.success() {
-        return Ok(None);
-    }
-    Ok(Some(
-        String::from_utf8_lossy(&out.stdout).trim().to_string(),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn repo_with(commits: usize) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -120,23 +89,34 @@ mod tests {
         dir
     }
 
+    /// labrun's copy of `repo`, reached by a `file://` URL as a remote one
+    /// would be.
+    fn copy_of(repo: &tempfile::TempDir, cache: &tempfile::TempDir) -> GitCache {
+        GitCache::new(cache.path(), &format!("file://{}", repo.path().display()))
+    }
+
     #[test]
     fn the_line_from_good_to_bad() {
-        let repo = repo_with(6);
-        let commits = commits_between(repo.path(), "v1", "v5").unwrap();
+        let (repo, cache) = (repo_with(6), tempfile::tempdir().unwrap());
+        let copy = copy_of(&repo, &cache);
+        let commits = commits_between(&copy, "v1", "v5").unwrap();
         assert_eq!(commits.len(), 5);
-        assert_eq!(commits[0], resolve(repo.path(), "v1").unwrap());
-        assert_eq!(commits[4], resolve(repo.path(), "v5").unwrap());
+        assert_eq!(commits[0], resolve(&copy, "v1").unwrap());
+        assert_eq!(commits[4], resolve(&copy, "v5").unwrap());
+        // A branch and a commit id name commits too.
+        assert_eq!(
+            commits_between(&copy, &commits[1], "main").unwrap().len(),
+            4
+        );
     }
 
     #[test]
     fn a_missing_commit_and_a_reversed_range_are_refused() {
-        let repo = repo_with(3);
-        let err = resolve(repo.path(), "v9").unwrap_err().to_string();
-        assert!(err.contains("no commit or tag `v9`"), "{err}");
-        let err = commits_between(repo.path(), "v2", "v0")
-            .unwrap_err()
-            .to_string();
+        let (repo, cache) = (repo_with(3), tempfile::tempdir().unwrap());
+        let copy = copy_of(&repo, &cache);
+        let err = commits_between(&copy, "v0", "v9").unwrap_err().to_string();
+        assert!(err.contains("no tag, branch or commit `v9`"), "{err}");
+        let err = commits_between(&copy, "v2", "v0").unwrap_err().to_string();
         assert!(err.contains("does not descend"), "{err}");
     }
 }

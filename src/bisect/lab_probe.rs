@@ -48,17 +48,24 @@ pub struct LabProber {
 
 impl super::Prober for LabProber {
     async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome> {
-        let mut pins = Vec::new();
-        for c in [good, commit] {
-            match self.build(c).await {
-                Ok(pin) => pins.push((c.to_string(), pin)),
-                Err(e) => {
-                    return Ok(Outcome::Skipped {
-                        why: format!("the build of {} failed: {e:#}", super::short(c)),
-                    });
-                }
+        // Every probe runs against the good commit: when that does not
+        // build, no probe can be measured, so the search stops here instead
+        // of skipping every commit (and trying the same build again each time).
+        let good_pin = self.build(good).await.with_context(|| {
+            format!(
+                "the good commit {} does not build, so no probe can run against it; name a good commit that builds (`--good`)",
+                super::short(good)
+            )
+        })?;
+        let pin = match self.build(commit).await {
+            Ok(pin) => pin,
+            Err(e) => {
+                return Ok(Outcome::Skipped {
+                    why: format!("the build of {} failed: {e:#}", super::short(commit)),
+                });
             }
-        }
+        };
+        let pins = vec![(good.to_string(), good_pin), (commit.to_string(), pin)];
         let text =
             labrun_artifact::lab_edit::set_series_members(&self.lab_text, &self.tool, &pins, good)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", self.lab_path.display()))?;

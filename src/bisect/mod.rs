@@ -18,8 +18,8 @@ use std::path::Path;
 pub trait Prober {
     /// The outcome of `commit` against `good`. A commit that cannot be
     /// built or measured is `Outcome::Skipped`; an `Err` stops the search
-    /// (the machine is gone, the user pressed Ctrl-C), keeping what is on
-    /// record.
+    /// (the machine is gone, the user pressed Ctrl-C, the good commit does
+    /// not build), keeping what is on record.
     async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome>;
 }
 

@@ -16,6 +16,7 @@ use crate::context::Context;
 use anyhow::{Context as _, bail};
 use labrun_artifact::build::BuildRecipe;
 use labrun_artifact::build::source::SourceOrigin;
+use labrun_artifact::build::source::git_cache::GitCache;
 use labrun_artifact::spec::ArtifactSource;
 use labrun_evidence::Step;
 use labrun_lab::Lab;
@@ -108,8 +109,8 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             ctx.lab_path.display()
         );
     }
-    let repo = git_repo(&lab, &args.tool)?;
-    let commits = git::commits_between(&repo, &args.good, &args.bad)?;
+    let copy = git_copy(ctx, &lab, &args.tool)?;
+    let commits = git::commits_between(&copy, &args.good, &args.bad)?;
     let figure = Figure::from(args.figure);
     let folder = args.results.join(format!(
         "bisect-{}-{}-{}",
@@ -235,10 +236,10 @@ fn markdown(state: &State, conclusion: &str) -> String {
     out
 }
 
-/// The git repository the tool's source builds come from: its local path
-/// (a URL is refused with how to make a local copy: the commits are listed
-/// from it).
-fn git_repo(lab: &Lab, tool: &str) -> anyhow::Result<PathBuf> {
+/// labrun's copy of the git repository the tool's source builds come from
+/// (a URL or a local path): the one its builds read, so each probe's commit
+/// is there already.
+fn git_copy(ctx: &Context, lab: &Lab, tool: &str) -> anyhow::Result<GitCache> {
     let Some(series) = lab.series().iter().find(|s| s.tool == tool) else {
         bail!(
             "`{tool}` is not a series tool of the lab: bisect needs `versions:` on it and its artifact built from `source: {{git: {{repo: ..., commit: \"{{version}}\"}}}}`"
@@ -257,13 +258,5 @@ fn git_repo(lab: &Lab, tool: &str) -> anyhow::Result<PathBuf> {
             "`{tool}` is built from a source archive: bisect needs `source: {{git: ...}}` to list the commits"
         );
     };
-    let local = labrun_artifact::spec::local_path(&git.repo);
-    if !git.repo.contains("://") && local.exists() {
-        return Ok(local);
-    }
-    bail!(
-        "`{tool}`'s repository {} is not a local folder: clone it (`git clone --bare {} repo.git`) and name that path in `git.repo`",
-        git.repo,
-        git.repo
-    )
+    Ok(GitCache::new(&ctx.cache_dir, &git.repo))
 }

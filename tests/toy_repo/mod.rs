@@ -99,11 +99,9 @@ func backup(repo, name string) error {
 }
 "#;
 
-/// Writes the repository into `dir` (created) and returns the commits'
-/// ids, oldest first.
-pub fn write(dir: &Path) -> Vec<String> {
-    std::fs::create_dir_all(dir).expect("repo folder");
-    let git = |args: &[&str]| -> String {
+/// Runs git in the repository `dir` as the test's author; its output.
+fn git_in(dir: &Path) -> impl Fn(&[&str]) -> String + '_ {
+    move |args: &[&str]| -> String {
         let out = Command::new("git")
             .arg("-C")
             .arg(dir)
@@ -122,7 +120,14 @@ pub fn write(dir: &Path) -> Vec<String> {
             .expect("run git");
         assert!(out.status.success(), "git {args:?}: {out:?}");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
+    }
+}
+
+/// Writes the repository into `dir` (created) and returns the commits'
+/// ids, oldest first.
+pub fn write(dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).expect("repo folder");
+    let git = git_in(dir);
     git(&["init", "-q", "-b", "main"]);
     std::fs::write(
         dir.join("go.mod"),
@@ -146,4 +151,18 @@ pub fn write(dir: &Path) -> Vec<String> {
     git(&["tag", "v2", &ids[SLOW_COMMIT - 1]]);
     git(&["tag", "v3", &ids[COMMITS - 1]]);
     ids
+}
+
+/// Two more commits on top of the history: one whose `main.go` does not
+/// compile, then one that puts it back. Their ids, broken first.
+pub fn break_then_fix(dir: &Path) -> (String, String) {
+    let git = git_in(dir);
+    let main = dir.join("main.go");
+    let good = std::fs::read_to_string(&main).expect("main.go");
+    std::fs::write(&main, "package main\n\nfunc main() {\n").expect("main.go");
+    git(&["commit", "-q", "-a", "-m", "broken"]);
+    let broken = git(&["rev-parse", "HEAD"]);
+    std::fs::write(&main, good).expect("main.go");
+    git(&["commit", "-q", "-a", "-m", "fixed"]);
+    (broken, git(&["rev-parse", "HEAD"]))
 }

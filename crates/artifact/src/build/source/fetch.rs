@@ -18,6 +18,7 @@
 
 use super::super::BuildCtx;
 use super::super::tree_id::tree_id;
+use super::git_cache::{GitCache, REFSPECS};
 use super::{ArchiveLocation, GitSource, SourceArchive, SourceBuild, SourceOrigin};
 use crate::digest::sha256_file;
 use crate::error::ArtifactError;
@@ -63,7 +64,7 @@ pub(super) async fn verified_tree(
                 });
             }
             let export = dest.with_extension("export.tar");
-            let mut cmd = git_command(ctx, &git_dir(ctx, git));
+            let mut cmd = git_command(ctx, GitCache::new(ctx.cache_dir, &git.repo).dir());
             cmd.args(["archive", "--format=tar", "--prefix=tree/", "-o"])
                 .arg(&export)
                 .arg(&git.commit);
@@ -206,25 +207,6 @@ async fn archive_file(
     Ok(path)
 }
 
-/// labrun's bare repository for `git.repo`: one per repository, reused.
-fn git_dir(ctx: &BuildCtx<'_>, git: &GitSource) -> PathBuf {
-    let id = hex::encode(Sha256::digest(repo_location(&git.repo).as_bytes()));
-    ctx.cache_dir.join("git").join(format!("{}.git", &id[..24]))
-}
-
-/// A local path made absolute (git runs in another folder); a URL or
-/// `host:path` as written.
-fn repo_location(repo: &str) -> String {
-    let local = local_path(repo);
-    if !repo.contains("://") && local.exists() {
-        return std::path::absolute(&local)
-            .unwrap_or(local)
-            .display()
-            .to_string();
-    }
-    repo.to_string()
-}
-
 /// A git command on labrun's bare repository: never prompting for a
 /// password (a build has no terminal), output in English for the log.
 fn git_command(ctx: &BuildCtx<'_>, git_dir: &Path) -> tokio::process::Command {
@@ -242,10 +224,11 @@ pub(super) async fn git_commit_tree(
     ctx: &mut BuildCtx<'_>,
     git: &GitSource,
 ) -> Result<String, ArtifactError> {
-    let dir = git_dir(ctx, git);
+    let copy = GitCache::new(ctx.cache_dir, &git.repo);
+    let dir = copy.dir().to_path_buf();
     let cwd = ctx.cache_dir.to_path_buf();
-    let repo = repo_location(&git.repo);
-    if !dir.join("HEAD").is_file() {
+    let repo = copy.location();
+    if !copy.exists() {
         std::fs::create_dir_all(&dir).map_err(|e| ArtifactError::Io {
             name: ctx.name.to_string(),
             what: "cannot create",
@@ -264,11 +247,8 @@ pub(super) async fn git_commit_tree(
         let mut fetch = git_command(ctx, &dir);
         fetch
             .args(["fetch", "--quiet", "--no-tags", "--"])
-            .arg(&repo)
-            .args([
-                "+refs/heads/*:refs/labrun/heads/*",
-                "+refs/tags/*:refs/labrun/tags/*",
-            ]);
+            .arg(repo)
+            .args(REFSPECS);
         if let Err(e) = ctx
             .run(&format!("git fetch {}", git.repo), fetch, &cwd)
             .await
@@ -288,7 +268,7 @@ pub(super) async fn git_commit_tree(
             let mut by_id = git_command(ctx, &dir);
             by_id
                 .args(["fetch", "--quiet", "--no-tags", "--"])
-                .arg(&repo)
+                .arg(repo)
                 .arg(&git.commit);
             let _ = ctx
                 .run(

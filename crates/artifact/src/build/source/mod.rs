@@ -26,6 +26,7 @@
 //! or a git checkout is one cached build.
 
 mod fetch;
+pub mod git_cache;
 
 use super::go::{GoFlags, go_build, go_flag_problems, go_toolchain};
 use super::rust_crate::{cargo_env, cargo_flag_problems, rustc_toolchain};
