@@ -1,6 +1,7 @@
-//! `labrun fetch`: every tool's artifact (and a cloud image the lab boots)
-//! into the cache, verified, and the tools' binaries extracted. The work is
-//! in `labrun-artifact`; this file picks the tools, draws the progress bar
+//! `labrun fetch`: every tool's artifact (and, for the whole lab, every
+//! archive its dataset names and a cloud image it boots) into the cache,
+//! verified, and the tools' binaries extracted. The work is in
+//! `labrun-artifact`; this file picks the tools, draws the progress bar
 //! and prints the table.
 
 use crate::context::Context;
@@ -13,7 +14,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Only these tools (comma-separated names from the lab file).
+    /// Only these tools (comma-separated names from the lab file); without
+    /// it, the dataset's archives and the cloud image too.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub tools: Vec<String>,
 }
@@ -47,7 +49,18 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         print_row(tool, &r.fetched, &r.installable);
     }
     let mut count = tools.len();
-    // The whole lab (no --tools): its cloud image too.
+    // The whole lab (no --tools): its dataset's archives, so a bench needs
+    // no network for them either.
+    if wanted.is_none() {
+        match super::fetch_dataset::fetch_all(ctx, &lab).await {
+            Ok(n) => count += n,
+            Err(e) => {
+                safe_eprintln!("labrun fetch: {e:#}");
+                return Ok(ExitCode::from(if e.is::<Interrupted>() { 130 } else { 1 }));
+            }
+        }
+    }
+    // The whole lab: its cloud image too.
     if wanted.is_none()
         && let Ok((_, mut cfg)) = crate::lab_vm::load(ctx)
     {
@@ -100,7 +113,7 @@ impl std::error::Error for Interrupted {}
 /// is dropped, and with it the partial file it was writing (a temporary file
 /// deleted on drop); the signal's default action would end the process
 /// before any drop ran and leave the partial in the cache.
-async fn until_interrupted<T>(work: impl Future<Output = T>) -> Result<T, Interrupted> {
+pub(crate) async fn until_interrupted<T>(work: impl Future<Output = T>) -> Result<T, Interrupted> {
     tokio::select! {
         out = work => Ok(out),
         () = crate::commands::up::wait_for_interrupt() => Err(Interrupted),

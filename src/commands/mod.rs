@@ -7,6 +7,7 @@ pub mod compare;
 pub mod doctor;
 pub mod down;
 pub mod fetch;
+pub mod fetch_dataset;
 pub mod generate;
 pub mod image;
 pub mod pack;

@@ -1,20 +1,20 @@
 //! The host's side of a real-tree dataset (issue 31): a folder of the
 //! user's or a pinned archive, made reachable on the machine under test
 //! before the agent starts ([`push`]), and sized for `labrun check`
-//! ([`survey`]).
+//! ([`survey`]). An archive comes through the artifact cache ([`fetch`]),
+//! by bench or ahead of time by `labrun fetch`.
 
 pub mod describe;
+pub mod fetch;
 pub mod push;
 pub mod survey;
 
 use crate::bench::layout::RemoteRun;
 use crate::context::Context;
-use anyhow::Context as _;
 use labrun_evidence::{DatasetPlan, HistorySource, Plan, TreeSource};
 use labrun_lab::real_tree::{DEFAULT_EXPANSION, TreeSpec};
 use labrun_lab::{DatasetSpec, Lab, Machine};
 use labrun_ssh::Session;
-use std::path::PathBuf;
 
 /// One tree as the lab names it, in the plan's order.
 enum Wanted<'l> {
@@ -100,7 +100,10 @@ pub async fn ready_trees(
                     );
                 };
                 let format = *format;
-                let local = fetch_archive(ctx, artifact).await?;
+                let archive = fetch::DatasetArchive::of(lab, i, artifact);
+                let local = fetch::fetch_archive(ctx, &archive, &mut labrun_artifact::NoProgress)
+                    .await?
+                    .path;
                 let max_bytes = max_unpacked(std::fs::metadata(&local)?.len(), *unpacked_size);
                 push::push_archive(session, remote, &local, format, max_bytes, note).await?
             }
@@ -117,27 +120,4 @@ pub fn max_unpacked(size: u64, declared: Option<u64>) -> u64 {
     declared.map_or(size.saturating_mul(DEFAULT_EXPANSION), |s| {
         s.saturating_add(s / 10)
     })
-}
-
-/// The archive file, fetched and checked through the artifact cache; a
-/// `.deb`'s member taken out of it when the lab says `deb-member:`.
-async fn fetch_archive(
-    ctx: &Context,
-    spec: &labrun_artifact::ArtifactSpec,
-) -> anyhow::Result<PathBuf> {
-    let fetcher = labrun_artifact::Fetcher::new(labrun_artifact::FetchOptions::new(
-        ctx.cache_dir.clone(),
-        ctx.mirror.clone(),
-    ))?;
-    let fetched = fetcher
-        .fetch_whole_archive("dataset", spec, &mut labrun_artifact::NoProgress)
-        .await
-        .context("fetching the dataset's archive")?;
-    if spec.extract == labrun_artifact::Extract::Raw {
-        return Ok(fetched.path);
-    }
-    let spec = spec.clone();
-    let out =
-        tokio::task::spawn_blocking(move || labrun_artifact::extract(&fetched, &spec)).await??;
-    Ok(out.path)
 }
