@@ -288,9 +288,9 @@ async fn module_sum(
     })?;
     if !got.error.is_empty() {
         return Err(fail(format!(
-            "{}; the module proxy the host's Go uses (`go env GOPROXY`) does not serve this \
-             version: pin one it serves, or build it from its source",
-            got.error
+            "{}; {}",
+            got.error,
+            crate::build::go::PROXY_REFUSED
         )));
     }
     if !got.sum.starts_with("h1:") {

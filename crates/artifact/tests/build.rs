@@ -228,9 +228,11 @@ async fn a_version_the_proxy_does_not_serve_names_the_step_and_keeps_the_log() {
         step.contains("go mod download example.com/labrunhello@v9.9.9"),
         "{step}"
     );
+    // Said as at pin time, naming the way to reach any version.
+    let text = err.to_string();
     assert!(
-        err.to_string().contains("does not serve this version"),
-        "{err}"
+        text.contains("does not serve this version") && text.contains("build it from its source"),
+        "{text}"
     );
     assert!(std::fs::read_to_string(log).unwrap().contains("v9.9.9"));
 }
@@ -394,7 +396,7 @@ async fn a_go_build_is_pinned_by_building_it() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("v9.9.9") && err.contains("does not serve this version"),
+        err.contains("v9.9.9") && err.contains(labrun_artifact::build::go::PROXY_REFUSED),
         "{err}"
     );
 }

@@ -26,6 +26,13 @@ use crate::spec::SpecProblem;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// What a user can do when the module proxy does not serve a version (said
+/// the same at pin and at build time): another version, or the same one
+/// from its source, which reaches any commit.
+pub const PROXY_REFUSED: &str = "the module proxy the host's Go uses (`go env GOPROXY`) does \
+     not serve this version: pin one it serves, or build it from its source (`source:` with \
+     `git:` or `archive:`, docs/guide/labs.md)";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GoBuild {
@@ -249,20 +256,14 @@ impl Recipe for GoBuild {
         let json = match ctx.run(&step, dl, out).await {
             Ok(stdout) => stdout,
             Err(ArtifactError::Build { detail, .. }) => {
-                return Err(ctx.failed(
-                    &step,
-                    format!(
-                        "{detail}; the module proxy the host's Go uses (`go env GOPROXY`) \
-                         does not serve this version: pin one it serves"
-                    ),
-                ));
+                return Err(ctx.failed(&step, format!("{detail}; {PROXY_REFUSED}")));
             }
             Err(e) => return Err(e),
         };
         let got: Downloaded = serde_json::from_str(&json)
             .map_err(|e| ctx.failed(&step, format!("unreadable answer: {e}")))?;
         if !got.error.is_empty() {
-            return Err(ctx.failed(&step, got.error));
+            return Err(ctx.failed(&step, format!("{}; {PROXY_REFUSED}", got.error)));
         }
         if got.sum != self.sum {
             return Err(ArtifactError::ModuleSumMismatch {
