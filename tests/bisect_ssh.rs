@@ -166,6 +166,16 @@ fn bisect_finds_the_planted_commit_and_says_when_a_probe_is_inconclusive() {
         .expect("runs")
         .count();
     assert_eq!(runs, probes, "{text}");
+    // Each probe asked about the bisected row alone (so only it could keep
+    // `--until-conclusive` adding pairs).
+    for run in std::fs::read_dir(folder.join("runs")).expect("runs") {
+        let plan = run.expect("run").path().join("raw/compare-plan.json");
+        let plan: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&plan).expect("compare plan"))
+                .expect("json");
+        assert_eq!(plan["pairs"][0]["phase"], "backup_full", "{plan}");
+        assert_eq!(plan["pairs"][0]["figure"], "wall_time", "{plan}");
+    }
 
     // Run again: nothing is probed twice, the answer is the same.
     let (code, again) = bisect(&lab, dir.path(), "results", &THREE_PAIRS);

@@ -11,8 +11,10 @@ use anyhow::{Context as _, bail};
 use labrun_artifact::spec::ArtifactSource;
 use labrun_artifact::{Fetcher, NoProgress};
 use labrun_evidence::Step;
+use labrun_evidence::compare::ComparePair;
 use labrun_lab::Lab;
-use labrun_report::compare::{Figure, Settings, Verdict, compare_paired};
+use labrun_report::compare::FigureDef as _;
+use labrun_report::compare::{Figure, Settings, Verdict, compare_paired, keep_asked};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -70,12 +72,14 @@ impl super::Prober for LabProber {
             labrun_artifact::lab_edit::set_series_members(&self.lab_text, &self.tool, &pins, good)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", self.lab_path.display()))?;
         // The pair `--until-conclusive` adds cycles to (the lab has no
-        // `compare:` of its own: the command refuses one).
+        // `compare:` of its own: the command refuses one). It asks about the
+        // bisected row alone, so only that row keeps adding pairs and its
+        // verdict is not Holm-adjusted over rows nobody asked about. JSON is
+        // YAML's flow form: the pair is written as the lab reads it.
+        let pair = serde_json::to_string(&self.pair(good, commit))?;
         let text = format!(
-            "{text}\ncompare:\n  margin: {}%\n  pairs:\n    - {{baseline: \"{}\", candidate: \"{}\"}}\n",
+            "{text}\ncompare:\n  margin: {}%\n  pairs:\n    - {pair}\n",
             self.settings.margin * 100.0,
-            self.member(good),
-            self.member(commit)
         );
         let probe_lab = ProbeLab::write(&self.lab_path, commit, &text)?;
         let lab = Lab::load(probe_lab.path())?;
@@ -99,6 +103,16 @@ impl super::Prober for LabProber {
 impl LabProber {
     fn member(&self, commit: &str) -> String {
         labrun_lab::series::member_name(&self.tool, commit)
+    }
+
+    /// The probe's question: the good commit against `commit`, on the
+    /// bisected phase and figure only.
+    fn pair(&self, good: &str, commit: &str) -> ComparePair {
+        ComparePair {
+            phase: Some(self.phase.clone()),
+            figure: Some(self.figure),
+            ..ComparePair::of(self.member(good), self.member(commit))
+        }
     }
 
     /// The series member for `commit`: the template with the commit put
@@ -225,12 +239,9 @@ impl LabProber {
     fn judge(&self, run_dir: &Path, good: &str, commit: &str) -> anyhow::Result<Outcome> {
         let run = labrun_report::evidence::load(run_dir)
             .with_context(|| format!("cannot read the run {}", run_dir.display()))?;
-        let comparison = compare_paired(
-            &run,
-            &self.member(good),
-            &self.member(commit),
-            &self.settings,
-        )?;
+        let pair = self.pair(good, commit);
+        let mut comparison = compare_paired(&run, &pair.baseline, &pair.candidate, &self.settings)?;
+        keep_asked(&mut comparison, &pair);
         let Some(row) = comparison.row(&self.phase, self.figure) else {
             return Ok(Outcome::Skipped {
                 why: format!(
@@ -257,7 +268,7 @@ impl LabProber {
             run: run_dir.display().to_string(),
         };
         // Bisect asks one thing: did it get worse beyond the margin? Bad is
-        // compare's `worse` verdict (Holm-adjusted over the run's rows);
+        // compare's `worse` verdict (on the one row asked about);
         // good is an interval whose upper end stays below 1 + margin (a
         // probe that may be faster is still not worse, where compare's
         // two-sided "no change" would wait for more pairs); anything

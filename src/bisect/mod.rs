@@ -10,6 +10,7 @@ pub mod lab_probe;
 pub mod search;
 pub mod state;
 
+use labrun_report::compare::FigureDef as _;
 use search::{Next, Outcome, Stuck};
 use state::State;
 use std::path::Path;

@@ -4,6 +4,7 @@
 
 use super::search::Outcome;
 use anyhow::{Context as _, bail};
+use labrun_report::compare::FigureDef as _;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

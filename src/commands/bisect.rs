@@ -20,6 +20,7 @@ use labrun_artifact::build::source::git_cache::GitCache;
 use labrun_artifact::spec::ArtifactSource;
 use labrun_evidence::Step;
 use labrun_lab::Lab;
+use labrun_report::compare::FigureDef as _;
 use labrun_report::compare::{Figure, Settings, parse_fraction};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -107,6 +108,20 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         bail!(
             "{} has a `compare:` block: bisect writes its own pair (the good commit against each probe); remove it from the lab you bisect with",
             ctx.lab_path.display()
+        );
+    }
+    // Checked before anything is fetched or built: every probe's pair asks
+    // about this phase.
+    let timed = lab.timed_steps();
+    if !timed.contains(&Step::named(args.phase.clone())) {
+        bail!(
+            "`--phase {}` is not a timed step of the lab's protocol; its timed steps: {}",
+            args.phase,
+            timed
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let copy = git_copy(ctx, &lab, &args.tool)?;

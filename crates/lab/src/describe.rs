@@ -511,9 +511,21 @@ fn describe_comparisons(lab: &Lab, s: &mut String) {
         } else {
             ""
         };
+        let only = match (&p.phase, p.figure) {
+            (None, None) => String::new(),
+            (phase, figure) => format!(
+                ", only {} of {}",
+                // The figure as the lab writes it (`wall_time`).
+                figure
+                    .and_then(|f| serde_json::to_value(f).ok())
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "every figure".to_string()),
+                phase.as_ref().map_or("every phase", |p| p.as_str())
+            ),
+        };
         push_line!(
             s,
-            "  {} against {} (baseline){floor}",
+            "  {} against {} (baseline){only}{floor}",
             p.candidate,
             p.baseline
         );

@@ -37,10 +37,7 @@ impl NoiseFloorSpec {
 
     /// The implicit pair: the tool as baseline, its copy as candidate.
     pub fn pair(&self) -> ComparePair {
-        ComparePair {
-            baseline: self.tool.clone(),
-            candidate: self.copy_name(),
-        }
+        ComparePair::of(self.tool.clone(), self.copy_name())
     }
 }
 

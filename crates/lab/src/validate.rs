@@ -168,7 +168,8 @@ impl Lab {
         }
     }
 
-    /// Each pair names two different tools of the lab; the margin reads.
+    /// Each pair names two different tools of the lab, and a timed step
+    /// when it names a phase; the margin reads.
     fn validate_compare(&self, c: &crate::schema::CompareSpec, out: &mut Vec<Problem>) {
         if let Some(m) = &c.margin {
             match labrun_evidence::compare::parse_fraction(m) {
@@ -205,6 +206,18 @@ impl Lab {
                         format!(
                             "the lab has no tool `{name}`{hint}; its tools: {}",
                             known.join(", ")
+                        ),
+                    ));
+                }
+            }
+            if let Some(phase) = &p.phase {
+                let timed = self.timed_steps();
+                if !timed.contains(phase) {
+                    out.push(Problem::new(
+                        format!("compare.pairs[{i}].phase"),
+                        format!(
+                            "`{phase}` is not a timed step of the lab's protocol; its timed steps: {}",
+                            timed.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
                         ),
                     ));
                 }

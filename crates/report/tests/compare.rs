@@ -3,6 +3,7 @@
 //! `slower` or `faster`, over many seeded noise draws; refusals and errors.
 
 use labrun_evidence::{ExitStatus, Step, StepRecord, TreeMeters};
+use labrun_report::compare::FigureDef as _;
 use labrun_report::compare::{
     self, CompareError, Comparison, CpuSource, Design, Figure, Request, Settings, Verdict,
 };
@@ -446,4 +447,47 @@ fn reports_are_written_into_the_candidates_run() {
     assert_eq!(row["verdict_word"], "slower");
     assert_eq!(row["conclusive"], true);
     assert_eq!(row["pairs"], 4);
+}
+
+#[test]
+fn a_pair_that_names_a_phase_and_figure_is_judged_on_that_row_alone() {
+    use labrun_evidence::compare::ComparePair;
+    let tmp = tempfile::tempdir().unwrap();
+    let slow = ToolSpec {
+        slow_factor: 1.3,
+        slow_phase: Step::RESTORE,
+        ..ToolSpec::new("restic@b")
+    };
+    let text = records("r", &[ToolSpec::new("restic@a"), slow], 3, 0.03, 11);
+    let run = write_run(tmp.path(), "run", &text, Some(KVM_ENV));
+    let all = paired(&run, "restic@a", "restic@b").unwrap();
+    let among_all = all.row(&Step::RESTORE, Figure::WallTime).unwrap().clone();
+    assert!(all.rows.len() > 10, "{}", all.rows.len());
+
+    let mut asked = all.clone();
+    let pair = ComparePair {
+        phase: Some(Step::RESTORE),
+        figure: Some(Figure::WallTime),
+        ..ComparePair::of("restic@a", "restic@b")
+    };
+    compare::keep_asked(&mut asked, &pair);
+    // Only the row asked about, its p adjusted over itself alone: its own
+    // p, sharper than the same row's among all of them.
+    assert_eq!(asked.rows.len(), 1);
+    let row = &asked.rows[0];
+    let test = row.test.as_ref().unwrap();
+    assert_eq!(test.p_holm, test.p);
+    let before = among_all.test.as_ref().unwrap();
+    assert_eq!(test.p, before.p);
+    assert!(
+        test.p_holm < before.p_holm,
+        "{} {}",
+        test.p_holm,
+        before.p_holm
+    );
+
+    // A pair that names neither keeps every row as it was.
+    let mut every = all.clone();
+    compare::keep_asked(&mut every, &ComparePair::of("restic@a", "restic@b"));
+    assert_eq!(every.rows.len(), all.rows.len());
 }

@@ -7,6 +7,7 @@
 mod common;
 use common::copy_dir;
 use labrun_evidence::Step;
+use labrun_report::compare::FigureDef as _;
 use labrun_report::figures;
 use labrun_report::{
     CheckOutcome, ReportError, Summary, WarningKind, make_report, render_terminal, summarize,

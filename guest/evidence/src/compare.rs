@@ -32,11 +32,71 @@ pub struct AddedRound {
     pub inconclusive_rows: usize,
 }
 
+/// One comparison a lab asks for. Without `phase` and `figure` every timed
+/// phase and figure of the two tools is judged; with them, only the rows
+/// asked about: only they are shown, Holm's correction runs over them
+/// alone, and only they keep `bench --until-conclusive` adding pairs (a
+/// question about restore time pays for nothing else).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComparePair {
     pub baseline: String,
     pub candidate: String,
+    /// Only this timed phase (`backup_full`, `restore`, a lab's own step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<crate::Step>,
+    /// Only this figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figure: Option<Figure>,
+}
+
+impl ComparePair {
+    /// Every phase and figure of `baseline` against `candidate`.
+    pub fn of(baseline: impl Into<String>, candidate: impl Into<String>) -> ComparePair {
+        ComparePair {
+            baseline: baseline.into(),
+            candidate: candidate.into(),
+            phase: None,
+            figure: None,
+        }
+    }
+
+    /// True when the pair asks about this phase and figure.
+    pub fn asks(&self, phase: &crate::Step, figure: Figure) -> bool {
+        self.phase.as_ref().is_none_or(|p| p == phase) && self.figure.is_none_or(|f| f == figure)
+    }
+}
+
+/// A figure a comparison judges. The report's table of figures says how
+/// each is read and shown; the name is here so a lab's `compare:` pair and
+/// the report mean the same figure by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    WallTime,
+    /// User + system CPU: the whole tree's (cgroup) where every record of
+    /// the row has it, else the tool process's own.
+    Cpu,
+    /// Peak resident memory of the largest single process.
+    PeakMemory,
+    /// Peak resident memory of the step's whole process tree.
+    TreeMemory,
+    /// Repository size after the step.
+    RepoSize,
+    /// Repository size after the incremental backup minus after the full.
+    Growth,
+}
+
+impl Figure {
+    /// Timed figures, then the deterministic sizes.
+    pub const ALL: [Figure; 6] = [
+        Figure::WallTime,
+        Figure::Cpu,
+        Figure::PeakMemory,
+        Figure::TreeMemory,
+        Figure::RepoSize,
+        Figure::Growth,
+    ];
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use super::model::{COMPARISON_VERSION, Comparison, Design, Side};
 use super::row::{exact_row, left_out, timed_row};
 use super::settings::Settings;
 use super::verdict::{apply_holm, set_verdict};
+use crate::compare::FigureDef as _;
 use crate::evidence::{PlanView, RawRun};
 use crate::figures::{self, growth};
 use crate::roles::Roles;

@@ -14,6 +14,7 @@
 use super::figure::{CpuSource, Figure};
 use super::method::percent;
 use super::model::{Comparison, Row};
+use crate::compare::FigureDef as _;
 use labrun_evidence::Step;
 use labrun_evidence::printable::printable;
 use serde::{Deserialize, Serialize};

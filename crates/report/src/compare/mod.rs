@@ -27,12 +27,12 @@ pub mod verdict;
 pub use build::{compare_paired, compare_unpaired, tool_names};
 pub use datasets::differences as dataset_differences;
 pub use error::CompareError;
-pub use figure::{CpuSource, Figure};
+pub use figure::{CpuSource, Figure, FigureDef};
 pub use floor::{FloorMark, NoiseFloor};
 pub use machines::differences as machine_differences;
 pub use model::{
     COMPARISON_VERSION, Comparison, Design, Row, Side, SideFigure, TestResult, Verdict,
 };
-pub use requested::{noise_floor, requested};
+pub use requested::{keep_asked, noise_floor, requested};
 pub use run::{HTML_FILE, JSON_FILE, MARKDOWN_FILE, Request, compare, to_json, write};
 pub use settings::{Settings, parse_fraction};

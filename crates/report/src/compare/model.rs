@@ -4,6 +4,7 @@
 
 use super::figure::{CpuSource, Figure};
 use super::settings::Settings;
+use crate::compare::FigureDef as _;
 use labrun_evidence::Step;
 use serde::{Deserialize, Serialize};
 

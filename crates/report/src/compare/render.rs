@@ -5,6 +5,7 @@
 use super::figure::{CpuSource, Figure};
 use super::method::percent;
 use super::model::{Comparison, Design, Row, SideFigure, Verdict};
+use crate::compare::FigureDef as _;
 use labrun_evidence::printable::{printable, printable_text};
 use std::fmt::Write;
 

@@ -1,9 +1,11 @@
 //! The comparisons a lab asked for (`compare:` -> `raw/compare-plan.json`),
 //! made from the run's own evidence as part of its summary.
 
+use super::verdict::apply_holm;
 use super::{Comparison, NoiseFloor, Settings, compare_paired};
 use crate::evidence::RawRun;
 use crate::warning::{Warning, WarningKind};
+use labrun_evidence::compare::ComparePair;
 
 /// One comparison per requested pair, and a warning for each that could
 /// not be made (a pair of tools this run did not run, no cycle where both
@@ -22,6 +24,7 @@ pub fn requested(run: &RawRun) -> (Vec<Comparison>, Vec<Warning>) {
         match compare_paired(run, &pair.baseline, &pair.candidate, &settings) {
             Ok(mut c) => {
                 c.added_pairs = run.added_pairs.clone();
+                keep_asked(&mut c, pair);
                 made.push(c)
             }
             Err(e) => warnings.push(Warning::new(
@@ -34,6 +37,17 @@ pub fn requested(run: &RawRun) -> (Vec<Comparison>, Vec<Warning>) {
         }
     }
     (made, warnings)
+}
+
+/// Only the rows `pair` asks about (all of them when it names no phase or
+/// figure), their verdicts adjusted by Holm over those rows alone: a
+/// question about one figure is not diluted by twenty nobody asked.
+pub fn keep_asked(c: &mut Comparison, pair: &ComparePair) {
+    if pair.phase.is_none() && pair.figure.is_none() {
+        return;
+    }
+    c.rows.retain(|r| pair.asks(&r.phase, r.figure));
+    apply_holm(&mut c.rows, c.settings.alpha);
 }
 
 /// The floor of a lab's `noise_floor:` pair among the comparisons `made`,

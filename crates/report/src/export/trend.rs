@@ -4,6 +4,7 @@
 //! each ratio to the anchor with its interval, the anchor at 1.
 
 use super::Exporter;
+use crate::compare::FigureDef as _;
 use crate::error::{ReportError, Result};
 use crate::summary::Summary;
 use crate::trend::{Trend, TrendRow, TrendStep};
