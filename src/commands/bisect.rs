@@ -112,17 +112,8 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     }
     // Checked before anything is fetched or built: every probe's pair asks
     // about this phase.
-    let timed = lab.timed_steps();
-    if !timed.contains(&Step::named(args.phase.clone())) {
-        bail!(
-            "`--phase {}` is not a timed step of the lab's protocol; its timed steps: {}",
-            args.phase,
-            timed
-                .iter()
-                .map(|t| t.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    if let Some(why) = lab.not_timed(&Step::named(args.phase.clone())) {
+        bail!("--phase: {why}");
     }
     let copy = git_copy(ctx, &lab, &args.tool)?;
     let commits = git::commits_between(&copy, &args.good, &args.bad)?;

@@ -77,6 +77,22 @@ impl Lab {
         labrun_evidence::protocol::timed_steps(&self.protocol)
     }
 
+    /// Why `step` cannot be judged: it is not one of the protocol's timed
+    /// steps (the message lists them). None when it is one.
+    pub fn not_timed(&self, step: &Step) -> Option<String> {
+        let timed = self.timed_steps();
+        (!timed.contains(step)).then(|| {
+            format!(
+                "`{step}` is not a timed step of the lab's protocol; its timed steps: {}",
+                timed
+                    .iter()
+                    .map(Step::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
     /// Timed steps a full run makes: per tool and cycle, the protocol's.
     pub fn timed_step_count(&self, cycles: u32, tools: usize) -> u64 {
         self.timed_steps().len() as u64 * u64::from(cycles) * tools as u64

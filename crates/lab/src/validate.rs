@@ -210,17 +210,8 @@ impl Lab {
                     ));
                 }
             }
-            if let Some(phase) = &p.phase {
-                let timed = self.timed_steps();
-                if !timed.contains(phase) {
-                    out.push(Problem::new(
-                        format!("compare.pairs[{i}].phase"),
-                        format!(
-                            "`{phase}` is not a timed step of the lab's protocol; its timed steps: {}",
-                            timed.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
-                        ),
-                    ));
-                }
+            if let Some(why) = p.phase.as_ref().and_then(|phase| self.not_timed(phase)) {
+                out.push(Problem::new(format!("compare.pairs[{i}].phase"), why));
             }
             if p.baseline == p.candidate {
                 out.push(Problem::new(
