@@ -4,7 +4,6 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use common::start_and_connect;
 
@@ -70,63 +69,67 @@ async fn stdin_is_at_eof_unless_input_is_given() {
 #[tokio::test]
 async fn streaming_hands_over_output_as_it_arrives() {
     let (_sshd, session) = start_and_connect().await;
-    let started = Instant::now();
-    let seen: Arc<Mutex<Vec<(Duration, String)>>> = Arc::default();
+    // The command waits (bounded, 60 s) for a mark that only the stdout
+    // handler makes, when it is handed "first": unless output is handed
+    // over while the command runs, the mark never comes and "second" is
+    // never printed. A rendezvous, not a stopwatch, so a loaded machine
+    // gives the same answer.
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("seen-first");
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let stderr_seen: Arc<Mutex<Vec<u8>>> = Arc::default();
     let mut on_stdout = {
-        let seen = Arc::clone(&seen);
+        let (seen, mark) = (Arc::clone(&seen), mark.clone());
         move |chunk: &[u8]| {
-            seen.lock().unwrap().push((
-                started.elapsed(),
-                String::from_utf8_lossy(chunk).into_owned(),
-            ))
+            let text = String::from_utf8_lossy(chunk).into_owned();
+            if text.contains("first") {
+                std::fs::write(&mark, b"").unwrap();
+            }
+            seen.lock().unwrap().push(text)
         }
     };
     let mut on_stderr = {
         let stderr_seen = Arc::clone(&stderr_seen);
         move |chunk: &[u8]| stderr_seen.lock().unwrap().extend_from_slice(chunk)
     };
+    let m = mark.display();
     let code = session
         .exec_streaming(
-            "echo first; sleep 1.5; echo warn >&2; echo second; exit 7",
+            &format!(
+                "echo first; for i in $(seq 600); do [ -e {m} ] && break; sleep 0.1; done; \
+                 [ -e {m} ] || exit 3; echo warn >&2; echo second; exit 7"
+            ),
             &mut on_stdout,
             &mut on_stderr,
         )
         .await
         .unwrap();
-    let total = started.elapsed();
-    assert_eq!(code, Some(7));
+    assert_eq!(code, Some(7), "{:?}", seen.lock().unwrap());
     let seen = seen.lock().unwrap().clone();
-    let text: String = seen.iter().map(|(_, s)| s.as_str()).collect();
-    assert_eq!(text, "first\nsecond\n");
-    // "first" was handed over long before the command ended.
-    let first_at = seen[0].0;
-    assert!(seen[0].1.starts_with("first"), "{seen:?}");
-    assert!(
-        total - first_at >= Duration::from_millis(1000),
-        "first chunk at {first_at:?}, command ended at {total:?}"
-    );
+    assert_eq!(seen.concat(), "first\nsecond\n");
+    assert!(seen[0].starts_with("first"), "{seen:?}");
     assert_eq!(&*stderr_seen.lock().unwrap(), b"warn\n");
 }
 
 #[tokio::test]
 async fn commands_run_concurrently_on_one_session() {
     let (_sshd, session) = start_and_connect().await;
-    let started = Instant::now();
-    let (a, b, c) = tokio::join!(
-        session.exec("sleep 1; echo a"),
-        session.exec("sleep 1; echo b"),
-        session.exec("sleep 1; echo c"),
-    );
+    // A rendezvous, not a stopwatch: each command marks that it started,
+    // then waits (bounded, 60 s) until all three have. Run one after the
+    // other, the first would wait alone and print nothing; how loaded the
+    // machine is does not change the answer.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let cmd = |me: &str| {
+        format!(
+            "touch {d}/{me}; for i in $(seq 600); do [ -e {d}/a ] && [ -e {d}/b ] && [ -e {d}/c ] && break; sleep 0.1; done; [ -e {d}/a ] && [ -e {d}/b ] && [ -e {d}/c ] && echo {me}"
+        )
+    };
+    let [ca, cb, cc] = ["a", "b", "c"].map(cmd);
+    let (a, b, c) = tokio::join!(session.exec(&ca), session.exec(&cb), session.exec(&cc));
     assert_eq!(a.unwrap().stdout, b"a\n");
     assert_eq!(b.unwrap().stdout, b"b\n");
     assert_eq!(c.unwrap().stdout, b"c\n");
-    // Three one-second sleeps in parallel, not in sequence.
-    assert!(
-        started.elapsed() < Duration::from_millis(2500),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[test]
