@@ -27,11 +27,15 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
         3,
     );
     // target_lab keeps only the shipped lab's protocol and tools: the
-    // lab's `compare:` and `noise_floor:` are added here, as written there
-    // (the floor adds `borg@aa` and its pair after the others).
+    // lab's `compare:` and `noise_floor:` are added here (the floor adds
+    // `borg@aa` and its pair after the others). The zstd pair asks about
+    // the one row this test judges, the full backup's wall time: its
+    // verdict is then Holm-adjusted over that row alone, not over twenty,
+    // so a loaded host's noise (seen: relative deviations of 40% at this
+    // tiny scale) does not turn a 2.5x slowdown into "inconclusive".
     let mut text = std::fs::read_to_string(&lab).unwrap();
     text.push_str(
-        "compare:\n  pairs:\n    - {baseline: borg, candidate: borg@zstd22}\n    - {baseline: restic, candidate: restic@0.14.0}\nnoise_floor: {tool: borg}\n",
+        "compare:\n  pairs:\n    - {baseline: borg, candidate: borg@zstd22, phase: backup_full, figure: wall_time}\n    - {baseline: restic, candidate: restic@0.14.0}\nnoise_floor: {tool: borg}\n",
     );
     std::fs::write(&lab, text).unwrap();
     let results = dir.path().join("results");
@@ -107,6 +111,8 @@ fn the_regression_lab_finds_the_slower_setting_and_no_difference_in_a_a() {
     // Its pairs: the lab's 3, and one per added cycle it was still open in.
     let pairs = full["pairs"].as_u64().unwrap();
     assert!((3..=5).contains(&pairs), "{full}");
+    // Only the row asked about is judged and shown.
+    assert_eq!(zstd["rows"].as_array().unwrap().len(), 1, "{zstd}");
 
     let aa = &comparisons[1];
     assert_eq!(aa["candidate"]["tool"], "borg@aa");
