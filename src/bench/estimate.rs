@@ -3,16 +3,21 @@
 //! rate, its SHA-256 rate (a stand-in for the CPU work backup tools do:
 //! hashing, compressing, encrypting) and the time of a cache drop.
 //!
-//! Per tool and cycle:
-//! - each step of the protocol that runs a tool command (4 in the published
-//!   cycle: init, full, incremental, restore; a lab's own protocol has its
-//!   own count) starts a tool process and drops the cache first: a fixed
-//!   cost, [`STARTUP_WORK`] worth of hashing each (a Go binary starts in
-//!   ~2 s, a Python one in ~4-6 s under TCG; ~0.1 s under KVM);
-//! - the tool moves the data [`TOOL_PASSES`] times (full backup, restore, and
-//!   the incremental backup's rescan), each pass writing to disk and doing
-//!   [`TOOL_WORK`] times the hashing of the bytes;
-//! - the agent generates, changes and verifies: [`AGENT_PASSES`] hash passes.
+//! Per tool and cycle, counted from the run's protocol ([`Workload::of`]),
+//! a step inside a per-commit block once per commit it runs for:
+//! - each step that runs a tool command (4 in the published cycle: init,
+//!   full, incremental, restore; 25 in the 12-commit history study) starts a
+//!   tool process and drops the cache first: a fixed cost, [`STARTUP_WORK`]
+//!   worth of hashing each (a Go binary starts in ~2 s, a Python one in
+//!   ~4-6 s under TCG; ~0.1 s under KVM);
+//! - the tool moves the data once per full backup ([`FULL_PASS`]) and
+//!   restore ([`RESTORE_PASS`]) and part-way per later backup
+//!   ([`RESCAN_PASS`]: the rescan), each pass writing to disk and doing
+//!   [`TOOL_WORK`] times the hashing of the bytes: 2.5 passes in the
+//!   published cycle, 18.5 in the history study, which restores every one
+//!   of its 12 snapshots;
+//! - the agent hashes the tree once per step of its own (source or commit,
+//!   change, verify): 3 in the published cycle, 24 in the history study.
 //!
 //! Calibrated on the runs committed (packed) under `docs/` (`make bench` at 0.01,
 //! bench-scale's 0.002-0.02, both runs at 0.1, the memory ladder and the
@@ -24,14 +29,87 @@
 //! the runs took. It is still a rough guide: the probe is seconds long, and
 //! the timed steps' own figures are the evidence.
 
+use labrun_evidence::protocol::ProtocolStep;
+
 /// Bytes of SHA-256 that take as long as one tool start.
 const STARTUP_WORK: f64 = 100e6;
-/// Passes of the dataset through a backup tool per cycle.
-const TOOL_PASSES: f64 = 2.5;
+/// Passes of the dataset through a backup tool: its first backup of a
+/// cycle, each restore, and each backup after the first (a rescan that
+/// reads what changed). The published cycle's 2.5 passes, which the
+/// constants were fitted with.
+const FULL_PASS: f64 = 1.0;
+const RESTORE_PASS: f64 = 1.0;
+const RESCAN_PASS: f64 = 0.5;
 /// A tool's CPU work per byte, in bytes of SHA-256.
 const TOOL_WORK: f64 = 4.5;
-/// The agent's hash passes per tool and cycle (generate, change, verify).
-const AGENT_PASSES: f64 = 3.0;
+
+/// What one tool cycle of a protocol does, in the model's units.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Workload {
+    /// Tool processes started (each after a cache drop).
+    pub tool_starts: f64,
+    /// Passes of the dataset through the tool.
+    pub tool_passes: f64,
+    /// The agent's hash passes over the tree.
+    pub agent_passes: f64,
+}
+
+impl Workload {
+    /// The published cycle with `tool_steps` tool commands (its 4, or more
+    /// when a lab adds steps that move no data, such as `check`): what the
+    /// calibration runs did (their records give only the step count).
+    #[cfg(test)]
+    pub fn published(tool_steps: usize) -> Workload {
+        Workload {
+            tool_starts: tool_steps as f64,
+            tool_passes: FULL_PASS + RESCAN_PASS + RESTORE_PASS,
+            agent_passes: 3.0,
+        }
+    }
+
+    /// One tool cycle of `protocol` over a dataset of `commits` commits
+    /// (1 for a dataset without a history): a per-commit block counts once
+    /// per commit it runs for.
+    pub fn of(protocol: &[ProtocolStep], commits: u32) -> Workload {
+        let mut w = Workload {
+            tool_starts: 0.0,
+            tool_passes: 0.0,
+            agent_passes: 0.0,
+        };
+        let mut backups = 0u32;
+        w.add(protocol, 1.0, &mut backups, commits);
+        w
+    }
+
+    fn add(&mut self, steps: &[ProtocolStep], times: f64, backups: &mut u32, commits: u32) {
+        for step in steps {
+            match step {
+                ProtocolStep::EachCommit(block) => {
+                    let runs = commits.saturating_sub(block.from.saturating_sub(1));
+                    self.add(&block.steps, times * f64::from(runs), backups, commits);
+                }
+                ProtocolStep::Run(run) => {
+                    self.tool_starts += times;
+                    if run.makes.is_some() {
+                        // The cycle's first backup reads the whole tree
+                        // once; every later one (however many) rescans.
+                        let first = if *backups == 0 { times.min(1.0) } else { 0.0 };
+                        self.tool_passes += first * FULL_PASS + (times - first) * RESCAN_PASS;
+                        *backups += times as u32;
+                    }
+                    if run.restores.is_some() {
+                        self.tool_passes += times * RESTORE_PASS;
+                    }
+                }
+                ProtocolStep::Source
+                | ProtocolStep::Commit
+                | ProtocolStep::Change { .. }
+                | ProtocolStep::Verify { .. } => self.agent_passes += times,
+                ProtocolStep::Fixture => {}
+            }
+        }
+    }
+}
 
 /// What the probe measured.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -86,14 +164,13 @@ pub fn dataset_bytes(lab: &labrun_lab::Lab, scale: Option<f64>) -> u64 {
     lab.dataset_footprint(scale).allocated_bytes
 }
 
-/// `tool_steps`: the protocol's steps that run a tool command, per tool
-/// cycle. The data passes model the published cycle's (a lab's extra steps,
-/// such as a check that reads everything, are not in them).
+/// `work`: one tool cycle's, from [`Workload::of`]. Steps that move no data
+/// (a `check` that reads everything included) count as tool starts only.
 pub fn estimate(
     dataset_bytes: u64,
     tools: usize,
     cycles: u32,
-    tool_steps: usize,
+    work: Workload,
     rates: MachineRates,
 ) -> Estimate {
     let sha = rates.sha256_bytes_per_sec.max(1.0);
@@ -102,8 +179,8 @@ pub fn estimate(
     let per_step = rates.cache_drop_secs + STARTUP_WORK / sha;
     let tool_pass = bytes / write + TOOL_WORK * bytes / sha;
     let runs = tools as f64 * f64::from(cycles);
-    let fixed_secs = runs * tool_steps as f64 * per_step;
-    let data_secs = runs * (TOOL_PASSES * tool_pass + AGENT_PASSES * bytes / sha);
+    let fixed_secs = runs * work.tool_starts * per_step;
+    let data_secs = runs * (work.tool_passes * tool_pass + work.agent_passes * bytes / sha);
     Estimate {
         secs: fixed_secs + data_secs,
         fixed_secs,
@@ -124,8 +201,9 @@ pub fn human_duration(secs: f64) -> String {
 /// A run of about half an hour, when this one is longer.
 const QUICK_LOOK_SECS: f64 = 1800.0;
 
-/// The sentence `bench` prints, with the `--scale` hint when a run is long.
-pub fn describe(e: &Estimate, scale: f64, emulated: bool) -> String {
+/// The sentence `bench` prints, with the `--scale` hint when a run is long
+/// and its dataset has a scale (`None`: a history, which has none).
+pub fn describe(e: &Estimate, scale: Option<f64>, emulated: bool) -> String {
     let mut text = format!(
         "estimated duration: about {} ({} dataset; this machine wrote {:.0} MB/s and hashed {:.0} MB/s just now; a rough guide)",
         human_duration(e.secs),
@@ -139,7 +217,11 @@ pub fn describe(e: &Estimate, scale: f64, emulated: bool) -> String {
         );
     }
     let data_secs = e.secs - e.fixed_secs;
-    if e.secs > QUICK_LOOK_SECS && e.fixed_secs < QUICK_LOOK_SECS && data_secs > 0.0 {
+    if let Some(scale) = scale
+        && e.secs > QUICK_LOOK_SECS
+        && e.fixed_secs < QUICK_LOOK_SECS
+        && data_secs > 0.0
+    {
         // Only the data part shrinks with --scale.
         let quick = (scale * (QUICK_LOOK_SECS - e.fixed_secs) / data_secs).clamp(0.0001, 1.0);
         text.push_str(&format!(
@@ -184,7 +266,7 @@ mod tests {
                 sha256_bytes_per_sec: sha,
                 cache_drop_secs: drop,
             };
-            let e = estimate(bytes, tools, cycles, steps, rates);
+            let e = estimate(bytes, tools, cycles, Workload::published(steps), rates);
             let ratio = took / e.secs;
             assert!(
                 (0.7..=1.4).contains(&ratio),
@@ -195,8 +277,8 @@ mod tests {
 
     #[test]
     fn more_tool_steps_cost_more_tool_starts() {
-        let published = estimate(1_000_000, 3, 1, 4, TCG);
-        let maintenance = estimate(1_000_000, 3, 1, 9, TCG);
+        let published = estimate(1_000_000, 3, 1, Workload::published(4), TCG);
+        let maintenance = estimate(1_000_000, 3, 1, Workload::published(9), TCG);
         assert!(
             maintenance.secs > published.secs,
             "{maintenance:?} vs {published:?}"
@@ -205,10 +287,10 @@ mod tests {
 
     #[test]
     fn estimate_grows_with_work_and_keeps_a_fixed_part() {
-        let one = estimate(1_000_000_000, 1, 1, 4, TCG);
-        let nine = estimate(1_000_000_000, 3, 3, 4, TCG);
+        let one = estimate(1_000_000_000, 1, 1, Workload::published(4), TCG);
+        let nine = estimate(1_000_000_000, 3, 3, Workload::published(4), TCG);
         assert!((nine.secs - 9.0 * one.secs).abs() < 1e-6);
-        let tiny = estimate(1, 1, 1, 4, TCG);
+        let tiny = estimate(1, 1, 1, Workload::published(4), TCG);
         // Four tool starts and cache drops: seconds, even for no data.
         assert!(
             tiny.secs > 4.0 * TCG.cache_drop_secs + 4.0,
@@ -219,12 +301,12 @@ mod tests {
 
     #[test]
     fn long_runs_suggest_a_scale_that_fits_half_an_hour() {
-        let e = estimate(6_100_000_000, 3, 3, 4, TCG);
+        let e = estimate(6_100_000_000, 3, 3, Workload::published(4), TCG);
         assert!(
             e.secs > 3.0 * 3600.0,
             "full scale under TCG takes hours: {e:?}"
         );
-        let text = describe(&e, 1.0, true);
+        let text = describe(&e, Some(1.0), true);
         assert!(text.contains("software emulation"), "{text}");
         let quick: f64 = text
             .split("--scale ")
@@ -232,12 +314,62 @@ mod tests {
             .and_then(|t| t.split_whitespace().next())
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no --scale hint in {text}"));
-        let at_quick = estimate((6.1e9 * quick) as u64, 3, 3, 4, TCG);
+        let at_quick = estimate((6.1e9 * quick) as u64, 3, 3, Workload::published(4), TCG);
         assert!(
             (1600.0..=2000.0).contains(&at_quick.secs),
             "--scale {quick} gives {at_quick:?}"
         );
-        assert!(!describe(&estimate(1_000_000, 1, 1, 4, TCG), 1.0, false).contains("--scale"));
+        assert!(
+            !describe(
+                &estimate(1_000_000, 1, 1, Workload::published(4), TCG),
+                Some(1.0),
+                false
+            )
+            .contains("--scale")
+        );
+    }
+
+    #[test]
+    fn the_published_protocol_is_the_calibrated_workload() {
+        let published = labrun_evidence::protocol::published();
+        assert_eq!(Workload::of(&published, 1), Workload::published(4));
+    }
+
+    #[test]
+    fn a_history_counts_every_commit_s_backup_and_restore() {
+        // init, 12 backups, 12 restores; the first backup reads the whole
+        // tree, the 11 after it rescan; 12 commits written, 12 verifies.
+        let history = labrun_evidence::protocol::history();
+        let w = Workload::of(&history, 12);
+        assert_eq!(
+            w,
+            Workload {
+                tool_starts: 25.0,
+                tool_passes: 1.0 + 11.0 * 0.5 + 12.0,
+                agent_passes: 24.0,
+            }
+        );
+        // The run that showed it: about 7x the published cycle's data work
+        // (the old model said 8 min for a 50-min history run).
+        let (one, twelve) = (
+            estimate(36_000_000, 4, 1, Workload::of(&history, 1), TCG),
+            estimate(36_000_000, 4, 1, w, TCG),
+        );
+        assert!(twelve.secs > 6.0 * one.secs, "{one:?} vs {twelve:?}");
+        // A history has no --scale to suggest.
+        let long = estimate(600_000_000, 4, 1, w, TCG);
+        assert!(long.secs > QUICK_LOOK_SECS, "{long:?}");
+        assert!(!describe(&long, None, true).contains("--scale"));
+    }
+
+    #[test]
+    fn a_block_that_runs_for_no_commit_adds_nothing() {
+        let history = labrun_evidence::protocol::history();
+        // One commit: the blocks from commit 2 never run.
+        let w = Workload::of(&history, 1);
+        assert_eq!(w.tool_starts, 3.0, "{w:?}");
+        assert_eq!(w.tool_passes, 2.0, "{w:?}");
+        assert_eq!(w.agent_passes, 2.0, "{w:?}");
     }
 
     #[test]

@@ -54,13 +54,17 @@ pub async fn say_estimate(
     remote: &RemoteRun,
     display: &mut dyn Display,
 ) -> Option<estimate::Estimate> {
-    let scale = match plan.dataset {
-        labrun_evidence::DatasetPlan::Synthetic { scale, .. } => Some(scale),
-        // A git history has no scale: the lab estimates its size.
-        labrun_evidence::DatasetPlan::GitHistory { .. } => None,
-        // A real tree's size is measured when it is pushed or unpacked,
-        // after this: no guess from the lab.
-        labrun_evidence::DatasetPlan::Tree(_) => return None,
+    use labrun_evidence::{DatasetPlan, HistorySource};
+    let (scale, commits) = match &plan.dataset {
+        DatasetPlan::Synthetic { scale, .. } => (Some(*scale), 1),
+        // A generated history has no scale: the lab gives its size and
+        // its number of commits.
+        DatasetPlan::GitHistory {
+            source: HistorySource::Generate(g),
+        } => (None, g.commits),
+        // A repository's trees and a real tree's size are measured when
+        // they are read, pushed or unpacked, after this: no guess.
+        DatasetPlan::GitHistory { .. } | DatasetPlan::Tree(_) => return None,
     };
     let bytes = estimate::dataset_bytes(lab, scale);
     let probe = format!(
@@ -77,11 +81,9 @@ pub async fn say_estimate(
         .is_some_and(labrun_vm::Acceleration::is_emulated);
     match rates {
         Some(rates) => {
-            let tool_steps = labrun_evidence::protocol::flat(&plan.protocol)
-                .filter(|s| s.as_run().is_some())
-                .count();
-            let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, tool_steps, rates);
-            display.note(&estimate::describe(&e, scale.unwrap_or(1.0), emulated));
+            let work = estimate::Workload::of(&plan.protocol, commits);
+            let e = estimate::estimate(bytes, plan.tools.len(), plan.cycles, work, rates);
+            display.note(&estimate::describe(&e, scale, emulated));
             Some(e)
         }
         None => {
