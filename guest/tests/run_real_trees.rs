@@ -635,29 +635,7 @@ fn a_series_of_three_trees_restores_each_snapshot_as_its_own_tree() {
     std::fs::remove_file(trees[2].join("lib/mod-3.rs")).unwrap();
     write(&trees[2].join("lib/new-a.rs"), &bytes(50, 5000));
     write(&trees[2].join("bin/new-b"), &bytes(51, 800));
-    // Each snapshot tagged, and restored by its tag (not `latest`).
-    let mut tool = restic();
-    tool["commands"]["backup"]["argv"] = json!([
-        "{bin}",
-        "backup",
-        "-r",
-        "{repo}",
-        "--tag",
-        "{snapshot}",
-        "."
-    ]);
-    tool["commands"]["restore"]["argv"] = json!([
-        "{bin}",
-        "restore",
-        "latest",
-        "--tag",
-        "{snapshot}",
-        "-r",
-        "{repo}",
-        "--target",
-        "{target}"
-    ]);
-    let mut plan = base_plan("series", 1, vec![tool]);
+    let mut plan = base_plan("series", 1, vec![tagged_restic()]);
     plan["drop_caches"] = json!(false);
     plan["dataset"] = json!({"kind": "git-history", "source": {"trees": {
         "trees": trees.iter().map(|t| folder(t)).collect::<Vec<_>>(),
@@ -703,6 +681,124 @@ fn a_series_of_three_trees_restores_each_snapshot_as_its_own_tree() {
         .unwrap();
         assert_eq!(kept, labrun_dataset::scan(t).unwrap(), "tree {}", k + 1);
     }
+}
+
+/// restic with each snapshot tagged, and restored by its tag (not
+/// `latest`), as a series needs.
+fn tagged_restic() -> Value {
+    let mut tool = restic();
+    tool["commands"]["backup"]["argv"] = json!([
+        "{bin}",
+        "backup",
+        "-r",
+        "{repo}",
+        "--tag",
+        "{snapshot}",
+        "."
+    ]);
+    tool["commands"]["restore"]["argv"] = json!([
+        "{bin}",
+        "restore",
+        "latest",
+        "--tag",
+        "{snapshot}",
+        "-r",
+        "{repo}",
+        "--target",
+        "{target}"
+    ]);
+    tool
+}
+
+#[test]
+fn a_sampled_series_takes_the_same_paths_from_every_tree() {
+    require_tools();
+    let lab = Lab::new();
+    let (v1, v2) = (lab.path("releases/v1"), lab.path("releases/v2"));
+    for i in 0..60 {
+        write(
+            &v1.join(format!("d{}/f{i}", i % 5)),
+            &bytes(i, 500 + 10 * i as usize),
+        );
+    }
+    // v2: a third of the files rewritten, a few gone, a few new.
+    copy_tree(&v1, &v2);
+    for i in (0..60).step_by(3) {
+        write(&v2.join(format!("d{}/f{i}", i % 5)), &bytes(100 + i, 700));
+    }
+    for i in [1, 7, 13] {
+        std::fs::remove_file(v2.join(format!("d{}/f{i}", i % 5))).unwrap();
+    }
+    for i in 60..70 {
+        write(&v2.join(format!("d{}/f{i}", i % 5)), &bytes(i, 900));
+    }
+    let before = [
+        labrun_dataset::scan(&v1).unwrap(),
+        labrun_dataset::scan(&v2).unwrap(),
+    ];
+    let sample = labrun_evidence::Sample {
+        fraction: 0.5,
+        seed: 3,
+    };
+    let mut plan = base_plan("sampled-series", 1, vec![tagged_restic()]);
+    plan["drop_caches"] = json!(false);
+    plan["dataset"] = json!({"kind": "git-history", "source": {"trees": {
+        "trees": [folder(&v1), folder(&v2)],
+        "public": true,
+        "sample": sample,
+    }}});
+    let out = lab.run(&plan);
+    assert_ran(&lab, &out);
+    for r in of_tool(&lab.records(), "restic") {
+        assert!(r.ok, "{} {:?}: {:?}", r.step, r.history, r.error);
+        if r.step == Step::VERIFY {
+            assert!(r.verify.as_ref().unwrap().passed, "{r:?}");
+        }
+    }
+    let file_paths = |m: &Manifest| -> std::collections::BTreeSet<String> {
+        m.entries
+            .iter()
+            .filter(|e| e.kind == labrun_evidence::EntryKind::File)
+            .map(|e| e.path.clone())
+            .collect()
+    };
+    let mut kept = Vec::new();
+    for (k, full) in before.iter().enumerate() {
+        let m = labrun_dataset::read_manifest(
+            &lab.evidence()
+                .join(format!("manifests/commit-{:04}.jsonl", k + 1)),
+        )
+        .unwrap();
+        // Each snapshot's tree is its own tree's sample, byte for byte.
+        let expected = labrun_dataset::sample::sample(full, sample.fraction, sample.seed);
+        assert_eq!(file_paths(&m), file_paths(&expected), "tree {}", k + 1);
+        for e in m
+            .entries
+            .iter()
+            .filter(|e| e.kind == labrun_evidence::EntryKind::File)
+        {
+            assert!(
+                full.entries.contains(e),
+                "tree {}: {e:?} is not its own",
+                k + 1
+            );
+        }
+        let n = file_paths(&m).len();
+        assert!(
+            n > 0 && n < file_paths(full).len(),
+            "tree {}: {n} files",
+            k + 1
+        );
+        kept.push(file_paths(&m));
+    }
+    // The paths both trees have are in both samples or in neither.
+    let (paths_1, paths_2) = (file_paths(&before[0]), file_paths(&before[1]));
+    for p in paths_1.intersection(&paths_2) {
+        assert_eq!(kept[0].contains(p), kept[1].contains(p), "{p}");
+    }
+    // The folders were read, never written.
+    assert_eq!(labrun_dataset::scan(&v1).unwrap(), before[0]);
+    assert_eq!(labrun_dataset::scan(&v2).unwrap(), before[1]);
 }
 
 fn copy_tree(from: &Path, to: &Path) {

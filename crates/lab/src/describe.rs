@@ -64,10 +64,7 @@ impl Lab {
                 commits,
                 every,
             } => crate::history::source(generate, repository, commits, every),
-            DatasetSpec::Trees(d) => Some(labrun_evidence::HistorySource::Trees {
-                trees: d.sources(),
-                public: d.public,
-            }),
+            DatasetSpec::Trees(d) => Some(d.history_source()),
             _ => None,
         }
     }

@@ -142,11 +142,19 @@ pub(crate) fn describe(source: &HistorySource, s: &mut String) {
                 labrun_evidence::printable::printable(&which)
             );
         }
-        HistorySource::Trees { trees, public } => {
+        HistorySource::Trees {
+            trees,
+            public,
+            sample,
+        } => {
             let _ = writeln!(
                 s,
-                "dataset: a series of {} real trees, oldest first, each the next commit ({})",
+                "dataset: a series of {} real trees, oldest first, each the next commit{} ({})",
                 trees.len(),
+                crate::real_tree::sample_words(
+                    *sample,
+                    "each one's files (the same paths in each)"
+                ),
                 crate::real_tree::privacy_words(*public)
             );
             for (i, t) in trees.iter().enumerate() {

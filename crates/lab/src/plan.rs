@@ -218,10 +218,7 @@ impl Lab {
             DatasetSpec::Trees(d) => {
                 refuse_scale_of_real_tree(o.scale)?;
                 DatasetPlan::GitHistory {
-                    source: labrun_evidence::HistorySource::Trees {
-                        trees: d.sources(),
-                        public: d.public,
-                    },
+                    source: d.history_source(),
                 }
             }
         };

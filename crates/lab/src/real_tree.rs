@@ -89,6 +89,11 @@ pub struct TreesDataset {
     /// As [`FolderDataset::public`]: private unless said.
     #[serde(default)]
     pub public: bool,
+    /// A quick look at a series of big trees: the same seeded subset of
+    /// paths in each (see `labrun_dataset::sample`), so the growth from one
+    /// tree to the next is the growth of the files sampled.
+    #[serde(default)]
+    pub sample: Option<Sample>,
 }
 
 /// One tree of a series.
@@ -157,6 +162,7 @@ pub(crate) fn validate_trees(d: &TreesDataset, out: &mut Vec<Problem>) {
             ),
         }
     }
+    check_sample(d.sample.as_ref(), "dataset.sample", out);
 }
 
 fn check_path(path: &str, at: &str, out: &mut Vec<Problem>) {
@@ -265,6 +271,15 @@ impl ArchiveDataset {
 }
 
 impl TreesDataset {
+    /// The history study's source: the trees, oldest first.
+    pub fn history_source(&self) -> labrun_evidence::HistorySource {
+        labrun_evidence::HistorySource::Trees {
+            trees: self.sources(),
+            public: self.public,
+            sample: self.sample,
+        }
+    }
+
     pub fn sources(&self) -> Vec<TreeSource> {
         self.trees
             .iter()
@@ -306,15 +321,20 @@ pub fn source_words(source: &TreeSource) -> String {
     }
 }
 
-/// A single tree's dataset in one line, for `check`.
-pub fn describe_plan(plan: &TreePlan) -> String {
-    let sample = plan.sample.map_or(String::new(), |s| {
+/// ", a seeded 10% of {files} (seed 1)", or nothing without a sample.
+pub fn sample_words(sample: Option<Sample>, files: &str) -> String {
+    sample.map_or(String::new(), |s| {
         format!(
-            ", a seeded {}% of its files (seed {})",
+            ", a seeded {}% of {files} (seed {})",
             s.fraction * 100.0,
             s.seed
         )
-    });
+    })
+}
+
+/// A single tree's dataset in one line, for `check`.
+pub fn describe_plan(plan: &TreePlan) -> String {
+    let sample = sample_words(plan.sample, "its files");
     format!(
         "{}{sample} ({}); each change step rewrites {}% of its bytes (seed {})",
         source_words(&plan.source),

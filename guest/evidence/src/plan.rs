@@ -261,6 +261,10 @@ pub enum HistorySource {
         /// As [`TreePlan::public`].
         #[serde(default)]
         public: bool,
+        /// The same seeded subset of every tree: the sample is chosen by
+        /// path, so the files two trees share are in or out of both.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sample: Option<Sample>,
     },
 }
 

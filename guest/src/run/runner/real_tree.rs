@@ -182,13 +182,19 @@ pub fn series_dir(root: &Path, k: usize) -> PathBuf {
     root.join(format!("tree-{k}"))
 }
 
-/// Where tree `k` of a series is read from once ready: the folder itself,
-/// or its unpacked copy.
-pub fn series_tree(source: &TreeSource, root: &Path, k: usize) -> PathBuf {
+/// Where tree `k` of a series is read from once [`ready_tree`] made it
+/// ready: its sample, else the folder itself or its unpacked copy.
+pub fn series_tree(source: &TreeSource, sampled: bool, root: &Path, k: usize) -> PathBuf {
     match source {
+        _ if sampled => sample_dir(&series_dir(root, k)),
         TreeSource::Folder { path, .. } => PathBuf::from(path),
         TreeSource::Archive { .. } => unpacked_dir(&series_dir(root, k)),
     }
+}
+
+/// Where a tree's sample is copied, under the folder given to [`ready_tree`].
+fn sample_dir(into: &Path) -> PathBuf {
+    into.join("pristine-sample")
 }
 
 /// A tree ready to be copied from.
@@ -285,7 +291,7 @@ pub fn ready_tree(
         return Ok(full);
     };
     let subset = labrun_dataset::sample::sample(&full.manifest, sample.fraction, sample.seed);
-    let dir = into.join("pristine-sample");
+    let dir = sample_dir(into);
     labrun_dataset::sample::copy_sample(&full.dir, &dir, &subset, progress)
         .map_err(|e| format!("cannot copy the sample of the tree: {}", describe_io(&e)))?;
     let manifest = scan_tree(&dir, progress)

@@ -37,8 +37,13 @@ impl<'p> Runner<'p> {
     /// synthetic history needs nothing). Without it nothing can run: a
     /// failure is fatal, as the synthetic dataset's generation is.
     pub(super) fn prepare_history(&mut self, source: &HistorySource) -> Result<(), Halt> {
-        if let HistorySource::Trees { trees, public } = source {
-            return self.prepare_series_trees(trees, !public);
+        if let HistorySource::Trees {
+            trees,
+            public,
+            sample,
+        } = source
+        {
+            return self.prepare_series_trees(trees, *sample, !public);
         }
         let HistorySource::Repository { path, commits } = source else {
             return Ok(());
@@ -141,10 +146,12 @@ impl<'p> Runner<'p> {
     }
 
     /// Once per run: every tree of a series made ready (folders checked
-    /// against the host's manifests, archives unpacked), in order.
+    /// against the host's manifests, archives unpacked, then the sample of
+    /// each cut out, if any), in order.
     fn prepare_series_trees(
         &mut self,
         trees: &[labrun_evidence::TreeSource],
+        sample: Option<labrun_evidence::Sample>,
         private: bool,
     ) -> Result<(), Halt> {
         let mut rec = self.start_dataset_step()?;
@@ -154,8 +161,12 @@ impl<'p> Runner<'p> {
             let mut files = 0;
             for (i, t) in sources.iter().enumerate() {
                 let into = super::real_tree::series_dir(&root, i + 1);
-                let ready = super::real_tree::ready_tree(t, None, private, &into, progress)
+                let ready = super::real_tree::ready_tree(t, sample, private, &into, progress)
                     .map_err(|e| format!("tree {}: {e}", i + 1))?;
+                debug_assert_eq!(
+                    ready.dir,
+                    super::real_tree::series_tree(t, sample.is_some(), &root, i + 1)
+                );
                 files += file_count(&ready.manifest);
                 // What moving the work tree to this tree must rewrite. A
                 // folder read in place made no folder of its own here yet.

@@ -36,12 +36,14 @@ impl Series {
                 history: Box::new(History::new(params).map_err(|e| e.to_string())?),
                 on_disk: TreeIndex::default(),
             }),
-            HistorySource::Trees { trees, .. } => Ok(Series::Trees {
+            HistorySource::Trees { trees, sample, .. } => Ok(Series::Trees {
                 root: root.to_path_buf(),
                 trees: trees
                     .iter()
                     .enumerate()
-                    .map(|(i, t)| crate::run::runner::real_tree::series_tree(t, root, i + 1))
+                    .map(|(i, t)| {
+                        crate::run::runner::real_tree::series_tree(t, sample.is_some(), root, i + 1)
+                    })
                     .collect(),
             }),
             HistorySource::Repository { commits, .. } => {
