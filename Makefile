@@ -7,7 +7,7 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 
-.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-agent-files bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push
+.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-agent-files bench-agent-tree bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -111,6 +111,13 @@ bench-agent: setup agent
 ## (target: 1.0x). SCALES="0.1 1 4" adds 4 million files (about 16 GB of disk).
 bench-agent-files: setup agent
 	AGENT=$(AGENT) bash benches/agent-memory-files.sh $(SCALES)
+
+## bench-agent-tree: the agent's peak RSS over a whole run of the published
+## cycle on a private folder of tiny files (a user's tree: scanned, changed,
+## backed up, restored, verified) at 100,000 and 1,000,000 files side by
+## side, and the bytes per file between them (target: each < 64 MiB).
+bench-agent-tree: setup agent
+	AGENT=$(AGENT) bash benches/agent-memory-tree.sh $(SCALES)
 
 ## bench-unpack: `labrun-agent unpack` vs GNU `tar -x` of the same ~200 MB
 ## archive (tar.gz, tar.xz, tar.zst), cold cache, side by side (target: 0.8x)

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The agent's memory on a real tree against the number of files (issue 31,
+# "Performance"): peak RSS (/usr/bin/time -v) of a whole `labrun-agent run`
+# of the published cycle on a user's folder (private, the default: its paths
+# hashed in the evidence), read in place, with a stand-in tool made of `cp`
+# (its own memory is a few MB; the agent's is what grows). The folder is the
+# `tiny-files` profile at each scale, side by side, so that growth with the
+# count shows: bytes per file = (peak at the larger count - peak at the
+# smaller) / (files between them).
+#
+# What it runs per scale: the pristine tree scanned, a copy per tool cycle,
+# the seeded change of any tree planned from the manifest and applied, a
+# backup (cp -a), a restore, and the restore verified against the changed
+# tree's manifest. Target: under 64 MiB at each count. Exits 1 when missed.
+#
+# usage: benches/agent-memory-tree.sh [SCALE...]   (default: 0.1 1, i.e.
+#        100,000 and 1,000,000 files; each needs about 4x the tree's
+#        ~4 KiB per file on disk: the tree, its copy, the backup, the restore)
+# env:   AGENT (default: the static agent of `make agent`),
+#        SCRATCH_PARENT (default /var/tmp), LIMIT_MIB (default 64)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+agent=${AGENT:-$root/target/x86_64-unknown-linux-gnu/release/labrun-agent}
+limit_mib=${LIMIT_MIB:-64}
+scales=("$@")
+[ ${#scales[@]} -gt 0 ] || scales=(0.1 1)
+
+if [ ! -x /usr/bin/time ]; then
+  echo "agent-memory-tree: needs GNU time (/usr/bin/time; apt-get install time)" >&2
+  exit 2
+fi
+if [ ! -x "$agent" ]; then
+  echo "agent-memory-tree: building the static agent (make agent)" >&2
+  make -C "$root" agent >&2
+fi
+schema=$(sed -n 's/^pub const SCHEMA_VERSION: u32 = \([0-9]*\);/\1/p' "$root/guest/evidence/src/lib.rs")
+[ -n "$schema" ] || { echo "agent-memory-tree: no SCHEMA_VERSION in guest/evidence/src/lib.rs" >&2; exit 2; }
+
+scratch=$(mktemp -d "${SCRATCH_PARENT:-/var/tmp}/labrun-bench-tree.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+
+# The plan: one cycle of the published protocol on the folder, a `cp` tool.
+plan() {
+  local tree=$1
+  cat <<EOF
+{"schema_version": $schema, "run_id": "memory-tree", "cycles": 1, "drop_caches": false,
+ "step_timeout_secs": 7200,
+ "dataset": {"kind": "tree", "source": {"folder": {"path": "$tree"}},
+             "change": {"fraction": 0.05, "seed": 2}, "public": false},
+ "tools": [{"name": "copy", "version": "1", "binary": "/bin/sh",
+   "commands": {
+     "init": {"argv": ["{bin}", "-c", "mkdir -p {repo}/snapshots"]},
+     "backup": {"argv": ["{bin}", "-c", "cp -a . {repo}/snapshots/{snapshot}"], "cwd": "{source}"},
+     "restore": {"argv": ["{bin}", "-c", "cp -a {repo}/snapshots/{snapshot}/. {target}"]}}}]}
+EOF
+}
+
+declare -A rss files
+failed=0
+for s in "${scales[@]}"; do
+  tree=$scratch/tree-$s
+  if ! "$agent" gen --profile tiny-files --scale "$s" --out "$tree" --manifest "$scratch/gen-$s.jsonl" \
+      > "$scratch/gen-$s.out" 2>&1; then
+    echo "agent-memory-tree: gen at scale $s failed:" >&2
+    tail -5 "$scratch/gen-$s.out" >&2
+    exit 2
+  fi
+  files[$s]=$(($(wc -l < "$scratch/gen-$s.jsonl") - 1))
+  rm -f "$scratch/gen-$s.jsonl"
+  plan "$tree" > "$scratch/plan-$s.json"
+  if ! /usr/bin/time -v -o "$scratch/run-$s.time" "$agent" run --plan "$scratch/plan-$s.json" \
+      --work "$scratch/work-$s" --evidence "$scratch/evidence-$s" > "$scratch/run-$s.out" 2>&1; then
+    echo "agent-memory-tree: the run at scale $s failed:" >&2
+    tail -20 "$scratch/run-$s.out" >&2
+    grep -h '"ok":false' "$scratch/evidence-$s/records.jsonl" >&2 || true
+    exit 2
+  fi
+  if ! grep -q '"passed":true' "$scratch/evidence-$s/records.jsonl"; then
+    echo "agent-memory-tree: scale $s: no verify passed" >&2
+    exit 2
+  fi
+  rss[$s]=$(awk '/Maximum resident set size/ { printf "%.1f", $NF / 1024 }' "$scratch/run-$s.time")
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { print $2 }' "$scratch/run-$s.time")
+  printf 'scale %s: %s files, peak %s MiB, %s\n' "$s" "${files[$s]}" "${rss[$s]}" "$wall"
+  if awk -v r="${rss[$s]}" -v l="$limit_mib" 'BEGIN { exit !(r > l) }'; then
+    echo "  over the $limit_mib MiB target"
+    failed=1
+  fi
+  rm -rf "$tree" "$scratch/work-$s"
+done
+if [ ${#scales[@]} -ge 2 ]; then
+  a=${scales[0]}; b=${scales[-1]}
+  awk -v ra="${rss[$a]}" -v rb="${rss[$b]}" -v fa="${files[$a]}" -v fb="${files[$b]}" \
+    'BEGIN { if (fb > fa) printf "growth: %.0f bytes per file\n", (rb - ra) * 1048576 / (fb - fa) }'
+fi
+exit $failed
