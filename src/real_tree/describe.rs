@@ -35,6 +35,7 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
     };
     let mut out = String::from("data on this machine:\n");
     let mut largest = 0u64;
+    let mut most_files = 0u64;
     for (i, t) in trees.iter().enumerate() {
         let line = match t {
             Tree::Folder(_) if on_target => {
@@ -45,6 +46,7 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                 match survey(&local) {
                     Ok(s) => {
                         largest = largest.max(s.bytes);
+                        most_files = most_files.max(s.files);
                         format!(
                             "{} files, {} in {} folders ({} symbolic links)",
                             s.files,
@@ -63,6 +65,7 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                 match (listing(spec, &r, *format, *declared), declared) {
                     (Some(Ok(u)), _) => {
                         largest = largest.max(u.bytes);
+                        most_files = most_files.max(u.files + u.hard_links);
                         format!(
                             "{} files, {} in {} folders ({} symbolic links), from the archive's listing; {whence}",
                             u.files + u.hard_links,
@@ -93,7 +96,35 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
             labrun_vocab::human_bytes(labrun_dataset::space::needed_bytes(largest))
         ));
     }
+    if most_files > 0 {
+        out.push_str(&memory_line(most_files, &lab.machine()));
+    }
     out
+}
+
+/// What the agent's memory needs for the largest tree, against the VM's:
+/// the agent refuses a tree that does not fit, and this says it first.
+fn memory_line(files: u64, machine: &Machine) -> String {
+    let needed = labrun_dataset::space::agent_memory_bytes(files);
+    let mut line = format!(
+        "  the agent needs about {} of memory for the {files} files of the largest tree ({} bytes a file: it holds a real tree's manifests)",
+        labrun_vocab::human_bytes(needed),
+        labrun_dataset::space::AGENT_BYTES_PER_FILE
+    );
+    if let Machine::Vm(vm) = machine {
+        let memory = vm.memory.bytes();
+        // The guest's own system takes a few hundred MB of it.
+        let for_the_agent = memory / 10 * 8;
+        if needed > for_the_agent {
+            line.push_str(&format!(
+                "; the VM's {} will not hold it: raise `vm.memory`, or add `sample: {{fraction: {}}}` under `dataset:`",
+                labrun_vocab::human_bytes(memory),
+                labrun_dataset::space::sample_that_fits(files, for_the_agent)
+            ));
+        }
+    }
+    line.push('\n');
+    line
 }
 
 enum Tree<'l> {
@@ -157,7 +188,7 @@ fn list(
 
 #[cfg(test)]
 mod tests {
-    use super::describe;
+    use super::{Machine, describe, memory_line};
     use std::path::Path;
 
     const TOOL: &str = r#"tools:
@@ -223,6 +254,28 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("the machine needs about"), "{text}");
+        assert!(
+            text.contains("the agent needs about 3.5KiB of memory for the 2 files"),
+            "{text}"
+        );
+        assert!(!text.contains("will not hold it"), "{text}");
+    }
+
+    #[test]
+    fn a_tree_the_vm_s_memory_cannot_hold_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = lab_of(dir.path(), "dataset:\n  kind: files\n  path: data");
+        let Machine::Vm(vm) = lab.machine() else {
+            panic!("the test lab has a VM");
+        };
+        let memory = vm.memory.bytes();
+        let fits = memory / 10 * 8 / labrun_dataset::space::AGENT_BYTES_PER_FILE;
+        assert!(!memory_line(fits, &lab.machine()).contains("will not hold"));
+        let line = memory_line(fits * 4, &lab.machine());
+        assert!(
+            line.contains("will not hold it: raise `vm.memory`, or add `sample: {fraction: 0.22}`"),
+            "{line}"
+        );
     }
 
     #[test]

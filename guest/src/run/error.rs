@@ -157,6 +157,19 @@ pub enum RunError {
         needed: u64,
         free: u64,
     },
+    #[error(
+        "not enough memory for the tree: it holds {files} files, and the agent keeps about {per_file} bytes per file of a real tree in memory (about {}), while this machine has {} available; give the machine more memory (`vm.memory` in the lab), or take a seeded sample of the files (`sample: {{fraction: {fraction}}}` under `dataset:` fits)",
+        gb(*needed),
+        gb(*available)
+    )]
+    NotEnoughMemory {
+        files: u64,
+        needed: u64,
+        available: u64,
+        per_file: u64,
+        /// A sample's share of the files that would fit.
+        fraction: f64,
+    },
     #[error("cannot install the SIGTERM/SIGINT handler: {0}")]
     Signals(io::Error),
     #[error("dataset {phase} failed: {message}")]

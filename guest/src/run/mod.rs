@@ -30,6 +30,7 @@ pub mod settle;
 pub mod space;
 pub mod storage;
 pub mod tool_versions;
+pub mod tree_memory;
 
 pub use error::RunError;
 pub use interrupt::Interrupt;

@@ -113,6 +113,10 @@ impl<'p> Runner<'p> {
                 // The pristine tree is there already; the copies, the
                 // repository and the restore are not.
                 crate::run::space::check_now(&self.root, &needed)?;
+                crate::run::tree_memory::check(
+                    needed.files,
+                    crate::run::tree_memory::available_bytes(),
+                )?;
                 self.real_tree = Some(RealTree {
                     manifest: Arc::new(ready.manifest),
                     change: tree.change,

@@ -158,7 +158,7 @@ impl<'p> Runner<'p> {
         let started = Instant::now();
         let (sources, root) = (trees.to_vec(), self.root.clone());
         let result = self.in_process(Step::GENERATE, move |progress| {
-            let mut files = 0;
+            let (mut files, mut largest) = (0, 0);
             for (i, t) in sources.iter().enumerate() {
                 let into = super::real_tree::series_dir(&root, i + 1);
                 let ready = super::real_tree::ready_tree(t, sample, private, &into, progress)
@@ -168,6 +168,7 @@ impl<'p> Runner<'p> {
                     super::real_tree::series_tree(t, sample.is_some(), &root, i + 1)
                 );
                 files += file_count(&ready.manifest);
+                largest = largest.max(file_count(&ready.manifest));
                 // What moving the work tree to this tree must rewrite. A
                 // folder read in place made no folder of its own here yet.
                 let manifest = super::real_tree::content_only(&ready.manifest);
@@ -177,11 +178,17 @@ impl<'p> Runner<'p> {
                 labrun_dataset::write_manifest(&series::manifest_of(&root, i + 1), &manifest)
                     .map_err(|e| format!("tree {}: {e}", i + 1))?;
             }
-            Ok::<u64, String>(files)
+            Ok::<(u64, u64), String>((files, largest))
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         let message = match result {
-            InProcess::Done(Ok(files)) => {
+            InProcess::Done(Ok((files, largest))) => {
+                // A series reads one tree's manifests at a time: its
+                // largest tree is what must fit.
+                crate::run::tree_memory::check(
+                    largest,
+                    crate::run::tree_memory::available_bytes(),
+                )?;
                 rec.ok = true;
                 rec.files = Some(files);
                 if private {
