@@ -383,6 +383,76 @@ fn leaks(lab: &Lab, paths: &[String]) -> Vec<(PathBuf, String)> {
 }
 
 #[test]
+fn a_private_restore_that_differs_is_named_by_hashes_only() {
+    let lab = Lab::new();
+    let tree = lab.path("user/data");
+    for (i, rel) in ["hidden-a/one.txt", "hidden-a/two.txt", "hidden-b/three.txt"]
+        .iter()
+        .enumerate()
+    {
+        write(&tree.join(rel), &bytes(i as u64, 3000));
+    }
+    // A restore that loses one file and damages another (which ones the
+    // change left is the change's: the first and the last in path order).
+    let tool = sh_tool(
+        "lossy",
+        json!({"restore": {"argv": ["{bin}", "-c",
+            "cp -a {repo}/snapshots/{snapshot}/. {target} && cd {target} && rm \"$(find . -type f | sort | head -1)\" && echo x >> \"$(find . -type f | sort | tail -1)\""]}}),
+    );
+    let out = lab.run(&tree_plan("lossy", folder(&tree), false, vec![tool]));
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let verify = lab
+        .records()
+        .into_iter()
+        .find(|r| r.step == Step::VERIFY)
+        .unwrap_or_else(|| panic!("no verify record: {}", lab.failures()));
+    let outcome = verify.verify.clone().expect("an outcome");
+    assert!(
+        !outcome.passed && outcome.missing == 1 && outcome.changed == 1,
+        "{outcome:?}"
+    );
+    // Each difference is named by a path of the tree as the evidence's
+    // manifest of it names them: hashed.
+    let kept =
+        labrun_dataset::read_manifest(&lab.evidence().join("manifests/changed.jsonl")).unwrap();
+    let mut kinds = Vec::new();
+    for d in &outcome.first_differences {
+        let (kind, name) = d.split_once(": ").unwrap_or_else(|| panic!("{d}"));
+        assert!(
+            kept.entries.iter().any(|e| e.path == name),
+            "{d} names no entry of manifests/changed.jsonl"
+        );
+        kinds.push(kind);
+    }
+    kinds.sort();
+    assert_eq!(kinds, ["changed", "missing"], "{outcome:?}");
+    for (file, content) in lab.evidence_files() {
+        assert!(
+            !content.windows(6).any(|w| w == b"hidden"),
+            "{} names the private tree",
+            file.display()
+        );
+    }
+    // The work copies of its manifests went with the work folder.
+    let left: Vec<PathBuf> = walk(&lab.work())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("plain-manifests"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(e.path());
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        }
+    }
+    out
+}
+
+#[test]
 fn no_name_or_path_of_a_private_tree_is_in_the_evidence() {
     require_tools();
     let lab = Lab::new();

@@ -62,6 +62,8 @@ const GENERATED: &str = "generated";
 const CHANGED: &str = "changed";
 /// The metadata-fidelity fixture's manifest (`manifests/fidelity.jsonl`).
 const FIXTURE: &str = "fidelity";
+/// The work folder's copies of a private tree's manifests, with its paths.
+const PLAIN_MANIFESTS: &str = "plain-manifests";
 
 pub struct RunOptions {
     pub plan: PathBuf,
@@ -673,12 +675,36 @@ impl<'p> Runner<'p> {
         private: bool,
     ) -> Result<String, Halt> {
         if private {
-            Ok(self
+            let digest = self
                 .ev
-                .write_manifest(name, &manifest.with_hashed_paths())?)
+                .write_manifest(name, &manifest.with_hashed_paths())?;
+            self.keep_plain_manifest(name, manifest)?;
+            Ok(digest)
         } else {
             Ok(self.ev.write_manifest(name, manifest)?)
         }
+    }
+
+    /// Where a private tree's manifest `name` is kept with its paths: in
+    /// the work folder (on the tree's own machine, removed with it at the
+    /// end of the run), never in the evidence. A verify merges it with the
+    /// sorted walk of a restore as it reads it, as it does a public tree's
+    /// manifest, instead of holding both trees hashed and sorted by hash.
+    fn plain_manifest_path(&self, name: &str) -> PathBuf {
+        self.root
+            .join(PLAIN_MANIFESTS)
+            .join(format!("{name}.jsonl"))
+    }
+
+    fn keep_plain_manifest(&mut self, name: &str, manifest: &Manifest) -> Result<(), Halt> {
+        let path = self.plain_manifest_path(name);
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            labrun_dataset::write_manifest(&path, manifest).map_err(std::io::Error::other)
+        };
+        write().map_err(|e| RunError::io("cannot write a work file", &path, e).into())
     }
 
     /// Whether the dataset's paths stay out of the evidence.

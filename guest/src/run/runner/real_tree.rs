@@ -164,7 +164,7 @@ pub fn content_only(m: &Manifest) -> Manifest {
 
 /// What a failed scan of a tree says: for a private tree, the entry it
 /// names is hashed (`folder/<hash>`), as the manifests name it.
-fn scan_error(e: std::io::Error, root: &Path, private: bool) -> String {
+pub(super) fn scan_error(e: std::io::Error, root: &Path, private: bool) -> String {
     use labrun_dataset::DatasetError;
     if !private || !e.get_ref().is_some_and(|i| i.is::<DatasetError>()) {
         return describe_io(&e);

@@ -343,8 +343,9 @@ impl<'p> Runner<'p> {
     ) -> Result<Option<String>, Halt> {
         // A private tree's manifests keep no path of it: compared and kept
         // in the form the evidence holds.
+        let private = self.tree_is_private() && name != FIXTURE;
         let hashed;
-        let manifest = if self.tree_is_private() && name != FIXTURE {
+        let kept = if private {
             hashed = manifest.with_hashed_paths();
             &hashed
         } else {
@@ -352,14 +353,17 @@ impl<'p> Runner<'p> {
         };
         match self.first_manifests.get(name) {
             None => {
-                let digest = self.ev.write_manifest(name, manifest)?;
+                let digest = self.ev.write_manifest(name, kept)?;
+                if private {
+                    self.keep_plain_manifest(name, manifest)?;
+                }
                 self.first_manifests.insert(name.to_string(), digest);
                 Ok(None)
             }
-            Some(first) if *first == Evidence::manifest_digest(manifest) => Ok(None),
+            Some(first) if *first == Evidence::manifest_digest(kept) => Ok(None),
             Some(_) => {
                 let other = format!("{name}-c{}-{}", tc.cycle, tc.tool.name);
-                self.ev.write_manifest(&other, manifest)?;
+                self.ev.write_manifest(&other, kept)?;
                 Ok(Some(other))
             }
         }

@@ -27,19 +27,33 @@ impl<'p> Runner<'p> {
         let manifest_path = self.ev.manifest_path(manifest);
         let target = PathBuf::from(&tc.vars.target);
         let fidelity = manifest == super::FIXTURE;
-        // A private tree's manifests hold hashed paths: the restore's are
-        // hashed the same way before they are compared.
+        // A private tree's manifests in the evidence hold hashed paths, in
+        // the order of the hashes, which no walk follows: its copy in the
+        // work folder (with its paths) is what the restore is compared
+        // with, and what the verify says is hashed as the evidence is.
         let private = self.tree_is_private() && !fidelity;
+        let plain = self.plain_manifest_path(manifest);
         // The manifest is read on the worker and freed with it: the agent
         // holds no manifest while a tool runs. A tree's manifest is read as
         // it comes and merged with the sorted walk of the restore (issue 31:
-        // millions of files); the fixture's is small, and a private tree's
-        // is in the order of its hashed names, which no walk follows: those
-        // two are read whole.
+        // millions of files); the fixture's is small: read whole, as is a
+        // private manifest without its work copy (not reached: every one is
+        // written with it).
         let result = self.in_process(Step::VERIFY, move |_| {
             if !fidelity && !private {
                 return labrun_dataset::verify_against_file(&target, &manifest_path)
                     .map_err(|e| format!("{e} ({})", target.display()));
+            }
+            if private && plain.exists() {
+                return labrun_dataset::verify_against_file(&target, &plain)
+                    .map(hash_named_paths)
+                    .map_err(|e| {
+                        format!(
+                            "{} ({})",
+                            super::real_tree::scan_error(e, &target, true),
+                            target.display()
+                        )
+                    });
             }
             let manifest = std::fs::File::open(&manifest_path)
                 .and_then(|f| Manifest::read_from(std::io::BufReader::new(f)))
@@ -81,4 +95,19 @@ impl<'p> Runner<'p> {
         self.append(&rec)?;
         Ok(ok)
     }
+}
+
+/// A private tree's verify outcome as the evidence may hold it: each
+/// difference (`changed: PATH`) named by its path's hash, as the manifests
+/// name it.
+fn hash_named_paths(mut outcome: labrun_evidence::VerifyOutcome) -> labrun_evidence::VerifyOutcome {
+    for d in &mut outcome.first_differences {
+        *d = match d.split_once(": ") {
+            Some((what, path)) => {
+                format!("{what}: {}", labrun_evidence::manifest::hashed_path(path))
+            }
+            None => labrun_evidence::manifest::hashed_path(d),
+        };
+    }
+    outcome
 }

@@ -231,8 +231,9 @@ impl<'p> Runner<'p> {
         let name = commit_manifest(k);
         let path = self.ev.manifest_path(&name);
         // A private series keeps no path of its trees (as real_tree.rs).
+        let private = self.tree_is_private();
         let hashed;
-        let manifest = if self.tree_is_private() {
+        let kept = if private {
             hashed = manifest.with_hashed_paths();
             &hashed
         } else {
@@ -241,14 +242,17 @@ impl<'p> Runner<'p> {
         let first = match std::fs::read(&path) {
             Ok(bytes) => labrun_evidence::digest::sha256_hex(&bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.ev.write_manifest(&name, manifest)?;
+                self.ev.write_manifest(&name, kept)?;
+                if private {
+                    self.keep_plain_manifest(&name, manifest)?;
+                }
                 return Ok(());
             }
             Err(e) => return Err(RunError::io("cannot read manifest", &path, e).into()),
         };
-        if first != Evidence::manifest_digest(manifest) {
+        if first != Evidence::manifest_digest(kept) {
             let other = format!("{name}-c{}-{}", tc.cycle, tc.tool.name);
-            self.ev.write_manifest(&other, manifest)?;
+            self.ev.write_manifest(&other, kept)?;
             rec.ok = false;
             rec.error = Some(format!(
                 "commit {k} made a different tree than in the first tool cycle (manifests/{name}.jsonl vs manifests/{other}.jsonl): the work tree was not moved as git would, a bug in labrun"
