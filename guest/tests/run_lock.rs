@@ -52,6 +52,9 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A cgroup root no agent can make its tree under: it runs without one.
+const NO_CGROUPS: &str = "/proc/labrun-no-cgroups";
+
 fn kill_and_reap(child: &mut Child) {
     child.kill().unwrap();
     child.wait().unwrap();
@@ -118,7 +121,15 @@ fn a_tool_left_running_by_a_killed_agent_is_stopped_by_the_next_one() {
         json!({"init": {"argv": ["{bin}", "-c", script]}}),
     );
     first.write_plan(&quick(base_plan("killed-run", 1, vec![sleeper])));
-    let mut a = agent(&first, &lock).stdout(Stdio::null()).spawn().unwrap();
+    // Outside the machine's cgroup tree: an agent of a test beside this one
+    // that starts once this one is killed ends a dead agent's cgroups, and
+    // with them the tool this test expects the *next* agent to stop (seen
+    // in CI: "the tool should outlive a SIGKILLed agent").
+    let mut a = agent(&first, &lock)
+        .env("LABRUN_CGROUP_ROOT", NO_CGROUPS)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     wait_for("the sleeping tool", || {
         pid_file.exists() && marker(&lock).is_some_and(|m| m.tool.is_some())
     });
@@ -139,7 +150,10 @@ fn a_tool_left_running_by_a_killed_agent_is_stopped_by_the_next_one() {
         1,
         vec![sh_tool("fine", json!({}))],
     )));
-    let out = agent(&next, &lock).output().unwrap();
+    let out = agent(&next, &lock)
+        .env("LABRUN_CGROUP_ROOT", NO_CGROUPS)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!running(pid), "the leftover tool {pid} still runs");
     let warnings = next.warnings();
