@@ -57,7 +57,9 @@ pub use metadata_check::compare_metadata;
 pub use profile::{ChangeExtent, change_extent, change_plan};
 pub use profile::{Footprint, FootprintRow, footprint};
 pub use sample::{copy_sample, sample};
-pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
+pub use tree_change::{
+    ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_each, apply_tree_change_from,
+};
 pub use unpack::{UnpackLimits, Unpacked, list_file, unpack_file};
 pub use verify::{
     Merge, NAMED_DIFFERENCES, Unsorted, compare, compare_against_file, verify_against_file,

@@ -3,8 +3,8 @@
 
 use labrun_dataset::tree_change::{ADDED_MODE, WHOLE_FILE_LIMIT};
 use labrun_dataset::{
-    TreeChange, apply_tree_change, apply_tree_change_from, compare, copy_sample, sample, scan,
-    scan_metadata,
+    TreeChange, apply_tree_change, apply_tree_change_each, apply_tree_change_from, compare,
+    copy_sample, sample, scan, scan_metadata,
 };
 use labrun_evidence::{ChangeSpec, EntryKind, Manifest};
 use std::collections::{BTreeMap, BTreeSet};
@@ -125,6 +125,21 @@ fn the_same_manifest_and_spec_give_the_same_change_and_the_same_tree() {
     let after_b = apply_tree_change(&b, &change, &s, &mut |_, _| {}).unwrap();
     assert_eq!(after_a, after_b);
     assert_ne!(after_a, scan(&t.pristine).unwrap());
+    // Streamed as the tree is read: the same entries, in manifest order.
+    let c = t.copy("c");
+    let mut streamed = Manifest::default();
+    apply_tree_change_each(
+        &c,
+        &change,
+        &s,
+        &mut |e| {
+            streamed.entries.push(e);
+            Ok(())
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(streamed, after_a);
     // Metadata too: the change's mtimes are seeded, not the clock's.
     assert_eq!(scan_metadata(&a).unwrap(), scan_metadata(&b).unwrap());
     for rel in change

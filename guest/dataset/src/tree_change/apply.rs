@@ -64,6 +64,23 @@ pub fn apply_tree_change(
     })?)
 }
 
+/// As [`apply_tree_change`], but hands the tree's entries after the change
+/// to `sink` in manifest order as they are read, holding none of them: a
+/// tree of millions of files changes in bounded memory.
+pub fn apply_tree_change_each(
+    dir: &Path,
+    change: &TreeChange,
+    spec: &ChangeSpec,
+    sink: &mut dyn FnMut(ManifestEntry) -> Result<(), DatasetError>,
+    progress: Progress,
+) -> io::Result<()> {
+    let written = change.summary().bytes_written;
+    apply(dir, change, spec, &mut |done, _| {
+        progress(done.min(written), written)
+    })?;
+    Ok(crate::scan_stream::scan_each(dir, sink)?)
+}
+
 /// As [`apply_tree_change`], but updates `base` (the content manifest of
 /// the tree before the change, as [`crate::scan`] makes it) with the
 /// digests of the written files instead of reading the whole tree again.

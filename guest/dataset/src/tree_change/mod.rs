@@ -75,7 +75,7 @@ use std::collections::BTreeSet;
 mod apply;
 
 pub(crate) use apply::set_mtime;
-pub use apply::{apply_tree_change, apply_tree_change_from};
+pub use apply::{apply_tree_change, apply_tree_change_each, apply_tree_change_from};
 
 /// Files below this size are rewritten whole; larger ones get a region.
 pub const WHOLE_FILE_LIMIT: u64 = 1 << 20;
