@@ -54,6 +54,7 @@ mod history;
 #[cfg(test)]
 mod interpreter_tests;
 pub(crate) mod real_tree;
+mod tree_manifests;
 mod source_tree;
 mod tool_step;
 mod verify_step;
@@ -664,27 +665,6 @@ impl<'p> Runner<'p> {
         Ok(())
     }
 
-    /// Removes a finished tree; a failure only costs disk space, so it is a
-    /// warning, not a stop.
-    /// Writes a manifest of the dataset's tree into the evidence: with
-    /// hashed paths when the tree is private (its names are its owner's).
-    fn write_tree_manifest(
-        &mut self,
-        name: &str,
-        manifest: &Manifest,
-        private: bool,
-    ) -> Result<String, Halt> {
-        if private {
-            let digest = self
-                .ev
-                .write_manifest(name, &manifest.with_hashed_paths())?;
-            self.keep_plain_manifest(name, manifest)?;
-            Ok(digest)
-        } else {
-            Ok(self.ev.write_manifest(name, manifest)?)
-        }
-    }
-
     /// Where a private tree's manifest `name` is kept with its paths: in
     /// the work folder (on the tree's own machine, removed with it at the
     /// end of the run), never in the evidence. A verify merges it with the
@@ -718,6 +698,8 @@ impl<'p> Runner<'p> {
         }
     }
 
+    /// Removes a finished tree; a failure only costs disk space, so it is a
+    /// warning, not a stop.
     fn remove_tree(&mut self, dir: &Path) {
         let failed = remove_trees(&[dir.to_path_buf()]);
         self.warn_removal(&failed);

@@ -7,20 +7,26 @@
 //! copy, and the end of the run removes the copies only
 //! ([`Runner::pristine_is_ours`]).
 
-use super::{GENERATED, Halt, LIBRARY_PANIC, Runner, file_count};
+use super::{GENERATED, Halt, LIBRARY_PANIC, Runner};
 use crate::run::error::{RunError, describe_io};
 use crate::run::interrupt::InProcess;
 use labrun_dataset::tree_change::TreeChange;
 use labrun_dataset::unpack::UnpackLimits;
-use labrun_evidence::{ChangeSpec, Manifest, Sample, TreePlan, TreeSource};
+use super::tree_manifests::{TreeManifestWriter, each_entry};
+use labrun_dataset::WrittenManifest;
+use labrun_dataset::tree_change::ManifestFile;
+use labrun_evidence::{ChangeSpec, Sample, TreePlan, TreeSource};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
-/// What the run keeps of its real tree once it is ready.
+/// What the run keeps of its real tree once it is ready: files, not
+/// manifests (issue 31: a tree of millions of files is never held).
 pub struct RealTree {
-    /// The pristine tree's manifest: every change is planned from it.
-    pub manifest: Arc<Manifest>,
+    /// The pristine tree's manifest with its metadata (hard links: a change
+    /// never picks one name of a group), in the work folder: the first
+    /// change round is planned from it.
+    pub meta: PathBuf,
     pub change: ChangeSpec,
     /// The change of each change round of the protocol, planned when the
     /// first tool cycle reaches it: round k is planned on the tree that
@@ -29,45 +35,58 @@ pub struct RealTree {
 }
 
 impl RealTree {
-    /// The change round `round` (1-based) makes to a tree whose manifest is
-    /// `before`, planned once.
-    pub fn round(&mut self, round: u64, before: &Manifest) -> TreeChange {
+    /// The change round `round` (1-based) makes, planned once: round 1 from
+    /// the pristine tree, a later one from `before`, the metadata manifest
+    /// of the tree the round before it left (read only when that round is
+    /// planned here).
+    pub fn round(&mut self, round: u64, before: Option<&Path>) -> std::io::Result<TreeChange> {
         let k = round.saturating_sub(1) as usize;
         while self.rounds.len() <= k {
             let spec = ChangeSpec {
                 seed: self.change.seed.wrapping_add(self.rounds.len() as u64),
                 ..self.change
             };
-            let base = if self.rounds.is_empty() {
-                &self.manifest
-            } else {
-                before
+            let base = match (self.rounds.is_empty(), before) {
+                (true, _) => self.meta.as_path(),
+                (false, Some(before)) => before,
+                (false, None) => {
+                    return Err(std::io::Error::other(format!(
+                        "change round {} is planned on the tree round {} left, which was not read: a bug in labrun",
+                        self.rounds.len() + 1,
+                        self.rounds.len()
+                    )));
+                }
             };
-            self.rounds.push(TreeChange::plan(base, &spec));
+            let planned = TreeChange::plan_from(&ManifestFile::new(base), &spec)?;
+            self.rounds.push(planned);
         }
-        self.rounds[k].clone()
+        Ok(self.rounds[k].clone())
     }
 
     /// What a reset must copy back: every round's rewritten files and
-    /// regions that the pristine tree has (a file a round added is removed
-    /// by the reset's walk).
+    /// regions that the pristine tree has. A later round may pick a file an
+    /// earlier one added or moved, which the pristine tree lacks: the
+    /// reset's walk removes those.
     pub fn touched(&self) -> labrun_dataset::ChangePlan {
-        let has = |p: &str| {
-            self.manifest
-                .entries
-                .binary_search_by(|e| e.path.as_str().cmp(p))
-                .is_ok()
-        };
         let mut plan = labrun_dataset::ChangePlan {
             small_files: Vec::new(),
             regions: Vec::new(),
         };
+        let mut new_paths: HashSet<&str> = HashSet::new();
         for r in &self.rounds {
             let t = r.touched();
-            plan.small_files
-                .extend(t.small_files.into_iter().filter(|p| has(p)));
-            plan.regions
-                .extend(t.regions.into_iter().filter(|r| has(&r.path)));
+            plan.small_files.extend(
+                t.small_files
+                    .into_iter()
+                    .filter(|p| !new_paths.contains(p.as_str())),
+            );
+            plan.regions.extend(
+                t.regions
+                    .into_iter()
+                    .filter(|x| !new_paths.contains(x.path.as_str())),
+            );
+            new_paths.extend(r.added.iter().map(|(p, _)| p.as_str()));
+            new_paths.extend(r.renamed.iter().map(|(_, to)| to.as_str()));
         }
         plan.small_files.sort();
         plan.small_files.dedup();
@@ -92,23 +111,14 @@ impl<'p> Runner<'p> {
                 self.pristine = ready.dir;
                 self.pristine_is_ours = ready.ours;
                 rec.argv = ready.argv;
-                rec.files = Some(file_count(&ready.manifest));
-                rec.bytes = Some(ready.manifest.total_file_bytes());
-                if tree.private() {
-                    for e in &ready.manifest.entries {
-                        self.private_paths.add(&e.path);
-                    }
-                }
-                self.write_tree_manifest(
-                    GENERATED,
-                    &content_only(&ready.manifest),
-                    tree.private(),
-                )?;
+                rec.files = Some(ready.content.files);
+                rec.bytes = Some(ready.content.file_bytes);
+                self.write_pristine_manifest(&ready.content_path, tree.private())?;
                 let needed = labrun_dataset::Footprint {
                     rows: Vec::new(),
-                    files: file_count(&ready.manifest),
-                    bytes: ready.manifest.total_file_bytes(),
-                    allocated_bytes: ready.manifest.total_file_bytes(),
+                    files: ready.content.files,
+                    bytes: ready.content.file_bytes,
+                    allocated_bytes: ready.content.file_bytes,
                 };
                 // The pristine tree is there already; the copies, the
                 // repository and the restore are not.
@@ -118,7 +128,7 @@ impl<'p> Runner<'p> {
                     crate::run::tree_memory::available_bytes(),
                 )?;
                 self.real_tree = Some(RealTree {
-                    manifest: Arc::new(ready.manifest),
+                    meta: ready.meta,
                     change: tree.change,
                     rounds: Vec::new(),
                 });
@@ -138,27 +148,29 @@ impl<'p> Runner<'p> {
     }
 }
 
-/// A tree's manifest with its hard-link groups (a change must never pick
-/// one name of a group: it would change the others), read once.
-fn scan_tree(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> std::io::Result<Manifest> {
-    labrun_dataset::scan_metadata_with_progress(dir, progress)
-}
-
-/// The manifest as a content scan makes it (what restores are compared
-/// with): paths, kinds, sizes, modes and digests, no metadata fields.
-pub fn content_only(m: &Manifest) -> Manifest {
-    Manifest {
-        entries: m
-            .entries
-            .iter()
-            .map(|e| labrun_evidence::ManifestEntry {
-                mtime: None,
-                link_group: None,
-                xattrs: None,
-                sparse: false,
-                ..e.clone()
-            })
-            .collect(),
+impl<'p> Runner<'p> {
+    /// `manifests/generated.jsonl` from the content manifest file of the
+    /// pristine tree, read as it comes; for a private tree, the paths are
+    /// learnt for the logs' redaction and kept in the work folder.
+    fn write_pristine_manifest(&mut self, content: &Path, private: bool) -> Result<(), Halt> {
+        let evidence = self.ev.manifest_path(GENERATED);
+        let plain = private.then(|| self.plain_manifest_path(GENERATED));
+        let redactor = &mut self.private_paths;
+        let write = || -> Result<(), labrun_dataset::DatasetError> {
+            if let Some(dir) = plain.as_deref().and_then(Path::parent) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| labrun_dataset::DatasetError::io("creating", dir, e))?;
+            }
+            let mut out = TreeManifestWriter::create(&evidence, plain.as_deref())?;
+            each_entry(content, &mut |e| {
+                if private {
+                    redactor.add(&e.path);
+                }
+                out.push(&e)
+            })?;
+            out.finish().map(|_| ())
+        };
+        write().map_err(|e| RunError::io("cannot write the tree's manifest", &evidence, e.into()).into())
     }
 }
 
@@ -201,23 +213,41 @@ fn sample_dir(into: &Path) -> PathBuf {
     into.join("pristine-sample")
 }
 
-/// A tree ready to be copied from.
+/// A tree ready to be copied from, and its manifests in `into` (the
+/// folder given to [`ready_tree`]), files that are read as they are
+/// needed, never held.
 pub struct ReadyTree {
     pub dir: PathBuf,
     /// The run made it (an unpacked archive, a sample) and removes it at
     /// its end; false for a folder read in place.
     pub ours: bool,
-    pub manifest: Manifest,
+    /// Its manifest with metadata (hard links), what changes are planned
+    /// from: [`meta_manifest`].
+    pub meta: PathBuf,
+    /// Its content manifest (what restores are compared with):
+    /// [`content_manifest`].
+    pub content_path: PathBuf,
+    pub content: WrittenManifest,
     /// What was done, as a command would say it (no path of the tree's
     /// content: only where it came from).
     pub argv: Vec<String>,
 }
 
+/// Where [`ready_tree`] writes the tree's manifest with metadata.
+pub fn meta_manifest(into: &Path) -> PathBuf {
+    into.join("manifest.meta.jsonl")
+}
+
+/// Where [`ready_tree`] writes the tree's content manifest.
+pub fn content_manifest(into: &Path) -> PathBuf {
+    into.join("manifest.jsonl")
+}
+
 /// Makes `source` a tree on this machine: a folder as it is (checked
 /// against the host's manifest when the host pushed it), an archive
 /// unpacked into `into`/pristine; then the sample, if any, copied out of
-/// it into `into`/pristine-sample. An archive entry a `private` tree's
-/// error names is hashed.
+/// it into `into`/pristine-sample. Its manifests are written into `into`
+/// as the tree is read. An entry a `private` tree's error names is hashed.
 pub fn ready_tree(
     source: &TreeSource,
     sample: Option<Sample>,
@@ -225,34 +255,11 @@ pub fn ready_tree(
     into: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ReadyTree, String> {
-    let full = match source {
-        TreeSource::Folder {
-            path,
-            manifest_sha256,
-        } => {
-            let dir = PathBuf::from(path);
-            let manifest = scan_tree(&dir, progress).map_err(|e| {
-                format!(
-                    "cannot read the folder {path}: {}",
-                    scan_error(e, &dir, private)
-                )
-            })?;
-            if let Some(expected) = manifest_sha256 {
-                let found =
-                    crate::run::evidence::Evidence::manifest_digest(&content_only(&manifest));
-                if &found != expected {
-                    return Err(format!(
-                        "the folder {path} is not the tree the host pushed (manifest {found}, expected {expected}): it changed while it was pushed or since; run again to push it anew"
-                    ));
-                }
-            }
-            ReadyTree {
-                dir,
-                ours: false,
-                manifest,
-                argv: vec!["read".into(), path.clone()],
-            }
-        }
+    std::fs::create_dir_all(into)
+        .map_err(|e| format!("cannot create {}: {}", into.display(), describe_io(&e)))?;
+    let (meta, content_path) = (meta_manifest(into), content_manifest(into));
+    let (dir, ours, mut argv) = match source {
+        TreeSource::Folder { path, .. } => (PathBuf::from(path), false, vec!["read".into(), path.clone()]),
         TreeSource::Archive {
             path,
             format,
@@ -277,51 +284,102 @@ pub fn ready_tree(
                     true => e.with_hashed_entry().to_string(),
                     false => e.to_string(),
                 })?;
-            let manifest = scan_tree(&dir, progress).map_err(|e| {
-                format!(
-                    "cannot read the unpacked tree: {}",
-                    scan_error(e, &dir, private)
-                )
-            })?;
-            ReadyTree {
-                dir,
-                ours: true,
-                manifest,
-                argv: vec!["unpack".into(), path.clone(), format.to_string()],
-            }
+            (dir, true, vec!["unpack".into(), path.clone(), format.to_string()])
         }
     };
-    let Some(sample) = sample else {
-        return Ok(full);
-    };
-    let subset = labrun_dataset::sample::sample(&full.manifest, sample.fraction, sample.seed);
-    let dir = sample_dir(into);
-    labrun_dataset::sample::copy_sample(&full.dir, &dir, &subset, progress)
-        .map_err(|e| format!("cannot copy the sample of the tree: {}", describe_io(&e)))?;
-    let manifest = scan_tree(&dir, progress)
-        .map_err(|e| format!("cannot read the sample of the tree: {}", describe_io(&e)))?;
-    if full.ours {
-        // Best effort: the sample is what the run uses from here on.
-        let _ = std::fs::remove_dir_all(&full.dir);
+    labrun_dataset::scan_metadata_to_file(&dir, &meta, progress).map_err(|e| match source {
+        TreeSource::Folder { path, .. } => {
+            format!("cannot read the folder {path}: {}", scan_error(e, &dir, private))
+        }
+        TreeSource::Archive { .. } => format!(
+            "cannot read the unpacked tree: {}",
+            scan_error(e, &dir, private)
+        ),
+    })?;
+    let content = write_content_manifest(&meta, &content_path)?;
+    if let TreeSource::Folder {
+        path,
+        manifest_sha256: Some(expected),
+    } = source
+        && &content.sha256 != expected
+    {
+        return Err(format!(
+            "the folder {path} is not the tree the host pushed (manifest {}, expected {expected}): it changed while it was pushed or since; run again to push it anew",
+            content.sha256
+        ));
     }
-    let mut argv = full.argv;
+    let Some(sample) = sample else {
+        return Ok(ReadyTree {
+            dir,
+            ours,
+            meta,
+            content_path,
+            content,
+            argv,
+        });
+    };
+    let subset = into.join("sample.meta.jsonl");
+    let to = sample_dir(into);
+    let copy = || -> Result<(), labrun_dataset::DatasetError> {
+        labrun_dataset::sample_file(&meta, sample.fraction, sample.seed, &subset)?;
+        labrun_dataset::copy_sample_file(&dir, &to, &subset, progress)?;
+        Ok(())
+    };
+    let copied = copy();
+    let _ = std::fs::remove_file(&subset);
+    copied.map_err(|e| format!("cannot copy the sample of the tree: {e}"))?;
+    labrun_dataset::scan_metadata_to_file(&to, &meta, progress)
+        .map_err(|e| format!("cannot read the sample of the tree: {}", describe_io(&e)))?;
+    let content = write_content_manifest(&meta, &content_path)?;
+    if ours {
+        // Best effort: the sample is what the run uses from here on.
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     argv.extend([
         "sample".to_string(),
         sample.fraction.to_string(),
         sample.seed.to_string(),
     ]);
     Ok(ReadyTree {
-        dir,
+        dir: to,
         ours: true,
-        manifest,
+        meta,
+        content_path,
+        content,
         argv,
     })
+}
+
+/// The content manifest (what a content scan makes, what restores are
+/// compared with: paths, kinds, sizes, modes and digests) of the metadata
+/// manifest `meta`, written to `out` as it is read.
+fn write_content_manifest(meta: &Path, out: &Path) -> Result<WrittenManifest, String> {
+    let write = || -> Result<WrittenManifest, labrun_dataset::DatasetError> {
+        let mut w = labrun_dataset::ManifestFileWriter::create(out)?;
+        each_entry(meta, &mut |e| w.push(&content_only(e)))?;
+        w.finish()
+    };
+    write().map_err(|e| format!("cannot write the tree's manifest: {e}"))
+}
+
+/// An entry as a content scan records it: no metadata fields.
+pub fn content_only(e: labrun_evidence::ManifestEntry) -> labrun_evidence::ManifestEntry {
+    labrun_evidence::ManifestEntry {
+        mtime: None,
+        link_group: None,
+        xattrs: None,
+        sparse: false,
+        ..e
+    }
 }
 
 impl<'p> Runner<'p> {
     /// Change round `round` of a real tree on this tool cycle's source
     /// (untimed): planned from the tree (the first tool cycle plans it, the
-    /// others apply the same change), recorded with what it touched.
+    /// others apply the same change), recorded with what it touched. The
+    /// tree's manifest after it is written as the tree is read: the first
+    /// tool cycle's is kept as `manifests/changed[-k].jsonl`, a later one's
+    /// beside it, removed when it is the same.
     pub(super) fn change_real_tree(
         &mut self,
         tc: &super::ToolCycle,
@@ -330,41 +388,70 @@ impl<'p> Runner<'p> {
         round: u64,
     ) -> Result<bool, Halt> {
         let dir = PathBuf::from(&tc.vars.source);
+        let before = self.root.join("before-change.meta.jsonl");
         let Some(tree) = self.real_tree.as_mut() else {
             return Ok(false);
         };
         // Round k > 1 is planned on the tree round k-1 left; read once.
-        let before = if round > 1 && (tree.rounds.len() as u64) < round {
-            match labrun_dataset::scan(&dir) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    rec.error = Some(format!(
-                        "cannot read {}: {}",
-                        dir.display(),
-                        describe_io(&e)
-                    ));
-                    self.append(&rec)?;
-                    return Ok(false);
-                }
+        let read_before = round > 1 && (tree.rounds.len() as u64) < round;
+        if read_before
+            && let Err(e) = labrun_dataset::scan_metadata_to_file(&dir, &before, &mut |_, _| {})
+        {
+            rec.error = Some(format!(
+                "cannot read {}: {}",
+                dir.display(),
+                describe_io(&e)
+            ));
+            self.append(&rec)?;
+            return Ok(false);
+        }
+        let planned = tree.round(round, read_before.then_some(before.as_path()));
+        if read_before {
+            let _ = std::fs::remove_file(&before);
+        }
+        let change = match planned {
+            Ok(change) => change,
+            Err(e) => {
+                rec.error = Some(format!("cannot plan the change: {}", describe_io(&e)));
+                self.append(&rec)?;
+                return Ok(false);
             }
-        } else {
-            None
         };
-        let manifest = Arc::clone(&tree.manifest);
-        let change = tree.round(round, before.as_ref().unwrap_or(&manifest));
         let spec = ChangeSpec {
             seed: tree.change.seed.wrapping_add(round.saturating_sub(1)),
             ..tree.change
         };
         let summary = change.summary();
+        let manifest_name = Self::changed_manifest(round);
+        let first = self.first_manifests.get(&manifest_name).cloned();
+        let kept_as = match first {
+            None => manifest_name.clone(),
+            Some(_) => format!("{manifest_name}-c{}-{}", tc.cycle, tc.tool.name),
+        };
+        let out = self.ev.manifest_path(&kept_as);
+        // The work folder's copy with paths: the first cycle's only, what
+        // every cycle's verify compares with.
+        let plain = (self.tree_is_private() && first.is_none())
+            .then(|| self.plain_manifest_path(&manifest_name));
+        let written = out.clone();
         let name = rec.step.clone();
         let result = self.in_process(name, move |progress| {
-            labrun_dataset::tree_change::apply_tree_change(&dir, &change, &spec, progress)
+            if let Some(dir) = plain.as_deref().and_then(Path::parent) {
+                std::fs::create_dir_all(dir)?;
+            }
+            let mut w = TreeManifestWriter::create(&written, plain.as_deref())?;
+            labrun_dataset::apply_tree_change_each(
+                &dir,
+                &change,
+                &spec,
+                &mut |e| w.push(&e),
+                progress,
+            )?;
+            Ok::<_, std::io::Error>(w.finish()?)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
-        let manifest_name = Self::changed_manifest(round);
         match result {
-            InProcess::Done(Ok(after)) => {
+            InProcess::Done(Ok(written)) => {
                 rec.ok = true;
                 rec.files = Some(
                     summary.files_rewritten
@@ -375,11 +462,21 @@ impl<'p> Runner<'p> {
                 );
                 rec.bytes = Some(summary.bytes_written);
                 self.write_change_summary(&manifest_name, &summary);
-                if let Some(other) = self.keep_same_manifest(tc, &manifest_name, &after)? {
-                    rec.ok = false;
-                    rec.error = Some(format!(
-                        "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{other}.jsonl): the tree change is not deterministic, a bug in labrun"
-                    ));
+                match first {
+                    None => {
+                        self.first_manifests
+                            .insert(manifest_name, written.evidence.sha256);
+                    }
+                    Some(first) if first == written.evidence.sha256 => {
+                        std::fs::remove_file(&out)
+                            .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
+                    }
+                    Some(_) => {
+                        rec.ok = false;
+                        rec.error = Some(format!(
+                            "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{kept_as}.jsonl): the tree change is not deterministic, a bug in labrun"
+                        ));
+                    }
                 }
             }
             InProcess::Done(Err(e)) => {

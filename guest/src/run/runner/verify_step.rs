@@ -37,8 +37,9 @@ impl<'p> Runner<'p> {
         // holds no manifest while a tool runs. A tree's manifest is read as
         // it comes and merged with the sorted walk of the restore (issue 31:
         // millions of files); the fixture's is small: read whole, as is a
-        // private manifest without its work copy (not reached: every one is
-        // written with it).
+        // private manifest whose work copy is gone (every one is written
+        // with it; a work folder cleared under the run would lose it: the
+        // verify then still runs, holding the tree).
         let result = self.in_process(Step::VERIFY, move |_| {
             if !fidelity && !private {
                 return labrun_dataset::verify_against_file(&target, &manifest_path)

@@ -167,16 +167,14 @@ impl<'p> Runner<'p> {
                     ready.dir,
                     super::real_tree::series_tree(t, sample.is_some(), &root, i + 1)
                 );
-                files += file_count(&ready.manifest);
-                largest = largest.max(file_count(&ready.manifest));
-                // What moving the work tree to this tree must rewrite. A
-                // folder read in place made no folder of its own here yet.
-                let manifest = super::real_tree::content_only(&ready.manifest);
-                std::fs::create_dir_all(&into).map_err(|e| {
-                    format!("tree {}: cannot create {}: {e}", i + 1, into.display())
-                })?;
-                labrun_dataset::write_manifest(&series::manifest_of(&root, i + 1), &manifest)
-                    .map_err(|e| format!("tree {}: {e}", i + 1))?;
+                // Its content manifest, what moving the work tree to this
+                // tree must rewrite, is `series::manifest_of(root, k)`.
+                debug_assert_eq!(
+                    ready.content_path,
+                    series::manifest_of(&root, i + 1)
+                );
+                files += ready.content.files;
+                largest = largest.max(ready.content.files);
             }
             Ok::<(u64, u64), String>((files, largest))
         });
@@ -212,11 +210,12 @@ impl<'p> Runner<'p> {
     fn learn_private_paths(&mut self, n: usize) -> Result<(), Halt> {
         for k in 1..=n {
             let path = series::manifest_of(&self.root, k);
-            let manifest = labrun_dataset::read_manifest(&path)
-                .map_err(|e| RunError::io("cannot read the manifest of a tree", &path, e.into()))?;
-            for e in &manifest.entries {
-                self.private_paths.add(&e.path);
-            }
+            let redactor = &mut self.private_paths;
+            super::tree_manifests::each_entry(&path, &mut |e| {
+                redactor.add(&e.path);
+                Ok(())
+            })
+            .map_err(|e| RunError::io("cannot read the manifest of a tree", &path, e.into()))?;
         }
         Ok(())
     }
