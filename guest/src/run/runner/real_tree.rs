@@ -98,6 +98,7 @@ impl<'p> Runner<'p> {
                     for e in &ready.manifest.entries {
                         self.private_paths.add(&e.path);
                     }
+                    self.private_paths.finish();
                 }
                 self.write_tree_manifest(
                     GENERATED,

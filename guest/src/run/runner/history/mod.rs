@@ -208,7 +208,8 @@ impl<'p> Runner<'p> {
         }))
     }
 
-    /// Every path of the series' `n` trees, to be hashed in tool logs.
+    /// Every name in the paths of the series' `n` trees, to be hashed in
+    /// tool logs.
     fn learn_private_paths(&mut self, n: usize) -> Result<(), Halt> {
         for k in 1..=n {
             let path = series::manifest_of(&self.root, k);
@@ -218,6 +219,7 @@ impl<'p> Runner<'p> {
                 self.private_paths.add(&e.path);
             }
         }
+        self.private_paths.finish();
         Ok(())
     }
 
