@@ -35,9 +35,11 @@ pub struct SortBudget {
 }
 
 impl Default for SortBudget {
-    /// About 8 MiB of entries (some 35,000 of a plain tree) and 64 run
-    /// files of 8 KiB buffers: a few MiB whatever the tree's size, and
-    /// still millions of files between two merges of the runs.
+    /// About 8 MiB of entries (some 37,000 of a plain tree's, 224 bytes
+    /// each, in a vector that may have room for up to twice as many) and
+    /// 64 run files read through 8 KiB buffers: about 16 MiB at most
+    /// whatever the tree's size, and still millions of files between two
+    /// merges of the runs.
     fn default() -> SortBudget {
         SortBudget {
             entries: 64 * 1024,
