@@ -27,6 +27,7 @@ mod change;
 mod error;
 pub mod fidelity;
 mod generate;
+mod hashed_manifest;
 pub mod history;
 pub mod layout;
 mod manifest_file;
@@ -38,6 +39,7 @@ pub mod profile;
 pub mod sample;
 mod scan;
 mod scan_stream;
+mod sorted_runs;
 mod sorted_walk;
 pub mod space;
 pub mod stream;
@@ -48,6 +50,7 @@ mod verify;
 
 pub use change::{ChangePlan, ChangedRegion};
 pub use error::{DatasetError, UnpackBound};
+pub use hashed_manifest::{HashedManifestWriter, SortBudget};
 pub use labrun_evidence::DatasetProfile;
 pub use manifest_file::{
     ManifestFileWriter, WrittenManifest, check_outside, default_manifest_path, read_manifest,

@@ -171,16 +171,16 @@ impl Drop for ManifestFileWriter {
     }
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(suffix);
     PathBuf::from(name)
 }
 
 /// Hashes what passes through it.
-struct HashingWriter<W> {
-    inner: W,
-    hasher: Sha256,
+pub(crate) struct HashingWriter<W> {
+    pub(crate) inner: W,
+    pub(crate) hasher: Sha256,
 }
 
 impl<W: Write> Write for HashingWriter<W> {

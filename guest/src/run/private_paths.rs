@@ -1,20 +1,30 @@
 //! Keeps a private tree's names out of tool logs (issue 31). A tool that
 //! lists what it backs up or restores (`restic -vv`, `borg --list`) or
 //! names a file in a warning would put the owner's paths into the
-//! evidence; the manifests already hold them hashed. Every path of the
-//! tree, and every name in one, found in a log between delimiters is
-//! replaced by its hashed form ([`hashed_path`], as the manifests have it),
-//! so an absolute path the tool prints becomes its folder's path followed
-//! by hashes.
+//! evidence; the manifests already hold them hashed. Every name of the
+//! tree (a component of one of its paths) found in a log between
+//! delimiters is replaced by its hashed form ([`hashed_path`] of the name,
+//! which its owner maps back as a manifest's path), so a path the tool
+//! prints becomes its folder's path followed by a hash per name:
+//! `/w/c1/source/photos/my cat.jpg` becomes `/w/c1/source/H1/H2`.
+//!
+//! Names, not whole paths, are what is kept: the set of a tree's paths is
+//! as large as the tree (millions of them at millions of files), while
+//! names repeat from folder to folder, and hashing each name of a path
+//! keeps all of the path out of the log just as well. A name is kept as a
+//! keyed 64-bit hash (8 bytes, whatever its length) in a sorted vector.
+//! A span of a log that hashes like a name by chance (a span's odds are
+//! the number of names in 2^64) is hashed too: over-redaction, harmless.
 //!
 //! Matching is by delimiters (whitespace, `/`, quotes, brackets, `,:;=`),
 //! not by substring: a file named `a` hides the word `a`, not every letter
 //! a. A name holding a delimiter (a space) is still found whole: every span
-//! between two delimiters up to the longest path is tried, longest first.
+//! between two delimiters, up to the longest name and never across a `/`
+//! (no name holds one), is tried, longest first.
 
 use labrun_evidence::manifest::hashed_path;
-use std::collections::HashSet;
 use std::fs::File;
+use std::hash::{BuildHasher, RandomState};
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -22,28 +32,80 @@ use std::path::{Path, PathBuf};
 /// newline (a name with a newline in it is found unless a cut falls in it).
 const CHUNK: usize = 1 << 20;
 
+/// Names added before the first sort and deduplication: a small tree is
+/// sorted once, when it is finished.
+const FIRST_SORT: usize = 4096;
+
 #[derive(Debug, Default)]
 pub struct PathRedactor {
-    known: HashSet<Box<[u8]>>,
+    /// Keyed hashes of the names: `names[..sorted]` sorted and without
+    /// repeats, the rest as added since.
+    names: Vec<u64>,
+    sorted: usize,
+    /// A key of this process's own, so which spans collide with a name by
+    /// chance cannot be known ahead.
+    key: RandomState,
+    /// Bytes of the longest name: no longer span is tried.
     longest: usize,
 }
 
 impl PathRedactor {
-    /// Learns `path` (relative, `/`-separated) and each name in it.
+    /// Learns each name in `path` (relative, `/`-separated). Call
+    /// [`PathRedactor::finish`] once the tree is added.
     pub fn add(&mut self, path: &str) {
-        for part in std::iter::once(path).chain(path.split('/')) {
-            if !part.is_empty() && !self.known.contains(part.as_bytes()) {
-                self.longest = self.longest.max(part.len());
-                self.known.insert(part.as_bytes().into());
+        for name in path.split('/').filter(|n| !n.is_empty()) {
+            let hash = self.key.hash_one(name.as_bytes());
+            if self.names[..self.sorted].binary_search(&hash).is_ok() {
+                continue;
+            }
+            self.longest = self.longest.max(name.len());
+            self.names.push(hash);
+            // Sorting when the names double keeps repeats (a folder's
+            // name comes with every path under it) to at most as many as
+            // the distinct names, at a sort's cost per doubling.
+            if self.names.len() >= self.next_sort() {
+                self.sort_names();
+                // Room for exactly what comes before the next sort, not
+                // the vector's own doubling on top of it.
+                let room = self.next_sort();
+                self.names
+                    .reserve_exact(room.saturating_sub(self.names.len()));
             }
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.known.is_empty()
+    /// Sorts the names added last and frees the room kept for more: 8
+    /// bytes a distinct name from then on, each found by a binary search.
+    /// Names added after it are still found (the slower way) until the
+    /// next call.
+    pub fn finish(&mut self) {
+        self.sort_names();
+        self.names.shrink_to_fit();
     }
 
-    /// `text` with every known path or name hashed; `None` when none is in it.
+    /// How many names, repeats included, the vector may hold before the
+    /// next sort.
+    fn next_sort(&self) -> usize {
+        2 * self.sorted.max(FIRST_SORT / 2)
+    }
+
+    fn sort_names(&mut self) {
+        self.names.sort_unstable();
+        self.names.dedup();
+        self.sorted = self.names.len();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    fn knows(&self, span: &[u8]) -> bool {
+        let hash = self.key.hash_one(span);
+        let (sorted, added) = self.names.split_at(self.sorted);
+        sorted.binary_search(&hash).is_ok() || added.contains(&hash)
+    }
+
+    /// `text` with every known name hashed; `None` when none is in it.
     pub fn redact(&self, text: &[u8]) -> Option<Vec<u8>> {
         let mut out = Vec::new();
         let (mut copied, mut i, mut found) = (0, 0, false);
@@ -62,19 +124,23 @@ impl PathRedactor {
         found.then_some(out)
     }
 
-    /// The end of the longest known span that starts at `start` and ends
+    /// The end of the longest known name that starts at `start` and ends
     /// before a delimiter (or the end of the text).
     fn longest_match(&self, text: &[u8], start: usize) -> Option<usize> {
         let limit = text.len().min(start.saturating_add(self.longest));
+        let limit = text[start..limit]
+            .iter()
+            .position(|&b| b == b'/')
+            .map_or(limit, |slash| start + slash);
         (start + 1..=limit)
             .rev()
             .filter(|&end| {
                 (end == text.len() || is_delimiter(text[end])) && !is_delimiter(text[end - 1])
             })
-            .find(|&end| self.known.contains(&text[start..end]))
+            .find(|&end| self.knows(&text[start..end]))
     }
 
-    /// Rewrites the log at `path` if it names any known path; true when it
+    /// Rewrites the log at `path` if it names any known name; true when it
     /// did. A missing log (a step that never started) is no error.
     pub fn redact_file(&self, path: &Path) -> io::Result<bool> {
         if self.is_empty() {
@@ -130,6 +196,7 @@ mod tests {
         for p in paths {
             r.add(p);
         }
+        r.finish();
         r
     }
 
@@ -142,17 +209,16 @@ mod tests {
     }
 
     #[test]
-    fn hashes_paths_and_names_between_delimiters_only() {
+    fn hashes_names_between_delimiters_only() {
         let r = redactor(&["photos/my cat.jpg", "a"]);
-        let (path, name, dir) = (
-            hashed_path("photos/my cat.jpg"),
-            hashed_path("my cat.jpg"),
-            hashed_path("photos"),
+        let (dir, name) = (hashed_path("photos"), hashed_path("my cat.jpg"));
+        assert_eq!(
+            redact(&r, "A photos/my cat.jpg\n"),
+            format!("A {dir}/{name}\n")
         );
-        assert_eq!(redact(&r, "A photos/my cat.jpg\n"), format!("A {path}\n"));
         assert_eq!(
             redact(&r, "new  /w/c1/source/photos/my cat.jpg, saved"),
-            format!("new  /w/c1/source/{path}, saved")
+            format!("new  /w/c1/source/{dir}/{name}, saved")
         );
         assert_eq!(redact(&r, "'my cat.jpg': ok"), format!("'{name}': ok"));
         assert_eq!(redact(&r, "photos/other"), format!("{dir}/other"));
@@ -162,6 +228,35 @@ mod tests {
             format!("{} banana", hashed_path("a"))
         );
         assert!(r.redact(b"Files: 3 new, catalog").is_none());
+        // A name is never looked for across a `/`: `my cat.jpg/x` names
+        // the file and then `x`, not a longer name.
+        assert_eq!(redact(&r, "my cat.jpg/x"), format!("{name}/x"));
+    }
+
+    #[test]
+    fn keeps_each_distinct_name_once_sorted_or_not() {
+        let mut r = PathRedactor::default();
+        let path = |i: usize| format!("folder {}/sub/file {i}", i % 10);
+        for i in 0..10_000 {
+            r.add(&path(i));
+            // Repeats never pile up past the distinct names (sub, ten
+            // folders, i+1 files) before the first sort, then twice them.
+            assert!(r.names.len() <= (2 * (11 + i + 1)).max(FIRST_SORT));
+        }
+        // Not finished: the names added since the last sort are found too.
+        assert!(r.redact(path(9_999).as_bytes()).is_some());
+        r.finish();
+        assert_eq!(r.names.len(), 11 + 10_000);
+        assert!(r.names.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(r.longest, "folder 0".len().max("file 9999".len()));
+        let expected = format!(
+            "{}/{}/{}",
+            hashed_path("folder 3"),
+            hashed_path("sub"),
+            hashed_path("file 123")
+        );
+        assert_eq!(redact(&r, "folder 3/sub/file 123"), expected);
+        assert!(r.redact(b"folder 10/file 10000").is_none());
     }
 
     #[test]
@@ -174,13 +269,10 @@ mod tests {
         assert!(!r.redact_file(&clean).unwrap());
         assert!(r.redact_file(&dirty).unwrap());
         assert!(!r.redact_file(&dir.path().join("missing")).unwrap());
+        let secret = hashed_path("secret");
         assert_eq!(
             std::fs::read_to_string(&dirty).unwrap(),
-            format!(
-                "A {}\nd {}\n",
-                hashed_path("secret/plan.txt"),
-                hashed_path("secret")
-            )
+            format!("A {secret}/{}\nd {secret}\n", hashed_path("plan.txt"))
         );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }

@@ -170,7 +170,9 @@ impl<'p> Runner<'p> {
             })?;
             out.finish().map(|_| ())
         };
-        write().map_err(|e| RunError::io("cannot write the tree's manifest", &evidence, e.into()).into())
+        let written = write();
+        self.private_paths.finish();
+        written.map_err(|e| RunError::io("cannot write the tree's manifest", &evidence, e.into()).into())
     }
 }
 

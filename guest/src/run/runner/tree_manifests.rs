@@ -42,7 +42,7 @@ impl TreeManifestWriter {
                 plain: None,
             },
             Some(plain) => TreeManifestWriter {
-                evidence: EvidenceCopy::Hashed(HashedManifestWriter::create(evidence)?),
+                evidence: EvidenceCopy::Hashed(HashedManifestWriter::create(evidence)),
                 plain: Some(ManifestFileWriter::create(plain)?),
             },
         })

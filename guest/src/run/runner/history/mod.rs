@@ -206,7 +206,8 @@ impl<'p> Runner<'p> {
         }))
     }
 
-    /// Every path of the series' `n` trees, to be hashed in tool logs.
+    /// Every name in the paths of the series' `n` trees, to be hashed in
+    /// tool logs.
     fn learn_private_paths(&mut self, n: usize) -> Result<(), Halt> {
         for k in 1..=n {
             let path = series::manifest_of(&self.root, k);
@@ -217,6 +218,7 @@ impl<'p> Runner<'p> {
             })
             .map_err(|e| RunError::io("cannot read the manifest of a tree", &path, e.into()))?;
         }
+        self.private_paths.finish();
         Ok(())
     }
 
