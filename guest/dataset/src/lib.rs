@@ -37,6 +37,7 @@ mod pool;
 pub mod profile;
 pub mod sample;
 mod scan;
+mod scan_metadata_stream;
 mod scan_stream;
 mod sorted_walk;
 pub mod space;
@@ -281,6 +282,20 @@ pub fn scan_metadata(dir: &Path) -> io::Result<Manifest> {
 /// As [`scan_metadata`], reporting (bytes hashed, bytes to hash).
 pub fn scan_metadata_with_progress(dir: &Path, progress: Progress) -> io::Result<Manifest> {
     Ok(scan::scan(dir, scan::Detail::Metadata, progress)?)
+}
+
+/// As [`scan_metadata_with_progress`], writing the manifest to the file
+/// `path` (the bytes [`write_manifest`] of [`scan_metadata`] writes) as the
+/// tree is read: a tree of millions of files is never held, only the names
+/// of files with more than one link (see `scan_metadata_stream.rs`).
+pub fn scan_metadata_to_file(
+    dir: &Path,
+    path: &Path,
+    progress: Progress,
+) -> io::Result<WrittenManifest> {
+    Ok(scan_metadata_stream::scan_metadata_to_file(
+        dir, path, progress,
+    )?)
 }
 
 /// Compares the tree under `dir` with `expected` (which need not be
