@@ -12,6 +12,7 @@
 //! files always keeps at least one.
 
 use crate::Progress;
+use crate::manifest_file::WrittenManifest;
 use crate::tree_change::set_mtime;
 use crate::verify::compare;
 use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
@@ -32,11 +33,7 @@ pub fn sample(manifest: &Manifest, fraction: f64, seed: u64) -> Manifest {
         all.sort();
         return all;
     }
-    let threshold = if fraction > 0.0 {
-        (fraction * 2f64.powi(64)) as u64
-    } else {
-        0
-    };
+    let threshold = threshold(fraction);
     // A hard-link group is decided by its first path (in path order).
     let mut sorted: Vec<&ManifestEntry> = manifest.entries.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
@@ -100,7 +97,33 @@ pub fn sample(manifest: &Manifest, fraction: f64, seed: u64) -> Manifest {
     Manifest { entries }
 }
 
-fn score(seed: u64, path: &str) -> u64 {
+/// As [`sample`], from the manifest file `manifest` to the manifest file
+/// `out` (the bytes [`crate::write_manifest`] of [`sample`] writes), one
+/// entry at a time: for trees too big to hold (see `sample_file.rs`).
+pub fn sample_to_file(
+    manifest: &Path,
+    fraction: f64,
+    seed: u64,
+    out: &Path,
+) -> io::Result<WrittenManifest> {
+    Ok(crate::sample_file::sample_to_file(
+        manifest, fraction, seed, out,
+    )?)
+}
+
+/// Scores below this are in the sample of `fraction` (0 for 0 or less, or
+/// not a number: nothing is, and the lowest score is kept).
+pub(crate) fn threshold(fraction: f64) -> u64 {
+    if fraction > 0.0 {
+        (fraction * 2f64.powi(64)) as u64
+    } else {
+        0
+    }
+}
+
+/// A path's place in every sample of `seed`: it is in those whose
+/// threshold is above it.
+pub(crate) fn score(seed: u64, path: &str) -> u64 {
     let mut h = Sha256::new();
     h.update(b"labrun-dataset/v2/sample");
     h.update(seed.to_le_bytes());

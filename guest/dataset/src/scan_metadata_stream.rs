@@ -13,17 +13,16 @@
 
 use crate::Progress;
 use crate::error::DatasetError;
-use crate::manifest_file::{ManifestFileWriter, WrittenManifest};
+use crate::manifest_file::{ManifestFileWriter, WrittenManifest, read_entries};
 use crate::metadata;
 use crate::ordered::ordered;
 use crate::pool::{self, Worker};
 use crate::scan_stream::MIN_THREADS;
 use crate::sorted_walk::{self, Found, SortedWalk};
-use labrun_evidence::{EntryKind, ManifestEntry, ManifestReader};
+use labrun_evidence::{EntryKind, ManifestEntry};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::BufReader;
 use std::path::Path;
 
 /// (device, inode): what the names of one hard-link group share.
@@ -157,12 +156,10 @@ fn write_link_groups(
     path: &Path,
     groups: &HashMap<String, u32>,
 ) -> Result<WrittenManifest, DatasetError> {
-    let reading = |e| DatasetError::io("reading manifest", path, e);
-    let file = File::open(path).map_err(|e| DatasetError::io("opening manifest", path, e))?;
-    let reader = ManifestReader::new(BufReader::new(file)).map_err(reading)?;
+    let entries = read_entries(path)?;
     let mut out = ManifestFileWriter::create(path)?;
-    for entry in reader {
-        let mut entry = entry.map_err(reading)?;
+    for entry in entries {
+        let mut entry = entry?;
         entry.link_group = groups.get(&entry.path).copied();
         out.push(&entry)?;
     }
