@@ -37,6 +37,7 @@ mod ordered;
 mod pool;
 pub mod profile;
 pub mod sample;
+mod sample_copy;
 mod sample_file;
 mod scan;
 mod scan_metadata_stream;
@@ -59,7 +60,7 @@ pub use manifest_file::{
 pub use metadata_check::compare_metadata;
 pub use profile::{ChangeExtent, change_extent, change_plan};
 pub use profile::{Footprint, FootprintRow, footprint};
-pub use sample::{copy_sample, sample, sample_to_file};
+pub use sample::{copy_sample, copy_sample_from_file, sample, sample_to_file};
 pub use tree_change::{ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_from};
 pub use unpack::{UnpackLimits, Unpacked, list_file, unpack_file};
 pub use verify::{

@@ -43,6 +43,11 @@ impl<T> OpenFolders<T> {
             .filter(move |(prefix, _)| path.starts_with(prefix.as_str()))
             .map(|(_, value)| value)
     }
+
+    /// The folders still open, last opened first (the stream ended).
+    pub(crate) fn close(&mut self) -> Option<T> {
+        self.open.pop().map(|(_, value)| value)
+    }
 }
 
 #[cfg(test)]
@@ -64,7 +69,7 @@ mod tests {
                 open.open(path, path);
             }
         }
-        while let Some(folder) = open.close_passed("\u{10ffff}") {
+        while let Some(folder) = open.close() {
             closed.push(folder);
         }
         assert_eq!(closed, ["a-b", "a/b", "a"]);

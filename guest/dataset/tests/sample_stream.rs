@@ -3,7 +3,9 @@
 //! case, hard-link groups, and folders whose entries do not follow them
 //! (`a`, `a-b`, `a/x`).
 
-use labrun_dataset::{sample, sample_to_file, scan, scan_metadata, write_manifest};
+use labrun_dataset::{
+    copy_sample, copy_sample_from_file, sample, sample_to_file, scan, scan_metadata, write_manifest,
+};
 use labrun_evidence::Manifest;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -97,4 +99,83 @@ fn an_empty_and_an_unsorted_manifest_sample_alike() {
     for fraction in [0.0, 0.2, 1.0] {
         assert_same(&unsorted, &file, fraction, 5, tmp.path());
     }
+}
+
+#[test]
+fn a_sample_copies_from_its_file_and_a_changed_tree_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("tree");
+    tree(&root);
+    // A read-only folder: its mode is set once what it holds is copied.
+    write(&root, "locked/inner/f", "locked");
+    fs::set_permissions(
+        root.join("locked"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o555),
+    )
+    .unwrap();
+    for (n, manifest) in [scan_metadata(&root).unwrap(), scan(&root).unwrap()]
+        .into_iter()
+        .enumerate()
+    {
+        let file = tmp.path().join("tree.jsonl");
+        write_manifest(&file, &manifest).unwrap();
+        for fraction in [0.3, 1.0] {
+            let subset_file = tmp.path().join("subset.jsonl");
+            sample_to_file(&file, fraction, 4, &subset_file).unwrap();
+            let subset = sample(&manifest, fraction, 4);
+
+            let held_to = tmp.path().join(format!("held-{n}-{fraction}"));
+            let held = copy_sample(&root, &held_to, &subset, &mut |_, _| {}).unwrap();
+            let held_file = tmp.path().join("held-copy.jsonl");
+            write_manifest(&held_file, &held).unwrap();
+
+            let to = tmp.path().join(format!("streamed-{n}-{fraction}"));
+            let copy_file = tmp.path().join("copy.jsonl");
+            let mut last = (0, 0);
+            let written =
+                copy_sample_from_file(&root, &to, &subset_file, &copy_file, &mut |d, t| {
+                    last = (d, t)
+                })
+                .unwrap();
+            assert_eq!(fs::read(&copy_file).unwrap(), fs::read(&held_file).unwrap());
+            assert_eq!(written.entries, held.entries.len());
+            assert_eq!(last, (subset.total_file_bytes(), subset.total_file_bytes()));
+            // The copy is the sample, metadata too when it records any.
+            let rescanned = if n == 0 {
+                scan_metadata(&to)
+            } else {
+                scan(&to)
+            };
+            assert_eq!(rescanned.unwrap(), subset, "fraction {fraction}");
+        }
+    }
+
+    // Not into a folder with something in it; not from a tree that changed.
+    let file = tmp.path().join("tree.jsonl");
+    write_manifest(&file, &scan_metadata(&root).unwrap()).unwrap();
+    let subset_file = tmp.path().join("subset.jsonl");
+    sample_to_file(&file, 1.0, 4, &subset_file).unwrap();
+    let copy_file = tmp.path().join("copy.jsonl");
+    let err = copy_sample_from_file(
+        &root,
+        &tmp.path().join("streamed-0-1"),
+        &subset_file,
+        &copy_file,
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("not empty"), "{err}");
+    fs::write(root.join("b/f4"), "different").unwrap();
+    fs::remove_file(&copy_file).unwrap();
+    let err = copy_sample_from_file(
+        &root,
+        &tmp.path().join("again"),
+        &subset_file,
+        &copy_file,
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("differs"), "{err}");
+    assert!(err.to_string().contains("b/f4"), "{err}");
+    assert!(!copy_file.exists(), "no manifest of a copy that is wrong");
 }
