@@ -33,11 +33,15 @@ pub mod layout;
 mod manifest_file;
 mod metadata;
 mod metadata_check;
+mod open_folders;
 mod ordered;
 mod pool;
 pub mod profile;
 pub mod sample;
+mod sample_copy;
+mod sample_file;
 mod scan;
+mod scan_metadata_stream;
 mod scan_stream;
 mod sorted_runs;
 mod sorted_walk;
@@ -59,7 +63,7 @@ pub use manifest_file::{
 pub use metadata_check::compare_metadata;
 pub use profile::{ChangeExtent, change_extent, change_plan};
 pub use profile::{Footprint, FootprintRow, footprint};
-pub use sample::{copy_sample, sample};
+pub use sample::{copy_sample, copy_sample_from_file, sample, sample_to_file};
 pub use tree_change::{
     ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_each, apply_tree_change_from,
 };
@@ -286,6 +290,20 @@ pub fn scan_metadata(dir: &Path) -> io::Result<Manifest> {
 /// As [`scan_metadata`], reporting (bytes hashed, bytes to hash).
 pub fn scan_metadata_with_progress(dir: &Path, progress: Progress) -> io::Result<Manifest> {
     Ok(scan::scan(dir, scan::Detail::Metadata, progress)?)
+}
+
+/// As [`scan_metadata_with_progress`], writing the manifest to the file
+/// `path` (the bytes [`write_manifest`] of [`scan_metadata`] writes) as the
+/// tree is read: a tree of millions of files is never held, only the names
+/// of files with more than one link (see `scan_metadata_stream.rs`).
+pub fn scan_metadata_to_file(
+    dir: &Path,
+    path: &Path,
+    progress: Progress,
+) -> io::Result<WrittenManifest> {
+    Ok(scan_metadata_stream::scan_metadata_to_file(
+        dir, path, progress,
+    )?)
 }
 
 /// Compares the tree under `dir` with `expected` (which need not be

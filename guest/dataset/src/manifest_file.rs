@@ -63,6 +63,17 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, DatasetError> {
         .map_err(|e| DatasetError::io("reading manifest", path, e))
 }
 
+/// The entries of the manifest file `path`, one at a time (a tree of
+/// millions of files is never held).
+pub(crate) fn read_entries(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<ManifestEntry, DatasetError>> + '_, DatasetError> {
+    let file = File::open(path).map_err(|e| DatasetError::io("opening manifest", path, e))?;
+    let reader = labrun_evidence::ManifestReader::new(BufReader::new(file))
+        .map_err(|e| DatasetError::io("reading manifest", path, e))?;
+    Ok(reader.map(move |e| e.map_err(|e| DatasetError::io("reading manifest", path, e))))
+}
+
 /// A manifest written as its tree was scanned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenManifest {

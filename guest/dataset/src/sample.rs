@@ -12,14 +12,14 @@
 //! files always keeps at least one.
 
 use crate::Progress;
-use crate::tree_change::set_mtime;
+use crate::manifest_file::WrittenManifest;
+pub use crate::sample_copy::copy_sample_from_file;
+use crate::sample_copy::{copy_entry, differs, finish_folder, prepare_empty};
 use crate::verify::compare;
 use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
-use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// The seeded subset of `manifest` (see the module docs), sorted by path.
@@ -32,11 +32,7 @@ pub fn sample(manifest: &Manifest, fraction: f64, seed: u64) -> Manifest {
         all.sort();
         return all;
     }
-    let threshold = if fraction > 0.0 {
-        (fraction * 2f64.powi(64)) as u64
-    } else {
-        0
-    };
+    let threshold = threshold(fraction);
     // A hard-link group is decided by its first path (in path order).
     let mut sorted: Vec<&ManifestEntry> = manifest.entries.iter().collect();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
@@ -100,7 +96,33 @@ pub fn sample(manifest: &Manifest, fraction: f64, seed: u64) -> Manifest {
     Manifest { entries }
 }
 
-fn score(seed: u64, path: &str) -> u64 {
+/// As [`sample`], from the manifest file `manifest` to the manifest file
+/// `out` (the bytes [`crate::write_manifest`] of [`sample`] writes), one
+/// entry at a time: for trees too big to hold (see `sample_file.rs`).
+pub fn sample_to_file(
+    manifest: &Path,
+    fraction: f64,
+    seed: u64,
+    out: &Path,
+) -> io::Result<WrittenManifest> {
+    Ok(crate::sample_file::sample_to_file(
+        manifest, fraction, seed, out,
+    )?)
+}
+
+/// Scores below this are in the sample of `fraction` (0 for 0 or less, or
+/// not a number: nothing is, and the lowest score is kept).
+pub(crate) fn threshold(fraction: f64) -> u64 {
+    if fraction > 0.0 {
+        (fraction * 2f64.powi(64)) as u64
+    } else {
+        0
+    }
+}
+
+/// A path's place in every sample of `seed`: it is in those whose
+/// threshold is above it.
+pub(crate) fn score(seed: u64, path: &str) -> u64 {
     let mut h = Sha256::new();
     h.update(b"labrun-dataset/v2/sample");
     h.update(seed.to_le_bytes());
@@ -122,63 +144,23 @@ pub fn copy_sample(
     subset: &Manifest,
     progress: Progress,
 ) -> io::Result<Manifest> {
-    fs::create_dir_all(to).map_err(|e| at(e, "creating", to))?;
-    if fs::read_dir(to)
-        .map_err(|e| at(e, "listing", to))?
-        .next()
-        .is_some()
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            format!(
-                "{} is not empty: a sample is copied into a new folder",
-                to.display()
-            ),
-        ));
-    }
+    prepare_empty(to)?;
     let mut entries: Vec<&ManifestEntry> = subset.entries.iter().collect();
     // A folder's path sorts before those of its entries.
     entries.sort_by(|a, b| a.path.cmp(&b.path));
     let total = subset.total_file_bytes();
     let mut done = 0;
-    let mut first_of_group: HashMap<u32, &str> = HashMap::new();
+    let mut first_of_group = HashMap::new();
     for e in &entries {
-        let (src, dst) = (from.join(&e.path), to.join(&e.path));
-        match e.kind {
-            EntryKind::Dir => fs::create_dir(&dst).map_err(|err| at(err, "creating", &dst))?,
-            EntryKind::Symlink => {
-                let target = fs::read_link(&src).map_err(|err| at(err, "reading", &src))?;
-                std::os::unix::fs::symlink(target, &dst)
-                    .map_err(|err| at(err, "creating", &dst))?;
-            }
-            EntryKind::File => {
-                if let Some(first) = e.link_group.and_then(|g| first_of_group.get(&g)) {
-                    let first = to.join(first);
-                    fs::hard_link(&first, &dst).map_err(|err| at(err, "linking", &dst))?;
-                    continue;
-                }
-                if let Some(g) = e.link_group {
-                    first_of_group.insert(g, &e.path);
-                }
-                // fs::copy also copies the permission bits.
-                done += fs::copy(&src, &dst).map_err(|err| at(err, "copying", &src))?;
-                let md = fs::metadata(&src).map_err(|err| at(err, "reading", &src))?;
-                set_mtime(&dst, md.modified()?)?;
-                progress(done.min(total), total);
-            }
+        let copied = copy_entry(from, to, e, &mut first_of_group)?;
+        if e.kind == EntryKind::File {
+            done += copied;
+            progress(done.min(total), total);
         }
     }
-    // Folders last, deepest first: their entries changed their mtimes, and
-    // a read-only folder must not stop the copy of what it holds.
+    // Folders last, deepest first (see `finish_folder`).
     for e in entries.iter().rev().filter(|e| e.kind == EntryKind::Dir) {
-        let (src, dst) = (from.join(&e.path), to.join(&e.path));
-        let md = fs::symlink_metadata(&src).map_err(|err| at(err, "reading", &src))?;
-        fs::set_permissions(
-            &dst,
-            fs::Permissions::from_mode(md.permissions().mode() & 0o7777),
-        )
-        .map_err(|err| at(err, "setting the mode of", &dst))?;
-        set_mtime(&dst, md.modified()?)?;
+        finish_folder(from, to, &e.path)?;
     }
     let metadata = subset
         .entries
@@ -191,20 +173,7 @@ pub fn copy_sample(
     };
     let outcome = compare(subset, &copy);
     if !outcome.passed {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "the sample copied to {} differs from the sample of {} ({}): did the tree \
-                 change after it was scanned? Scan it again and take the sample from that",
-                to.display(),
-                from.display(),
-                outcome.first_differences.join(", ")
-            ),
-        ));
+        return Err(differs(from, to, &outcome.first_differences));
     }
     Ok(copy)
-}
-
-fn at(e: io::Error, what: &str, path: &Path) -> io::Error {
-    io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
 }

@@ -14,7 +14,7 @@ use std::path::Path;
 
 /// Hashing threads at least: reads of small files on a cold cache wait on
 /// the disk more than on the CPU, so more requests in flight than cores pay.
-const MIN_THREADS: usize = 4;
+pub(crate) const MIN_THREADS: usize = 4;
 
 /// Passes every entry under `dir` to `sink`, in manifest order. The first
 /// error (the walk's, a file's, or the sink's) stops everything and is
@@ -25,7 +25,7 @@ pub(crate) fn scan_each(
 ) -> Result<(), DatasetError> {
     let walk = SortedWalk::new(dir)?;
     let job = |found: Found, worker: &mut Worker| match found {
-        Found::Ready(entry) => Ok(entry),
+        Found::Ready { entry, .. } => Ok(entry),
         Found::File { rel, abs } => hash_file(rel, &abs, worker),
     };
     ordered(

@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 
 /// What the walk yields, in manifest order.
 pub(crate) enum Found {
-    /// A directory or symlink: complete without reading any content.
-    Ready(ManifestEntry),
+    /// A directory or symlink: complete without reading any content. `abs`
+    /// for a metadata scan, which reads a folder's mtime and xattrs.
+    Ready { entry: ManifestEntry, abs: PathBuf },
     /// A regular file, to be hashed.
     File { rel: String, abs: PathBuf },
 }
@@ -136,25 +137,27 @@ fn entry(rel: String, abs: PathBuf, ft: FileType) -> Result<Found, DatasetError>
     let md = fs::symlink_metadata(&abs)
         .map_err(|e| DatasetError::io("reading the metadata of", &abs, e))?;
     if ft.is_dir() {
-        Ok(Found::Ready(ManifestEntry {
+        let entry = ManifestEntry {
             path: rel,
             kind: EntryKind::Dir,
             size: 0,
             mode: mode_bits(&md),
             sha256: String::new(),
             ..ManifestEntry::default()
-        }))
+        };
+        Ok(Found::Ready { entry, abs })
     } else if ft.is_symlink() {
         let target = fs::read_link(&abs).map_err(|e| DatasetError::io("reading link", &abs, e))?;
         let bytes = target.as_os_str().as_bytes();
-        Ok(Found::Ready(ManifestEntry {
+        let entry = ManifestEntry {
             path: rel,
             kind: EntryKind::Symlink,
             size: bytes.len() as u64,
             mode: mode_bits(&md),
             sha256: hex::encode(Sha256::digest(bytes)),
             ..ManifestEntry::default()
-        }))
+        };
+        Ok(Found::Ready { entry, abs })
     } else {
         Err(DatasetError::UnsupportedFileType { path: abs })
     }

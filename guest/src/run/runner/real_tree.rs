@@ -322,16 +322,15 @@ pub fn ready_tree(
     };
     let subset = into.join("sample.meta.jsonl");
     let to = sample_dir(into);
-    let copy = || -> Result<(), labrun_dataset::DatasetError> {
-        labrun_dataset::sample_file(&meta, sample.fraction, sample.seed, &subset)?;
-        labrun_dataset::copy_sample_file(&dir, &to, &subset, progress)?;
-        Ok(())
+    // The copy's manifest (with metadata, as the subset's) replaces the
+    // whole tree's: the sample is the run's tree from here on.
+    let mut copy = || -> std::io::Result<WrittenManifest> {
+        labrun_dataset::sample_to_file(&meta, sample.fraction, sample.seed, &subset)?;
+        labrun_dataset::copy_sample_from_file(&dir, &to, &subset, &meta, progress)
     };
     let copied = copy();
     let _ = std::fs::remove_file(&subset);
-    copied.map_err(|e| format!("cannot copy the sample of the tree: {e}"))?;
-    labrun_dataset::scan_metadata_to_file(&to, &meta, progress)
-        .map_err(|e| format!("cannot read the sample of the tree: {}", describe_io(&e)))?;
+    copied.map_err(|e| format!("cannot copy the sample of the tree: {}", describe_io(&e)))?;
     let content = write_content_manifest(&meta, &content_path)?;
     if ours {
         // Best effort: the sample is what the run uses from here on.
