@@ -57,7 +57,7 @@ impl RealTree {
                     )));
                 }
             };
-            let planned = TreeChange::plan_from(&ManifestFile::new(base), &spec)?;
+            let planned = TreeChange::plan_from(&ManifestFile(base.to_path_buf()), &spec)?;
             self.rounds.push(planned);
         }
         Ok(self.rounds[k].clone())
@@ -156,7 +156,7 @@ impl<'p> Runner<'p> {
         let evidence = self.ev.manifest_path(GENERATED);
         let plain = private.then(|| self.plain_manifest_path(GENERATED));
         let redactor = &mut self.private_paths;
-        let write = || -> Result<(), labrun_dataset::DatasetError> {
+        let mut write = || -> Result<(), labrun_dataset::DatasetError> {
             if let Some(dir) = plain.as_deref().and_then(Path::parent) {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| labrun_dataset::DatasetError::io("creating", dir, e))?;
