@@ -73,9 +73,11 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
 mod apply;
+mod source;
 
 pub(crate) use apply::set_mtime;
 pub use apply::{apply_tree_change, apply_tree_change_from};
+pub use source::{Entries, EntrySource, ManifestFile};
 
 /// Files below this size are rewritten whole; larger ones get a region.
 pub const WHOLE_FILE_LIMIT: u64 = 1 << 20;
