@@ -85,7 +85,9 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
 mod apply;
+mod choose;
 mod new_paths;
+mod pick;
 mod plan;
 mod rank;
 mod source;
