@@ -10,9 +10,9 @@
 //! published change writes its 5%:
 //!
 //! - **files under 1 MiB** ([`WHOLE_FILE_LIMIT`]): `round(fraction * n)` of
-//!   the `n` non-empty ones, a seeded uniform choice, are rewritten whole
-//!   with new content of the same size (the published change's 2,000 of
-//!   40,000 small files). A uniform choice of files writes `fraction` of the
+//!   the `n` non-empty ones, a seeded uniform choice (the lowest ranks,
+//!   below), are rewritten whole with new content of the same size (the
+//!   published change's 2,000 of 40,000 small files). A uniform choice of files writes `fraction` of the
 //!   small files' bytes on average, whatever their size distribution;
 //! - **files of 1 MiB or more**: each gets one contiguous region of
 //!   `fraction` of its size overwritten at a seeded uniform offset (the
@@ -58,24 +58,43 @@
 //! the walk of both trees, restores removed files, removes added and renamed
 //! ones, brings renamed ones back and resets the folders' mtimes.
 //!
-//! Which files and where come from ChaCha8 streams of a key of its own
-//! (SHA-256 of `labrun-dataset/v2/tree-change` and the seed): the fraction
-//! only sets the counts (files are taken from the front of one seeded
-//! permutation), so a larger fraction's change removes every file a smaller
-//! one's removes.
+//! Which files: every eligible file has a seeded rank, the first 8 bytes of
+//! SHA-256(`labrun-dataset/v3/tree-change/rank`, seed, path) (ties go to
+//! the path order). The lowest ranks are removed, the next as many renamed,
+//! and of the small files left the lowest ranks are rewritten: a uniform
+//! choice, as the seeded permutation of v2 was, but one a pass over the tree
+//! can make holding only the files it keeps. The fraction only sets the
+//! counts, so a larger fraction's change removes every file a smaller one's
+//! removes. Where new paths go and how large added files are come from
+//! ChaCha8 streams of a key of the change's own (SHA-256 of
+//! `labrun-dataset/v3/tree-change` and the seed; v3 since ranks replaced
+//! the permutation: the same seed changes other files than in v2).
+//!
+//! Planning: [`TreeChange::plan_from`] reads the tree's entries, in path
+//! order, a few times from an [`EntrySource`] (a [`ManifestFile`] for an
+//! agent's tree of millions of files) and holds what the change touches,
+//! never the tree; [`TreeChange::plan`] plans the same change from a
+//! manifest in memory.
 
 use crate::change::{ChangePlan, ChangedRegion};
 use crate::stream::{self, StreamRng};
-use labrun_evidence::{ChangeSpec, EntryKind, Manifest, ManifestEntry, Mtime};
+use labrun_evidence::{ChangeSpec, Manifest, Mtime};
 use rand_chacha::rand_core::SeedableRng;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
 mod apply;
+mod choose;
+mod new_paths;
+mod pick;
+mod plan;
+mod rank;
+mod source;
 
 pub(crate) use apply::set_mtime;
 pub use apply::{apply_tree_change, apply_tree_change_each, apply_tree_change_from};
+pub use source::{Entries, EntrySource, ManifestFile};
 
 /// Files below this size are rewritten whole; larger ones get a region.
 pub const WHOLE_FILE_LIMIT: u64 = 1 << 20;
@@ -148,7 +167,7 @@ enum Tag {
     Rewrite = 1,
     Region = 2,
     Added = 4,
-    /// Which files, which folders, which sizes.
+    /// Which folders and sizes new paths get (files are chosen by rank).
     Choice = 0x20,
     /// Each large file's region offset (indexed by manifest position).
     Offset = 0x21,
@@ -157,7 +176,7 @@ enum Tag {
 
 fn stream_of(seed: u64, tag: Tag, index: u64) -> StreamRng {
     let mut h = Sha256::new();
-    h.update(b"labrun-dataset/v2/tree-change");
+    h.update(b"labrun-dataset/v3/tree-change");
     h.update(seed.to_le_bytes());
     let mut rng = StreamRng::from_seed(h.finalize().into());
     rng.set_stream(((tag as u64) << 56) | (index & ((1 << 56) - 1)));
@@ -169,137 +188,16 @@ fn round(x: f64) -> u64 {
 }
 
 impl TreeChange {
-    /// Plans the change of the tree `pristine` describes. A `spec` that
-    /// [`ChangeSpec::validate`] refuses plans an empty change (and
-    /// [`apply_tree_change`] refuses it).
+    /// Plans the change of the tree `pristine` describes: the change
+    /// [`TreeChange::plan_from`] plans from the same entries in a file. A
+    /// `spec` that [`ChangeSpec::validate`] refuses plans an empty change
+    /// (and [`apply_tree_change`] refuses it).
     pub fn plan(pristine: &Manifest, spec: &ChangeSpec) -> TreeChange {
-        let mut sorted: Vec<&ManifestEntry> = pristine.entries.iter().collect();
-        sorted.sort_by(|a, b| a.path.cmp(&b.path));
-        let tree_bytes = sorted
-            .iter()
-            .filter(|e| e.kind == EntryKind::File)
-            .map(|e| e.size)
-            .sum();
-        let eligible: Vec<usize> = (0..sorted.len())
-            .filter(|&i| sorted[i].kind == EntryKind::File && sorted[i].link_group.is_none())
-            .collect();
-        let mut change = TreeChange {
-            rewritten: Vec::new(),
-            rewritten_sizes: Vec::new(),
-            regions: Vec::new(),
-            added: Vec::new(),
-            removed: Vec::new(),
-            removed_sizes: Vec::new(),
-            renamed: Vec::new(),
-            seed: spec.seed,
-            mtime: seeded_mtime(spec.seed),
-            eligible_files: eligible.len() as u64,
-            tree_bytes,
-        };
-        let n = eligible.len() as u64;
-        if n == 0 || spec.validate().is_err() {
-            return change;
+        match TreeChange::plan_from(pristine, spec) {
+            Ok(change) => change,
+            // A manifest in memory yields its entries without error.
+            Err(e) => unreachable!("planning from a manifest in memory: {e}"),
         }
-        let fraction = spec.fraction;
-        let mut choice = stream_of(spec.seed, Tag::Choice, 0);
-        let order: Vec<usize> = stream::permutation(&mut choice, n)
-            .into_iter()
-            .map(|i| eligible[i as usize])
-            .collect();
-
-        // Removed and renamed first, from the front of the permutation;
-        // both leave at least one file for the content change.
-        let structural = if n >= 3 {
-            round(n as f64 * fraction / 5.0).max(1).min((n - 1) / 2) as usize
-        } else {
-            0
-        };
-        let (removed, rest) = order.split_at(structural);
-        let (renamed, rest) = rest.split_at(structural);
-
-        let small: Vec<usize> = rest
-            .iter()
-            .copied()
-            .filter(|&i| (1..WHOLE_FILE_LIMIT).contains(&sorted[i].size))
-            .collect();
-        let mut large: Vec<usize> = rest
-            .iter()
-            .copied()
-            .filter(|&i| sorted[i].size >= WHOLE_FILE_LIMIT)
-            .collect();
-        large.sort_unstable();
-        let mut rewrite_count = round(small.len() as f64 * fraction) as usize;
-        if rewrite_count == 0 && large.is_empty() && !small.is_empty() {
-            rewrite_count = 1;
-        }
-        let mut rewritten = small[..rewrite_count.min(small.len())].to_vec();
-        rewritten.sort_unstable();
-        for i in rewritten {
-            change.rewritten.push(sorted[i].path.clone());
-            change.rewritten_sizes.push(sorted[i].size);
-        }
-        for i in large {
-            let size = sorted[i].size;
-            let len = round(size as f64 * fraction).clamp(1, size);
-            let offset = stream::below(
-                &mut stream_of(spec.seed, Tag::Offset, i as u64),
-                size - len + 1,
-            );
-            change.regions.push(ChangedRegion {
-                path: sorted[i].path.clone(),
-                offset,
-                len,
-            });
-        }
-        let mut removed = removed.to_vec();
-        removed.sort_unstable();
-        for i in removed {
-            change.removed.push(sorted[i].path.clone());
-            change.removed_sizes.push(sorted[i].size);
-        }
-
-        // New paths go into folders of the tree (the root included), under
-        // names no entry has and no other new path takes.
-        let mut dirs: Vec<&str> = vec![""];
-        dirs.extend(
-            sorted
-                .iter()
-                .filter(|e| e.kind == EntryKind::Dir)
-                .map(|e| e.path.as_str()),
-        );
-        // Paths of the tree by binary search (no copy of a million paths),
-        // and the new ones.
-        let exists = |path: &str| {
-            sorted
-                .binary_search_by(|e| e.path.as_str().cmp(path))
-                .is_ok()
-        };
-        let mut taken: BTreeSet<String> = BTreeSet::new();
-        let mut renamed = renamed.to_vec();
-        renamed.sort_unstable();
-        for (k, &i) in renamed.iter().enumerate() {
-            let from = &sorted[i].path;
-            let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
-            let name = from.rsplit('/').next().unwrap_or(from);
-            let to = free_path(
-                dir,
-                name,
-                &format!("labrun-renamed-{k}"),
-                &exists,
-                &mut taken,
-            );
-            change.renamed.push((from.clone(), to));
-        }
-        let added = round(n as f64 * fraction / 5.0).max(1);
-        for k in 0..added {
-            let like = sorted[eligible[stream::below(&mut choice, n) as usize]].size;
-            let dir = dirs[stream::below(&mut choice, dirs.len() as u64) as usize];
-            let name = format!("labrun-added-{k}");
-            let path = free_path(dir, &name, &name, &exists, &mut taken);
-            change.added.push((path, like.min(WHOLE_FILE_LIMIT)));
-        }
-        change.added.sort();
-        change
     }
 
     /// What `reset_tree`'s first step copies back: the rewritten files and
@@ -364,35 +262,4 @@ fn seeded_mtime(seed: u64) -> Mtime {
     let secs = MTIME_BASE + stream::below(&mut rng, MTIME_SPAN) as i64;
     let nanos = stream::below(&mut rng, 1_000_000_000) as u32;
     Mtime { secs, nanos }
-}
-
-/// `dir/name` if no entry or earlier new path has it, else `dir/fallback`,
-/// `dir/fallback-1`, ... (the fallback also keeps a long name under the
-/// 255-byte limit of a file name).
-fn free_path(
-    dir: &str,
-    name: &str,
-    fallback: &str,
-    exists: &dyn Fn(&str) -> bool,
-    taken: &mut BTreeSet<String>,
-) -> String {
-    let join = |n: &str| {
-        if dir.is_empty() {
-            n.to_string()
-        } else {
-            format!("{dir}/{n}")
-        }
-    };
-    let mut path = join(name);
-    let mut k = 0;
-    while exists(&path) || taken.contains(&path) {
-        path = if k == 0 {
-            join(fallback)
-        } else {
-            join(&format!("{fallback}-{k}"))
-        };
-        k += 1;
-    }
-    taken.insert(path.clone());
-    path
 }
