@@ -54,9 +54,9 @@ mod history;
 #[cfg(test)]
 mod interpreter_tests;
 pub(crate) mod real_tree;
-mod tree_manifests;
 mod source_tree;
 mod tool_step;
+mod tree_manifests;
 mod verify_step;
 
 const GENERATED: &str = "generated";

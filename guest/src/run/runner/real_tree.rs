@@ -7,14 +7,14 @@
 //! copy, and the end of the run removes the copies only
 //! ([`Runner::pristine_is_ours`]).
 
+use super::tree_manifests::{TreeManifestWriter, each_entry};
 use super::{GENERATED, Halt, LIBRARY_PANIC, Runner};
 use crate::run::error::{RunError, describe_io};
 use crate::run::interrupt::InProcess;
-use labrun_dataset::tree_change::TreeChange;
-use labrun_dataset::unpack::UnpackLimits;
-use super::tree_manifests::{TreeManifestWriter, each_entry};
 use labrun_dataset::WrittenManifest;
 use labrun_dataset::tree_change::ManifestFile;
+use labrun_dataset::tree_change::TreeChange;
+use labrun_dataset::unpack::UnpackLimits;
 use labrun_evidence::{ChangeSpec, Sample, TreePlan, TreeSource};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -161,7 +161,7 @@ impl<'p> Runner<'p> {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| labrun_dataset::DatasetError::io("creating", dir, e))?;
             }
-            let mut out = TreeManifestWriter::create(&evidence, plain.as_deref())?;
+            let mut out = TreeManifestWriter::create(&evidence, private, plain.as_deref())?;
             each_entry(content, &mut |e| {
                 if private {
                     redactor.add(&e.path);
@@ -172,7 +172,9 @@ impl<'p> Runner<'p> {
         };
         let written = write();
         self.private_paths.finish();
-        written.map_err(|e| RunError::io("cannot write the tree's manifest", &evidence, e.into()).into())
+        written.map_err(|e| {
+            RunError::io("cannot write the tree's manifest", &evidence, e.into()).into()
+        })
     }
 }
 
@@ -261,7 +263,11 @@ pub fn ready_tree(
         .map_err(|e| format!("cannot create {}: {}", into.display(), describe_io(&e)))?;
     let (meta, content_path) = (meta_manifest(into), content_manifest(into));
     let (dir, ours, mut argv) = match source {
-        TreeSource::Folder { path, .. } => (PathBuf::from(path), false, vec!["read".into(), path.clone()]),
+        TreeSource::Folder { path, .. } => (
+            PathBuf::from(path),
+            false,
+            vec!["read".into(), path.clone()],
+        ),
         TreeSource::Archive {
             path,
             format,
@@ -286,12 +292,19 @@ pub fn ready_tree(
                     true => e.with_hashed_entry().to_string(),
                     false => e.to_string(),
                 })?;
-            (dir, true, vec!["unpack".into(), path.clone(), format.to_string()])
+            (
+                dir,
+                true,
+                vec!["unpack".into(), path.clone(), format.to_string()],
+            )
         }
     };
     labrun_dataset::scan_metadata_to_file(&dir, &meta, progress).map_err(|e| match source {
         TreeSource::Folder { path, .. } => {
-            format!("cannot read the folder {path}: {}", scan_error(e, &dir, private))
+            format!(
+                "cannot read the folder {path}: {}",
+                scan_error(e, &dir, private)
+            )
         }
         TreeSource::Archive { .. } => format!(
             "cannot read the unpacked tree: {}",
@@ -432,15 +445,15 @@ impl<'p> Runner<'p> {
         let out = self.ev.manifest_path(&kept_as);
         // The work folder's copy with paths: the first cycle's only, what
         // every cycle's verify compares with.
-        let plain = (self.tree_is_private() && first.is_none())
-            .then(|| self.plain_manifest_path(&manifest_name));
+        let private = self.tree_is_private();
+        let plain = (private && first.is_none()).then(|| self.plain_manifest_path(&manifest_name));
         let written = out.clone();
         let name = rec.step.clone();
         let result = self.in_process(name, move |progress| {
             if let Some(dir) = plain.as_deref().and_then(Path::parent) {
                 std::fs::create_dir_all(dir)?;
             }
-            let mut w = TreeManifestWriter::create(&written, plain.as_deref())?;
+            let mut w = TreeManifestWriter::create(&written, private, plain.as_deref())?;
             labrun_dataset::apply_tree_change_each(
                 &dir,
                 &change,
@@ -465,10 +478,9 @@ impl<'p> Runner<'p> {
                 self.write_change_summary(&manifest_name, &summary);
                 match first {
                     None => {
-                        self.first_manifests
-                            .insert(manifest_name, written.evidence.sha256);
+                        self.first_manifests.insert(manifest_name, written.sha256);
                     }
-                    Some(first) if first == written.evidence.sha256 => {
+                    Some(first) if first == written.sha256 => {
                         std::fs::remove_file(&out)
                             .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
                     }

@@ -23,29 +23,24 @@ pub(super) struct TreeManifestWriter {
     plain: Option<ManifestFileWriter>,
 }
 
-/// What [`TreeManifestWriter::finish`] wrote.
-pub(super) struct WrittenTreeManifest {
-    /// The evidence's file (its `sha256` is what the run records).
-    pub evidence: WrittenManifest,
-    /// The SHA-256 of the manifest with its paths: the tree's content
-    /// address, whichever copy holds it.
-    pub plain_sha256: String,
-}
-
 impl TreeManifestWriter {
-    /// `plain` is where a private tree's manifest with its paths goes;
-    /// `None` for a public tree, whose evidence holds them.
-    pub fn create(evidence: &Path, plain: Option<&Path>) -> Result<Self, DatasetError> {
-        Ok(match plain {
-            None => TreeManifestWriter {
-                evidence: EvidenceCopy::Plain(ManifestFileWriter::create(evidence)?),
-                plain: None,
-            },
-            Some(plain) => TreeManifestWriter {
-                evidence: EvidenceCopy::Hashed(HashedManifestWriter::create(evidence)),
-                plain: Some(ManifestFileWriter::create(plain)?),
-            },
-        })
+    /// `private`: the evidence's copy names paths by their hashes, and
+    /// `plain` (if given) is where the copy with its paths goes, in the
+    /// work folder (a public tree's evidence holds them: none is needed).
+    pub fn create(
+        evidence: &Path,
+        private: bool,
+        plain: Option<&Path>,
+    ) -> Result<Self, DatasetError> {
+        let evidence = match private {
+            true => EvidenceCopy::Hashed(HashedManifestWriter::create(evidence)),
+            false => EvidenceCopy::Plain(ManifestFileWriter::create(evidence)?),
+        };
+        let plain = match plain.filter(|_| private) {
+            Some(path) => Some(ManifestFileWriter::create(path)?),
+            None => None,
+        };
+        Ok(TreeManifestWriter { evidence, plain })
     }
 
     pub fn push(&mut self, e: &ManifestEntry) -> Result<(), DatasetError> {
@@ -58,20 +53,16 @@ impl TreeManifestWriter {
         }
     }
 
-    pub fn finish(self) -> Result<WrittenTreeManifest, DatasetError> {
-        let plain = self.plain.map(ManifestFileWriter::finish).transpose()?;
-        let evidence = match self.evidence {
-            EvidenceCopy::Plain(w) => w.finish()?,
-            EvidenceCopy::Hashed(w) => w.finish()?,
-        };
-        let plain_sha256 = match plain {
-            Some(p) => p.sha256,
-            None => evidence.sha256.clone(),
-        };
-        Ok(WrittenTreeManifest {
-            evidence,
-            plain_sha256,
-        })
+    /// Finishes both copies; returns what the evidence's holds (its
+    /// `sha256` is what the run records).
+    pub fn finish(self) -> Result<WrittenManifest, DatasetError> {
+        if let Some(plain) = self.plain {
+            plain.finish()?;
+        }
+        match self.evidence {
+            EvidenceCopy::Plain(w) => w.finish(),
+            EvidenceCopy::Hashed(w) => w.finish(),
+        }
     }
 }
 

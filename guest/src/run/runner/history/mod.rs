@@ -169,10 +169,7 @@ impl<'p> Runner<'p> {
                 );
                 // Its content manifest, what moving the work tree to this
                 // tree must rewrite, is `series::manifest_of(root, k)`.
-                debug_assert_eq!(
-                    ready.content_path,
-                    series::manifest_of(&root, i + 1)
-                );
+                debug_assert_eq!(ready.content_path, series::manifest_of(&root, i + 1));
                 files += ready.content.files;
                 largest = largest.max(ready.content.files);
             }
