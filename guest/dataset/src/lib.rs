@@ -58,7 +58,7 @@ pub use hashed_manifest::{HashedManifestWriter, SortBudget};
 pub use labrun_evidence::DatasetProfile;
 pub use manifest_file::{
     ManifestFileWriter, WrittenManifest, check_outside, default_manifest_path, read_manifest,
-    scan_to_file, write_manifest,
+    scan_to_file, scan_to_file_with_progress, write_manifest,
 };
 pub use metadata_check::compare_metadata;
 pub use profile::{ChangeExtent, change_extent, change_plan};

@@ -96,6 +96,19 @@ pub fn scan_to_file(dir: &Path, path: &Path) -> std::io::Result<WrittenManifest>
     Ok(out.finish()?)
 }
 
+/// As [`scan_to_file`], reporting (bytes hashed, bytes of the tree's files)
+/// to `progress`: the tree is walked once first to find the total.
+pub fn scan_to_file_with_progress(
+    dir: &Path,
+    path: &Path,
+    progress: crate::Progress,
+) -> std::io::Result<WrittenManifest> {
+    let total = crate::scan_metadata_stream::file_bytes(dir)?;
+    let mut out = ManifestFileWriter::create(path)?;
+    crate::scan_stream::scan_each_with_progress(dir, &mut |e| out.push(&e), total, progress)?;
+    Ok(out.finish()?)
+}
+
 /// Writes a manifest file entry by entry, in the order given (the caller's
 /// is manifest order), holding none of it: the entries go to a side file
 /// as they come, and the header, which counts them, is written before them

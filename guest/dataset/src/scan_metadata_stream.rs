@@ -70,7 +70,7 @@ pub(crate) fn scan_metadata_to_file(
 }
 
 /// Bytes of the regular files under `dir`, as the walk lists them.
-fn file_bytes(dir: &Path) -> Result<u64, DatasetError> {
+pub(crate) fn file_bytes(dir: &Path) -> Result<u64, DatasetError> {
     let mut total = 0u64;
     for found in SortedWalk::new(dir)? {
         if let Found::File { abs, .. } = found? {

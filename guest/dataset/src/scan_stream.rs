@@ -23,19 +23,24 @@ pub(crate) fn scan_each(
     dir: &Path,
     sink: &mut dyn FnMut(ManifestEntry) -> Result<(), DatasetError>,
 ) -> Result<(), DatasetError> {
+    scan_each_with_progress(dir, sink, 0, &mut |_, _| {})
+}
+
+/// As [`scan_each`], reporting (bytes hashed, `total`) to `progress`;
+/// `total` is the caller's estimate of the tree's file bytes (the walk
+/// finds files as it goes, so it cannot know it first).
+pub(crate) fn scan_each_with_progress(
+    dir: &Path,
+    sink: &mut dyn FnMut(ManifestEntry) -> Result<(), DatasetError>,
+    total: u64,
+    progress: crate::Progress,
+) -> Result<(), DatasetError> {
     let walk = SortedWalk::new(dir)?;
     let job = |found: Found, worker: &mut Worker| match found {
         Found::Ready { entry, .. } => Ok(entry),
         Found::File { rel, abs } => hash_file(rel, &abs, worker),
     };
-    ordered(
-        walk,
-        pool::threads(MIN_THREADS),
-        job,
-        sink,
-        0,
-        &mut |_, _| {},
-    )
+    ordered(walk, pool::threads(MIN_THREADS), job, sink, total, progress)
 }
 
 /// A file's entry: its mode as opened, and the bytes read and their SHA-256

@@ -74,11 +74,19 @@ pub fn apply_tree_change_each(
     sink: &mut dyn FnMut(ManifestEntry) -> Result<(), DatasetError>,
     progress: Progress,
 ) -> io::Result<()> {
+    // The tree's bytes after the change are about the pristine tree's: a
+    // total for the rescan's progress without walking the tree first.
     let written = change.summary().bytes_written;
+    let total = written + change.tree_bytes;
     apply(dir, change, spec, &mut |done, _| {
-        progress(done.min(written), written)
+        progress(done.min(written), total)
     })?;
-    Ok(crate::scan_stream::scan_each(dir, sink)?)
+    Ok(crate::scan_stream::scan_each_with_progress(
+        dir,
+        sink,
+        change.tree_bytes,
+        &mut |done, _| progress((written + done).min(total), total),
+    )?)
 }
 
 /// As [`apply_tree_change`], but updates `base` (the content manifest of

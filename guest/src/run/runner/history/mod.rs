@@ -11,11 +11,12 @@
 mod git;
 mod series;
 
-use super::{Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count};
+use super::tree_manifests::{TreeManifestWriter, each_entry};
+use super::{Halt, LIBRARY_PANIC, Runner, ToolCycle};
 use crate::run::error::{RunError, describe_io};
-use crate::run::evidence::{Evidence, blank_record};
+use crate::run::evidence::blank_record;
 use crate::run::interrupt::InProcess;
-use labrun_evidence::{DatasetPlan, HistorySource, Manifest, Step};
+use labrun_evidence::{DatasetPlan, HistorySource, Step};
 pub use series::Series;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -111,23 +112,30 @@ impl<'p> Runner<'p> {
         let step = if k == 1 { Step::GENERATE } else { Step::CHANGE };
         let (mut rec, started) = self.start_step(tc, step.clone())?;
         let dir = PathBuf::from(&tc.vars.source);
+        // The work tree's manifest, written as the tree is read (a tree of
+        // millions of files is never held): a work file, checked against
+        // the series' own, then kept in the evidence.
+        let scanned = self.root.join("moved-tree.jsonl");
+        let out = scanned.clone();
         let result = self.in_process(step, move |progress| {
             let tree = series
                 .move_to(k, &dir)
                 .and_then(|()| {
-                    labrun_dataset::scan_with_progress(&dir, progress)
+                    labrun_dataset::scan_to_file_with_progress(&dir, &out, progress)
                         .map_err(|e| format!("{} ({})", describe_io(&e), dir.display()))
                 })
-                .and_then(|m| series.check_moved(k, &m).map(|()| m));
+                .and_then(|written| series.check_moved(k, &out, &written).map(|()| written));
             (series, tree)
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         let series = match result {
-            InProcess::Done((series, Ok(manifest))) => {
-                rec.files = Some(file_count(&manifest));
-                rec.bytes = Some(manifest.total_file_bytes());
+            InProcess::Done((series, Ok(written))) => {
+                rec.files = Some(written.files);
+                rec.bytes = Some(written.file_bytes);
                 rec.ok = true;
-                self.keep_manifest(&mut rec, tc, k, &manifest)?;
+                let kept = self.keep_manifest(&mut rec, tc, k, &scanned);
+                let _ = std::fs::remove_file(&scanned);
+                kept?;
                 Some(series)
             }
             InProcess::Done((series, Err(why))) => {
@@ -219,42 +227,56 @@ impl<'p> Runner<'p> {
         Ok(())
     }
 
+    /// Keeps the manifest of commit `k`'s tree (the work file `scanned`)
+    /// in the evidence: the first tool cycle's as `manifests/commit-<k>`
+    /// (hashed for a private series, whose work copy with paths is kept for
+    /// the verifies), a later one's beside it while it is compared, removed
+    /// when it is the same.
     fn keep_manifest(
         &mut self,
         rec: &mut labrun_evidence::StepRecord,
         tc: &ToolCycle,
         k: u32,
-        manifest: &Manifest,
+        scanned: &Path,
     ) -> Result<(), Halt> {
         let name = commit_manifest(k);
         let path = self.ev.manifest_path(&name);
-        // A private series keeps no path of its trees (as real_tree.rs).
-        let private = self.tree_is_private();
-        let hashed;
-        let kept = if private {
-            hashed = manifest.with_hashed_paths();
-            &hashed
-        } else {
-            manifest
-        };
-        let first = match std::fs::read(&path) {
-            Ok(bytes) => labrun_evidence::digest::sha256_hex(&bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.ev.write_manifest(&name, kept)?;
-                if private {
-                    self.keep_plain_manifest(&name, manifest)?;
-                }
-                return Ok(());
-            }
+        let first = match labrun_evidence::digest::sha256_file(&path) {
+            Ok(digest) => Some(digest),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(RunError::io("cannot read manifest", &path, e).into()),
         };
-        if first != Evidence::manifest_digest(kept) {
-            let other = format!("{name}-c{}-{}", tc.cycle, tc.tool.name);
-            self.ev.write_manifest(&other, kept)?;
-            rec.ok = false;
-            rec.error = Some(format!(
-                "commit {k} made a different tree than in the first tool cycle (manifests/{name}.jsonl vs manifests/{other}.jsonl): the work tree was not moved as git would, a bug in labrun"
-            ));
+        let kept_as = match first {
+            None => name.clone(),
+            Some(_) => format!("{name}-c{}-{}", tc.cycle, tc.tool.name),
+        };
+        let out = self.ev.manifest_path(&kept_as);
+        // A private series keeps no path of its trees (as real_tree.rs).
+        let private = self.tree_is_private();
+        let plain = (private && first.is_none()).then(|| self.plain_manifest_path(&name));
+        let write = || -> Result<labrun_dataset::WrittenManifest, labrun_dataset::DatasetError> {
+            if let Some(dir) = plain.as_deref().and_then(Path::parent) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| labrun_dataset::DatasetError::io("creating", dir, e))?;
+            }
+            let mut w = TreeManifestWriter::create(&out, private, plain.as_deref())?;
+            each_entry(scanned, &mut |e| w.push(&e))?;
+            w.finish()
+        };
+        let written =
+            write().map_err(|e| RunError::io("cannot write evidence file", &out, e.into()))?;
+        match first {
+            None => {}
+            Some(first) if first == written.sha256 => {
+                std::fs::remove_file(&out)
+                    .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
+            }
+            Some(_) => {
+                rec.ok = false;
+                rec.error = Some(format!(
+                    "commit {k} made a different tree than in the first tool cycle (manifests/{name}.jsonl vs manifests/{kept_as}.jsonl): the work tree was not moved as git would, a bug in labrun"
+                ));
+            }
         }
         Ok(())
     }
