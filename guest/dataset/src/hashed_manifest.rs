@@ -35,16 +35,17 @@ pub struct SortBudget {
 }
 
 impl Default for SortBudget {
-    /// About 8 MiB of entries (some 37,000 of a plain tree's, 224 bytes
-    /// each, in a vector that may have room for up to twice as many) and
-    /// 64 run files read through 8 KiB buffers: about 16 MiB at most
-    /// whatever the tree's size, and still millions of files between two
-    /// merges of the runs.
+    /// 16,384 entries (about 3.7 MiB of a plain tree's, 224 bytes each, in
+    /// a vector reserved at that size: no doubling on top), at most 4 MiB
+    /// of them for long names or xattrs, and 128 run files read through 8
+    /// KiB buffers: about 5 MiB whatever the tree's size, and 2 million
+    /// files between two merges of the runs. The agent's memory target is
+    /// 64 MiB in all (issue 31), so this stays a small share of it.
     fn default() -> SortBudget {
         SortBudget {
-            entries: 64 * 1024,
-            bytes: 8 << 20,
-            runs: 64,
+            entries: 16 * 1024,
+            bytes: 4 << 20,
+            runs: 128,
         }
     }
 }
@@ -100,6 +101,11 @@ impl HashedManifestWriter {
             xattrs: e.xattrs.clone(),
             ..*e
         };
+        if self.buffer.capacity() == 0 {
+            // The budget's room at once: a vector left to double would
+            // hold up to twice what the budget allows.
+            self.buffer.reserve_exact(self.budget.entries.min(1 << 20));
+        }
         self.buffer_bytes += estimated_bytes(&hashed);
         self.buffer.push(hashed);
         if self.buffer.len() >= self.budget.entries || self.buffer_bytes >= self.budget.bytes {

@@ -36,7 +36,7 @@ const CHUNK: usize = 1 << 20;
 /// sorted once, when it is finished.
 const FIRST_SORT: usize = 4096;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct PathRedactor {
     /// Keyed hashes of the names: `names[..sorted]` sorted and without
     /// repeats, the rest as added since.
@@ -47,6 +47,9 @@ pub struct PathRedactor {
     key: RandomState,
     /// Bytes of the longest name: no longer span is tried.
     longest: usize,
+    /// The file the finished names wait in while tools run
+    /// ([`PathRedactor::park`]), and how many there are.
+    parked: Option<(PathBuf, usize)>,
 }
 
 impl PathRedactor {
@@ -96,7 +99,59 @@ impl PathRedactor {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.names.is_empty() && self.parked.is_none()
+    }
+
+    /// Finishes the names and moves them to the file `path` (in the work
+    /// folder): 8 bytes a distinct name that the agent would otherwise
+    /// hold through every tool's run (32 MiB for a tree of 4 million
+    /// unique names), read back only while a log is redacted. On an error
+    /// the names stay in memory, where they work as well.
+    pub fn park(&mut self, path: &Path) -> io::Result<()> {
+        self.finish();
+        if self.names.is_empty() {
+            return Ok(());
+        }
+        let mut out = BufWriter::new(File::create(path)?);
+        for hash in &self.names {
+            out.write_all(&hash.to_le_bytes())?;
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        self.parked = Some((path.to_path_buf(), self.names.len()));
+        self.names = Vec::new();
+        self.sorted = 0;
+        Ok(())
+    }
+
+    /// The redactor with its names in memory: itself, or, when they are
+    /// parked, a copy that reads them back.
+    fn loaded(&self) -> io::Result<std::borrow::Cow<'_, PathRedactor>> {
+        let Some((path, count)) = &self.parked else {
+            return Ok(std::borrow::Cow::Borrowed(self));
+        };
+        let bytes = std::fs::read(path)?;
+        if bytes.len() != count * 8 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: {} bytes, expected {} names of 8: the work folder's file of a private tree's names was changed",
+                    path.display(),
+                    bytes.len(),
+                    count
+                ),
+            ));
+        }
+        let names: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .collect();
+        Ok(std::borrow::Cow::Owned(PathRedactor {
+            sorted: names.len(),
+            names,
+            key: self.key.clone(),
+            longest: self.longest,
+            parked: None,
+        }))
     }
 
     fn knows(&self, span: &[u8]) -> bool {
@@ -146,6 +201,10 @@ impl PathRedactor {
         if self.is_empty() {
             return Ok(false);
         }
+        self.loaded()?.redact_loaded_file(path)
+    }
+
+    fn redact_loaded_file(&self, path: &Path) -> io::Result<bool> {
         let input = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -275,5 +334,42 @@ mod tests {
             format!("A {secret}/{}\nd {secret}\n", hashed_path("plan.txt"))
         );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn parked_names_redact_as_names_in_memory_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<String> = (0..10_000)
+            .map(|i| format!("d{}/f{i}.jpg", i % 7))
+            .collect();
+        let mut held = PathRedactor::default();
+        for p in &paths {
+            held.add(p);
+        }
+        let mut parked = held.clone();
+        held.finish();
+        let file = dir.path().join("names");
+        parked.park(&file).unwrap();
+        assert!(parked.names.is_empty() && !parked.is_empty());
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), (10_000 + 7) * 8);
+        let log = "backed up /w/source/d3/f17.jpg and d0/f9999.jpg, kept d5\n";
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, log).unwrap();
+        std::fs::write(&b, log).unwrap();
+        assert!(held.redact_file(&a).unwrap());
+        assert!(parked.redact_file(&b).unwrap());
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert!(!std::fs::read_to_string(&b).unwrap().contains("f17"));
+
+        // A names file that is not what was parked is an error, not a log
+        // left unredacted.
+        std::fs::write(&file, b"short").unwrap();
+        let err = parked.redact_file(&b).unwrap_err().to_string();
+        assert!(err.contains("was changed"), "{err}");
+
+        // Nothing to park: nothing written, still empty.
+        let mut empty = PathRedactor::default();
+        empty.park(&dir.path().join("none")).unwrap();
+        assert!(empty.is_empty() && !dir.path().join("none").exists());
     }
 }

@@ -665,6 +665,19 @@ impl<'p> Runner<'p> {
         Ok(())
     }
 
+    /// Moves a private tree's names out of memory into the work folder for
+    /// the rest of the run (see [`PathRedactor::park`]); should that fail,
+    /// they stay in memory, where they work as well, and a warning says so.
+    fn park_private_names(&mut self) {
+        let path = self.root.join("private-names.u64");
+        if let Err(e) = self.private_paths.park(&path) {
+            let _ = self.warn_once(format!(
+                "cannot write {} ({e}): the private tree's names stay in the agent's memory (8 bytes a name) for the run",
+                path.display()
+            ));
+        }
+    }
+
     /// Where a private tree's manifest `name` is kept with its paths: in
     /// the work folder (on the tree's own machine, removed with it at the
     /// end of the run), never in the evidence. A verify merges it with the

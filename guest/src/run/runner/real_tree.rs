@@ -171,7 +171,7 @@ impl<'p> Runner<'p> {
             out.finish().map(|_| ())
         };
         let written = write();
-        self.private_paths.finish();
+        self.park_private_names();
         written.map_err(|e| {
             RunError::io("cannot write the tree's manifest", &evidence, e.into()).into()
         })

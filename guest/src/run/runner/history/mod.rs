@@ -223,7 +223,7 @@ impl<'p> Runner<'p> {
             })
             .map_err(|e| RunError::io("cannot read the manifest of a tree", &path, e.into()))?;
         }
-        self.private_paths.finish();
+        self.park_private_names();
         Ok(())
     }
 
