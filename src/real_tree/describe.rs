@@ -107,19 +107,18 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
 fn memory_line(files: u64, machine: &Machine) -> String {
     let needed = labrun_dataset::space::agent_memory_bytes(files);
     let mut line = format!(
-        "  the agent needs about {} of memory for the {files} files of the largest tree ({} bytes a file: it holds a real tree's manifests)",
+        "  the agent needs about {} of memory for the {files} files of the largest tree ({} bytes a file on top of {}: it streams the manifests)",
         labrun_vocab::human_bytes(needed),
-        labrun_dataset::space::AGENT_BYTES_PER_FILE
+        labrun_dataset::space::AGENT_BYTES_PER_FILE,
+        labrun_vocab::human_bytes(labrun_dataset::space::AGENT_BASE_BYTES),
     );
     if let Machine::Vm(vm) = machine {
         let memory = vm.memory.bytes();
         // The guest's own system takes a few hundred MB of it.
-        let for_the_agent = memory / 10 * 8;
-        if needed > for_the_agent {
+        if let Err(fraction) = labrun_dataset::space::memory_fit(files, memory / 10 * 8) {
             line.push_str(&format!(
-                "; the VM's {} will not hold it: raise `vm.memory`, or add `sample: {{fraction: {}}}` under `dataset:`",
+                "; the VM's {} will not hold it: raise `vm.memory`, or add `sample: {{fraction: {fraction}}}` under `dataset:`",
                 labrun_vocab::human_bytes(memory),
-                labrun_dataset::space::sample_that_fits(files, for_the_agent)
             ));
         }
     }
@@ -269,11 +268,18 @@ mod tests {
             panic!("the test lab has a VM");
         };
         let memory = vm.memory.bytes();
-        let fits = memory / 10 * 8 / labrun_dataset::space::AGENT_BYTES_PER_FILE;
+        let for_the_agent = memory / 10 * 8;
+        let fits = (for_the_agent - labrun_dataset::space::AGENT_BASE_BYTES)
+            / labrun_dataset::space::AGENT_BYTES_PER_FILE;
         assert!(!memory_line(fits, &lab.machine()).contains("will not hold"));
+        let Err(fraction) = labrun_dataset::space::memory_fit(fits * 4, for_the_agent) else {
+            panic!("four times what fits fits");
+        };
         let line = memory_line(fits * 4, &lab.machine());
         assert!(
-            line.contains("will not hold it: raise `vm.memory`, or add `sample: {fraction: 0.22}`"),
+            line.contains(&format!(
+                "will not hold it: raise `vm.memory`, or add `sample: {{fraction: {fraction}}}`"
+            )),
             "{line}"
         );
     }

@@ -1,12 +1,13 @@
 //! Refusing a real tree the machine's memory cannot hold the agent's
-//! bookkeeping of, before any tool runs. The agent keeps a real tree's
-//! manifests in memory (issue 31 asks for them streamed, as the synthetic
-//! tree's are; not done yet): a user's folder of millions of files would
-//! otherwise be killed by the OOM killer an hour into the run, in the
-//! middle of a tool cycle, instead of told at the start what to do.
+//! bookkeeping of, before any tool runs: the agent streams a real tree's
+//! manifests (issue 31), yet keeps a little per file (the change's lists,
+//! a private tree's names while a log is redacted), so a tree of hundreds
+//! of millions of files, or a machine with little memory, would otherwise
+//! be killed by the OOM killer in the middle of a tool cycle instead of
+//! told at the start what to do.
 
 use crate::run::error::RunError;
-use labrun_dataset::space::{AGENT_BYTES_PER_FILE, agent_memory_bytes};
+use labrun_dataset::space::{AGENT_BYTES_PER_FILE, agent_memory_bytes, memory_fit};
 
 /// `MemAvailable` of `/proc/meminfo`, in bytes.
 pub fn available_bytes() -> Option<u64> {
@@ -27,16 +28,15 @@ pub fn check(files: u64, available: Option<u64>) -> Result<(), RunError> {
     let Some(available) = available else {
         return Ok(());
     };
-    let needed = agent_memory_bytes(files);
-    if needed <= available {
+    let Err(fraction) = memory_fit(files, available) else {
         return Ok(());
-    }
+    };
     Err(RunError::NotEnoughMemory {
         files,
-        needed,
+        needed: agent_memory_bytes(files),
         available,
         per_file: AGENT_BYTES_PER_FILE,
-        fraction: labrun_dataset::space::sample_that_fits(files, available),
+        fraction,
     })
 }
 
@@ -54,10 +54,17 @@ mod tests {
 
     #[test]
     fn a_tree_that_fits_passes_and_one_that_does_not_says_what_to_do() {
-        assert!(check(1_000_000, Some(3 << 30)).is_ok());
+        // Issue 31's sizes fit a 3 GiB guest, and its 512 MiB rung.
+        assert!(check(4_000_000, Some(3 << 30)).is_ok());
+        assert!(check(4_000_000, Some(512 << 20)).is_ok());
         assert!(check(u64::MAX, None).is_ok());
-        let err = check(4_000_000, Some(3 << 30)).unwrap_err().to_string();
-        for needle in ["4000000 files", "vm.memory", "sample", "fraction: 0.4"] {
+        let files = 400_000_000;
+        let Err(fraction) = memory_fit(files, 3 << 30) else {
+            panic!("{files} files fit in 3 GiB");
+        };
+        let err = check(files, Some(3 << 30)).unwrap_err().to_string();
+        let sample = format!("fraction: {fraction}");
+        for needle in ["400000000 files", "vm.memory", "sample", sample.as_str()] {
             assert!(err.contains(needle), "{needle:?} missing: {err}");
         }
     }
