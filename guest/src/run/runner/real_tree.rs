@@ -18,6 +18,7 @@ use labrun_dataset::unpack::UnpackLimits;
 use labrun_evidence::{ChangeSpec, Sample, TreePlan, TreeSource};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What the run keeps of its real tree once it is ready: files, not
@@ -31,7 +32,9 @@ pub struct RealTree {
     /// The change of each change round of the protocol, planned when the
     /// first tool cycle reaches it: round k is planned on the tree that
     /// round k-1 left, the same in every tool cycle.
-    pub rounds: Vec<TreeChange>,
+    /// Shared with the step that applies one: a change's lists are the
+    /// one thing the agent holds per file of the tree, held once.
+    pub rounds: Vec<Arc<TreeChange>>,
 }
 
 impl RealTree {
@@ -39,7 +42,11 @@ impl RealTree {
     /// the pristine tree, a later one from `before`, the metadata manifest
     /// of the tree the round before it left (read only when that round is
     /// planned here).
-    pub fn round(&mut self, round: u64, before: Option<&Path>) -> std::io::Result<TreeChange> {
+    pub fn round(
+        &mut self,
+        round: u64,
+        before: Option<&Path>,
+    ) -> std::io::Result<Arc<TreeChange>> {
         let k = round.saturating_sub(1) as usize;
         while self.rounds.len() <= k {
             let spec = ChangeSpec {
@@ -58,9 +65,9 @@ impl RealTree {
                 }
             };
             let planned = TreeChange::plan_from(&ManifestFile(base.to_path_buf()), &spec)?;
-            self.rounds.push(planned);
+            self.rounds.push(Arc::new(planned));
         }
-        Ok(self.rounds[k].clone())
+        Ok(Arc::clone(&self.rounds[k]))
     }
 
     /// What a reset must copy back: every round's rewritten files and
