@@ -2,6 +2,7 @@
 //! any Linux host) and needs nothing but itself and the tools under test.
 
 mod commands;
+mod malloc_arenas;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +32,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    malloc_arenas::limit();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Gen(a) => commands::generate::run(a),

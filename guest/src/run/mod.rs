@@ -13,6 +13,7 @@ pub mod evidence;
 pub mod interrupt;
 pub mod leftover;
 pub mod measure;
+pub mod name_set;
 pub mod oom;
 pub mod placeholders;
 pub mod plan_check;

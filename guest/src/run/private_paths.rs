@@ -12,9 +12,8 @@
 //! as large as the tree (millions of them at millions of files), while
 //! names repeat from folder to folder, and hashing each name of a path
 //! keeps all of the path out of the log just as well. A name is kept as a
-//! keyed 64-bit hash (8 bytes, whatever its length) in a sorted vector.
-//! A span of a log that hashes like a name by chance (a span's odds are
-//! the number of names in 2^64) is hashed too: over-redaction, harmless.
+//! keyed hash in 4 bytes ([`NameSet`]); between tool steps the set waits
+//! in the work folder ([`PathRedactor::park`]), read back only to redact.
 //!
 //! Matching is by delimiters (whitespace, `/`, quotes, brackets, `,:;=`),
 //! not by substring: a file named `a` hides the word `a`, not every letter
@@ -22,6 +21,7 @@
 //! between two delimiters, up to the longest name and never across a `/`
 //! (no name holds one), is tried, longest first.
 
+use crate::run::name_set::NameSet;
 use labrun_evidence::manifest::hashed_path;
 use std::fs::File;
 use std::hash::{BuildHasher, RandomState};
@@ -32,122 +32,117 @@ use std::path::{Path, PathBuf};
 /// newline (a name with a newline in it is found unless a cut falls in it).
 const CHUNK: usize = 1 << 20;
 
-/// Names added before the first sort and deduplication: a small tree is
-/// sorted once, when it is finished.
-const FIRST_SORT: usize = 4096;
-
 #[derive(Debug, Default, Clone)]
 pub struct PathRedactor {
-    /// Keyed hashes of the names: `names[..sorted]` sorted and without
-    /// repeats, the rest as added since.
-    names: Vec<u64>,
-    sorted: usize,
+    /// The names learnt and finished.
+    names: NameSet,
+    /// Keyed hashes of names added by [`PathRedactor::add`] since the last
+    /// [`PathRedactor::finish`] (found too, the slower way).
+    pending: Vec<u64>,
     /// A key of this process's own, so which spans collide with a name by
     /// chance cannot be known ahead.
     key: RandomState,
     /// Bytes of the longest name: no longer span is tried.
     longest: usize,
     /// The file the finished names wait in while tools run
-    /// ([`PathRedactor::park`]), and how many there are.
-    parked: Option<(PathBuf, usize)>,
+    /// ([`PathRedactor::park`]).
+    parked: Option<PathBuf>,
 }
 
 impl PathRedactor {
-    /// Learns each name in `path` (relative, `/`-separated). Call
-    /// [`PathRedactor::finish`] once the tree is added.
+    /// Learns each name in `path` (relative, `/`-separated), as tests
+    /// do; a run learns a tree from its manifest
+    /// ([`PathRedactor::add_trees`]). Call [`PathRedactor::finish`] once
+    /// the names are added.
+    #[cfg(test)]
     pub fn add(&mut self, path: &str) {
         for name in path.split('/').filter(|n| !n.is_empty()) {
-            let hash = self.key.hash_one(name.as_bytes());
-            if self.names[..self.sorted].binary_search(&hash).is_ok() {
-                continue;
-            }
             self.longest = self.longest.max(name.len());
-            self.names.push(hash);
-            // Sorting when the names double keeps repeats (a folder's
-            // name comes with every path under it) to at most as many as
-            // the distinct names, at a sort's cost per doubling.
-            if self.names.len() >= self.next_sort() {
-                self.sort_names();
-                // Room for exactly what comes before the next sort, not
-                // the vector's own doubling on top of it.
-                let room = self.next_sort();
-                self.names
-                    .reserve_exact(room.saturating_sub(self.names.len()));
-            }
+            self.pending.push(self.key.hash_one(name.as_bytes()));
         }
     }
 
-    /// Sorts the names added last and frees the room kept for more: 8
-    /// bytes a distinct name from then on, each found by a binary search.
-    /// Names added after it are still found (the slower way) until the
-    /// next call.
+    /// Learns every name of the trees whose manifest files are given, read
+    /// twice, holding 4 bytes a name: a manifest lists every folder, so the
+    /// last name of each path is each name of the tree once.
+    pub fn add_trees(&mut self, manifests: &[PathBuf]) -> io::Result<()> {
+        let (key, mut longest) = (self.key.clone(), self.longest);
+        let mut each = |put: &mut dyn FnMut(u64)| -> io::Result<()> {
+            for path in manifests {
+                let file = File::open(path)?;
+                for entry in labrun_evidence::ManifestReader::new(BufReader::new(file))? {
+                    let entry = entry?;
+                    let name = entry.path.rsplit('/').next().unwrap_or(&entry.path);
+                    if !name.is_empty() {
+                        longest = longest.max(name.len());
+                        put(key.hash_one(name.as_bytes()));
+                    }
+                }
+            }
+            Ok(())
+        };
+        self.names = self.names.with(&mut each)?;
+        self.longest = longest;
+        Ok(())
+    }
+
+    /// Moves the names added one by one into the set.
     pub fn finish(&mut self) {
-        self.sort_names();
-        self.names.shrink_to_fit();
-    }
-
-    /// How many names, repeats included, the vector may hold before the
-    /// next sort.
-    fn next_sort(&self) -> usize {
-        2 * self.sorted.max(FIRST_SORT / 2)
-    }
-
-    fn sort_names(&mut self) {
-        self.names.sort_unstable();
-        self.names.dedup();
-        self.sorted = self.names.len();
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let mut each = |put: &mut dyn FnMut(u64)| -> io::Result<()> {
+            pending.iter().for_each(|&h| put(h));
+            Ok(())
+        };
+        match self.names.with(&mut each) {
+            Ok(names) => self.names = names,
+            // Not reached (the same hashes both times); keep looking them
+            // up the slow way rather than lose them.
+            Err(_) => self.pending = pending,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.parked.is_none()
+        self.names.is_empty() && self.pending.is_empty() && self.parked.is_none()
     }
 
     /// Finishes the names and moves them to the file `path` (in the work
-    /// folder): 8 bytes a distinct name that the agent would otherwise
-    /// hold through every tool's run (32 MiB for a tree of 4 million
-    /// unique names), read back only while a log is redacted. On an error
-    /// the names stay in memory, where they work as well.
+    /// folder): 4 bytes a name that the agent would otherwise hold through
+    /// every tool's run, read back only while a log is redacted. On an
+    /// error the names stay in memory, where they work as well.
     pub fn park(&mut self, path: &Path) -> io::Result<()> {
         self.finish();
         if self.names.is_empty() {
             return Ok(());
         }
         let mut out = BufWriter::new(File::create(path)?);
-        for hash in &self.names {
-            out.write_all(&hash.to_le_bytes())?;
-        }
+        out.write_all(&self.names.to_bytes())?;
         out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        self.parked = Some((path.to_path_buf(), self.names.len()));
-        self.names = Vec::new();
-        self.sorted = 0;
+        self.parked = Some(path.to_path_buf());
+        self.names = NameSet::default();
         Ok(())
     }
 
     /// The redactor with its names in memory: itself, or, when they are
     /// parked, a copy that reads them back.
     fn loaded(&self) -> io::Result<std::borrow::Cow<'_, PathRedactor>> {
-        let Some((path, count)) = &self.parked else {
+        let Some(path) = &self.parked else {
             return Ok(std::borrow::Cow::Borrowed(self));
         };
-        let bytes = std::fs::read(path)?;
-        if bytes.len() != count * 8 {
-            return Err(io::Error::new(
+        let names = NameSet::from_bytes(&std::fs::read(path)?).ok_or_else(|| {
+            io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
-                    "{}: {} bytes, expected {} names of 8: the work folder's file of a private tree's names was changed",
-                    path.display(),
-                    bytes.len(),
-                    count
+                    "{}: not the names parked there: the work folder's file of a private tree's names was changed",
+                    path.display()
                 ),
-            ));
-        }
-        let names: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-            .collect();
+            )
+        })?;
         Ok(std::borrow::Cow::Owned(PathRedactor {
-            sorted: names.len(),
             names,
+            pending: self.pending.clone(),
             key: self.key.clone(),
             longest: self.longest,
             parked: None,
@@ -156,8 +151,7 @@ impl PathRedactor {
 
     fn knows(&self, span: &[u8]) -> bool {
         let hash = self.key.hash_one(span);
-        let (sorted, added) = self.names.split_at(self.sorted);
-        sorted.binary_search(&hash).is_ok() || added.contains(&hash)
+        self.names.contains(hash) || self.pending.contains(&hash)
     }
 
     /// `text` with every known name hashed; `None` when none is in it.
@@ -293,20 +287,17 @@ mod tests {
     }
 
     #[test]
-    fn keeps_each_distinct_name_once_sorted_or_not() {
+    fn keeps_each_distinct_name_once_from_paths_or_manifests() {
         let mut r = PathRedactor::default();
         let path = |i: usize| format!("folder {}/sub/file {i}", i % 10);
         for i in 0..10_000 {
             r.add(&path(i));
-            // Repeats never pile up past the distinct names (sub, ten
-            // folders, i+1 files) before the first sort, then twice them.
-            assert!(r.names.len() <= (2 * (11 + i + 1)).max(FIRST_SORT));
         }
-        // Not finished: the names added since the last sort are found too.
+        // Not finished: the names added are found too.
         assert!(r.redact(path(9_999).as_bytes()).is_some());
         r.finish();
         assert_eq!(r.names.len(), 11 + 10_000);
-        assert!(r.names.windows(2).all(|w| w[0] < w[1]));
+        assert!(r.pending.is_empty());
         assert_eq!(r.longest, "folder 0".len().max("file 9999".len()));
         let expected = format!(
             "{}/{}/{}",
@@ -316,6 +307,31 @@ mod tests {
         );
         assert_eq!(redact(&r, "folder 3/sub/file 123"), expected);
         assert!(r.redact(b"folder 10/file 10000").is_none());
+
+        // The same names from a manifest file: each entry's last name.
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = labrun_evidence::Manifest::default();
+        for f in 0..10 {
+            m.entries.push(entry(&format!("folder {f}")));
+            m.entries.push(entry(&format!("folder {f}/sub")));
+        }
+        m.entries.extend((0..10_000).map(|i| entry(&path(i))));
+        let file = dir.path().join("m.jsonl");
+        labrun_dataset::write_manifest(&file, &m).unwrap();
+        let mut from_file = PathRedactor {
+            key: r.key.clone(),
+            ..PathRedactor::default()
+        };
+        from_file.add_trees(&[file]).unwrap();
+        assert_eq!(from_file.names, r.names);
+        assert_eq!(from_file.longest, r.longest);
+    }
+
+    fn entry(path: &str) -> labrun_evidence::ManifestEntry {
+        labrun_evidence::ManifestEntry {
+            path: path.into(),
+            ..labrun_evidence::ManifestEntry::default()
+        }
     }
 
     #[test]
@@ -351,7 +367,10 @@ mod tests {
         let file = dir.path().join("names");
         parked.park(&file).unwrap();
         assert!(parked.names.is_empty() && !parked.is_empty());
-        assert_eq!(std::fs::metadata(&file).unwrap().len(), (10_000 + 7) * 8);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            ((1 << 16) + 1 + 10_000 + 7) * 4
+        );
         let log = "backed up /w/source/d3/f17.jpg and d0/f9999.jpg, kept d5\n";
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         std::fs::write(&a, log).unwrap();

@@ -42,11 +42,7 @@ impl RealTree {
     /// the pristine tree, a later one from `before`, the metadata manifest
     /// of the tree the round before it left (read only when that round is
     /// planned here).
-    pub fn round(
-        &mut self,
-        round: u64,
-        before: Option<&Path>,
-    ) -> std::io::Result<Arc<TreeChange>> {
+    pub fn round(&mut self, round: u64, before: Option<&Path>) -> std::io::Result<Arc<TreeChange>> {
         let k = round.saturating_sub(1) as usize;
         while self.rounds.len() <= k {
             let spec = ChangeSpec {
@@ -162,26 +158,24 @@ impl<'p> Runner<'p> {
     fn write_pristine_manifest(&mut self, content: &Path, private: bool) -> Result<(), Halt> {
         let evidence = self.ev.manifest_path(GENERATED);
         let plain = private.then(|| self.plain_manifest_path(GENERATED));
-        let redactor = &mut self.private_paths;
-        let mut write = || -> Result<(), labrun_dataset::DatasetError> {
+        let write = || -> Result<(), labrun_dataset::DatasetError> {
             if let Some(dir) = plain.as_deref().and_then(Path::parent) {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| labrun_dataset::DatasetError::io("creating", dir, e))?;
             }
             let mut out = TreeManifestWriter::create(&evidence, private, plain.as_deref())?;
-            each_entry(content, &mut |e| {
-                if private {
-                    redactor.add(&e.path);
-                }
-                out.push(&e)
-            })?;
+            each_entry(content, &mut |e| out.push(&e))?;
             out.finish().map(|_| ())
         };
-        let written = write();
-        self.park_private_names();
-        written.map_err(|e| {
-            RunError::io("cannot write the tree's manifest", &evidence, e.into()).into()
-        })
+        write()
+            .map_err(|e| RunError::io("cannot write the tree's manifest", &evidence, e.into()))?;
+        if private {
+            self.private_paths
+                .add_trees(&[content.to_path_buf()])
+                .map_err(|e| RunError::io("cannot read the tree's manifest", content, e))?;
+            self.park_private_names();
+        }
+        Ok(())
     }
 }
 

@@ -214,15 +214,12 @@ impl<'p> Runner<'p> {
     /// Every name in the paths of the series' `n` trees, to be hashed in
     /// tool logs.
     fn learn_private_paths(&mut self, n: usize) -> Result<(), Halt> {
-        for k in 1..=n {
-            let path = series::manifest_of(&self.root, k);
-            let redactor = &mut self.private_paths;
-            super::tree_manifests::each_entry(&path, &mut |e| {
-                redactor.add(&e.path);
-                Ok(())
-            })
-            .map_err(|e| RunError::io("cannot read the manifest of a tree", &path, e.into()))?;
-        }
+        let manifests: Vec<PathBuf> = (1..=n)
+            .map(|k| series::manifest_of(&self.root, k))
+            .collect();
+        self.private_paths
+            .add_trees(&manifests)
+            .map_err(|e| RunError::io("cannot read the manifests of the trees", &self.root, e))?;
         self.park_private_names();
         Ok(())
     }
