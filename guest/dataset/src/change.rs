@@ -35,7 +35,7 @@ pub struct ChangePlan {
     pub regions: Vec<ChangedRegion>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChangedRegion {
     pub path: String,
     pub offset: u64,

@@ -80,7 +80,7 @@ use crate::change::{ChangePlan, ChangedRegion};
 use crate::stream::{self, StreamRng};
 use labrun_evidence::{ChangeSpec, Manifest, Mtime};
 use rand_chacha::rand_core::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
@@ -107,7 +107,7 @@ const MTIME_BASE: i64 = 1_262_304_000;
 const MTIME_SPAN: u64 = 3_652 * 86_400;
 
 /// What the change does to a tree; see the module docs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TreeChange {
     /// Files rewritten whole, same size, new content; sorted.
     pub rewritten: Vec<String>,

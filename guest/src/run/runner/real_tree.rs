@@ -18,31 +18,30 @@ use labrun_dataset::unpack::UnpackLimits;
 use labrun_evidence::{ChangeSpec, Sample, TreePlan, TreeSource};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 /// What the run keeps of its real tree once it is ready: files, not
-/// manifests (issue 31: a tree of millions of files is never held).
+/// manifests or plans (issue 31: a tree of millions of files is never
+/// held, and a change's lists, 7% of its paths, only while it is applied).
 pub struct RealTree {
     /// The pristine tree's manifest with its metadata (hard links: a change
     /// never picks one name of a group), in the work folder: the first
     /// change round is planned from it.
     pub meta: PathBuf,
     pub change: ChangeSpec,
-    /// The change of each change round of the protocol, planned when the
-    /// first tool cycle reaches it: round k is planned on the tree that
-    /// round k-1 left, the same in every tool cycle.
-    /// Shared with the step that applies one: a change's lists are the
-    /// one thing the agent holds per file of the tree, held once.
-    pub rounds: Vec<Arc<TreeChange>>,
+    /// The plan of each change round of the protocol, in the work folder,
+    /// planned when the first tool cycle reaches it: round k is planned on
+    /// the tree that round k-1 left, the same in every tool cycle.
+    pub rounds: Vec<PathBuf>,
 }
 
 impl RealTree {
     /// The change round `round` (1-based) makes, planned once: round 1 from
     /// the pristine tree, a later one from `before`, the metadata manifest
     /// of the tree the round before it left (read only when that round is
-    /// planned here).
-    pub fn round(&mut self, round: u64, before: Option<&Path>) -> std::io::Result<Arc<TreeChange>> {
+    /// planned here). Plans are kept as files beside the pristine
+    /// manifest.
+    pub fn round(&mut self, round: u64, before: Option<&Path>) -> std::io::Result<TreeChange> {
         let k = round.saturating_sub(1) as usize;
         while self.rounds.len() <= k {
             let spec = ChangeSpec {
@@ -61,40 +60,64 @@ impl RealTree {
                 }
             };
             let planned = TreeChange::plan_from(&ManifestFile(base.to_path_buf()), &spec)?;
-            self.rounds.push(Arc::new(planned));
+            let path = self
+                .meta
+                .with_file_name(format!("change-round-{}.json", self.rounds.len() + 1));
+            std::fs::write(
+                &path,
+                serde_json::to_vec(&planned).map_err(std::io::Error::other)?,
+            )?;
+            self.rounds.push(path);
+            if self.rounds.len() > k {
+                return Ok(planned);
+            }
         }
-        Ok(Arc::clone(&self.rounds[k]))
+        read_plan(&self.rounds[k])
     }
 
     /// What a reset must copy back: every round's rewritten files and
     /// regions that the pristine tree has. A later round may pick a file an
     /// earlier one added or moved, which the pristine tree lacks: the
     /// reset's walk removes those.
-    pub fn touched(&self) -> labrun_dataset::ChangePlan {
+    pub fn touched(&self) -> std::io::Result<labrun_dataset::ChangePlan> {
         let mut plan = labrun_dataset::ChangePlan {
             small_files: Vec::new(),
             regions: Vec::new(),
         };
-        let mut new_paths: HashSet<&str> = HashSet::new();
-        for r in &self.rounds {
-            let t = r.touched();
+        let mut new_paths: HashSet<String> = HashSet::new();
+        for path in &self.rounds {
+            let r = read_plan(path)?;
             plan.small_files.extend(
-                t.small_files
+                r.rewritten
                     .into_iter()
                     .filter(|p| !new_paths.contains(p.as_str())),
             );
             plan.regions.extend(
-                t.regions
+                r.regions
                     .into_iter()
                     .filter(|x| !new_paths.contains(x.path.as_str())),
             );
-            new_paths.extend(r.added.iter().map(|(p, _)| p.as_str()));
-            new_paths.extend(r.renamed.iter().map(|(_, to)| to.as_str()));
+            new_paths.extend(r.added.into_iter().map(|(p, _)| p));
+            new_paths.extend(r.renamed.into_iter().map(|(_, to)| to));
         }
         plan.small_files.sort();
         plan.small_files.dedup();
-        plan
+        Ok(plan)
     }
+}
+
+/// A change round's plan as [`RealTree::round`] kept it.
+fn read_plan(path: &Path) -> std::io::Result<TreeChange> {
+    let bytes = std::fs::read(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: {e}: the work folder's plan of a change was changed",
+                path.display()
+            ),
+        )
+    })
 }
 
 impl<'p> Runner<'p> {

@@ -2,6 +2,7 @@
 //! cycle's pristine copy of it (a copy, or the previous tool cycle's tree
 //! reset), and the seeded change. The agent's own work: untimed, recorded.
 
+use super::real_tree::RealTree;
 use super::{
     CHANGED, FIXTURE, GENERATED, Halt, LIBRARY_PANIC, Runner, ToolCycle, file_count, path_str,
 };
@@ -163,7 +164,18 @@ impl<'p> Runner<'p> {
         let seeds: Vec<u64> = (1..=self.change_rounds())
             .map(|round| self.change_seed_of(round))
             .collect();
-        let real = self.real_tree.as_ref().map(|t| t.touched());
+        let real = match self.real_tree.as_ref().map(RealTree::touched).transpose() {
+            Ok(real) => real,
+            Err(e) => {
+                rec.error = Some(format!(
+                    "cannot read the change's plan to reset the source tree: {}",
+                    describe_io(&e)
+                ));
+                self.source_reusable = false;
+                self.append(&rec)?;
+                return Ok(false);
+            }
+        };
         let result = self.in_process(Step::GENERATE, move |_| {
             let mut total = crate::run::reset::ResetStats::default();
             if let Some(touched) = real {
