@@ -63,10 +63,11 @@ impl RealTree {
             let path = self
                 .meta
                 .with_file_name(format!("change-round-{}.json", self.rounds.len() + 1));
-            std::fs::write(
-                &path,
-                serde_json::to_vec(&planned).map_err(std::io::Error::other)?,
-            )?;
+            // Written and read through buffers: the plan's text is the
+            // size of its lists again.
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+            serde_json::to_writer(&mut out, &planned).map_err(std::io::Error::other)?;
+            std::io::Write::flush(&mut out)?;
             self.rounds.push(path);
             if self.rounds.len() > k {
                 return Ok(planned);
@@ -108,8 +109,8 @@ impl RealTree {
 
 /// A change round's plan as [`RealTree::round`] kept it.
 fn read_plan(path: &Path) -> std::io::Result<TreeChange> {
-    let bytes = std::fs::read(path)?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let file = std::io::BufReader::new(std::fs::File::open(path)?);
+    serde_json::from_reader(file).map_err(|e| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!(
