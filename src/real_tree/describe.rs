@@ -253,8 +253,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("the machine needs about"), "{text}");
+        let memory = labrun_vocab::human_bytes(labrun_dataset::space::agent_memory_bytes(2));
         assert!(
-            text.contains("the agent needs about 3.5KiB of memory for the 2 files"),
+            text.contains(&format!(
+                "the agent needs about {memory} of memory for the 2 files"
+            )),
             "{text}"
         );
         assert!(!text.contains("will not hold it"), "{text}");
