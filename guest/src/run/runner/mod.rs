@@ -689,17 +689,6 @@ impl<'p> Runner<'p> {
             .join(format!("{name}.jsonl"))
     }
 
-    fn keep_plain_manifest(&mut self, name: &str, manifest: &Manifest) -> Result<(), Halt> {
-        let path = self.plain_manifest_path(name);
-        let write = || -> std::io::Result<()> {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            labrun_dataset::write_manifest(&path, manifest).map_err(std::io::Error::other)
-        };
-        write().map_err(|e| RunError::io("cannot write a work file", &path, e).into())
-    }
-
     /// Whether the dataset's paths stay out of the evidence.
     fn tree_is_private(&self) -> bool {
         match &self.plan.dataset {

@@ -183,10 +183,6 @@ impl<'p> Runner<'p> {
         let evidence = self.ev.manifest_path(GENERATED);
         let plain = private.then(|| self.plain_manifest_path(GENERATED));
         let write = || -> Result<(), labrun_dataset::DatasetError> {
-            if let Some(dir) = plain.as_deref().and_then(Path::parent) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| labrun_dataset::DatasetError::io("creating", dir, e))?;
-            }
             let mut out = TreeManifestWriter::create(&evidence, private, plain.as_deref())?;
             each_entry(content, &mut |e| out.push(&e))?;
             out.finish().map(|_| ())
@@ -475,9 +471,6 @@ impl<'p> Runner<'p> {
         let written = out.clone();
         let name = rec.step.clone();
         let result = self.in_process(name, move |progress| {
-            if let Some(dir) = plain.as_deref().and_then(Path::parent) {
-                std::fs::create_dir_all(dir)?;
-            }
             let mut w = TreeManifestWriter::create(&written, private, plain.as_deref())?;
             labrun_dataset::apply_tree_change_each(
                 &dir,

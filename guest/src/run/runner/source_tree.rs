@@ -347,35 +347,25 @@ impl<'p> Runner<'p> {
     /// Every tool cycle must make the same tree at this point of the
     /// protocol: the first one's manifest is kept as `manifests/<name>.jsonl`;
     /// a later one that differs is kept beside it, and its name returned.
+    /// Only the fidelity fixture's manifest is held (it is small and the
+    /// same for every dataset, so it keeps its paths); a tree's is written
+    /// as it is read (`tree_manifests.rs`).
     pub(super) fn keep_same_manifest(
         &mut self,
         tc: &ToolCycle,
         name: &str,
         manifest: &labrun_evidence::Manifest,
     ) -> Result<Option<String>, Halt> {
-        // A private tree's manifests keep no path of it: compared and kept
-        // in the form the evidence holds.
-        let private = self.tree_is_private() && name != FIXTURE;
-        let hashed;
-        let kept = if private {
-            hashed = manifest.with_hashed_paths();
-            &hashed
-        } else {
-            manifest
-        };
         match self.first_manifests.get(name) {
             None => {
-                let digest = self.ev.write_manifest(name, kept)?;
-                if private {
-                    self.keep_plain_manifest(name, manifest)?;
-                }
+                let digest = self.ev.write_manifest(name, manifest)?;
                 self.first_manifests.insert(name.to_string(), digest);
                 Ok(None)
             }
-            Some(first) if *first == Evidence::manifest_digest(kept) => Ok(None),
+            Some(first) if *first == Evidence::manifest_digest(manifest) => Ok(None),
             Some(_) => {
                 let other = format!("{name}-c{}-{}", tc.cycle, tc.tool.name);
-                self.ev.write_manifest(&other, kept)?;
+                self.ev.write_manifest(&other, manifest)?;
                 Ok(Some(other))
             }
         }

@@ -37,7 +37,14 @@ impl TreeManifestWriter {
             false => EvidenceCopy::Plain(ManifestFileWriter::create(evidence)?),
         };
         let plain = match plain.filter(|_| private) {
-            Some(path) => Some(ManifestFileWriter::create(path)?),
+            Some(path) => {
+                // The work folder's copies sit in a folder of their own.
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| DatasetError::io("creating", dir, e))?;
+                }
+                Some(ManifestFileWriter::create(path)?)
+            }
             None => None,
         };
         Ok(TreeManifestWriter { evidence, plain })

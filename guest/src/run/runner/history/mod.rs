@@ -252,10 +252,6 @@ impl<'p> Runner<'p> {
         let private = self.tree_is_private();
         let plain = (private && first.is_none()).then(|| self.plain_manifest_path(&name));
         let write = || -> Result<labrun_dataset::WrittenManifest, labrun_dataset::DatasetError> {
-            if let Some(dir) = plain.as_deref().and_then(Path::parent) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| labrun_dataset::DatasetError::io("creating", dir, e))?;
-            }
             let mut w = TreeManifestWriter::create(&out, private, plain.as_deref())?;
             each_entry(scanned, &mut |e| w.push(&e))?;
             w.finish()
