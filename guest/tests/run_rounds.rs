@@ -125,3 +125,74 @@ fn a_run_of_another_group_removes_a_dataset_left_by_a_killed_interleaving() {
     );
     assert!(!lab.work().join("datasets/g1").exists());
 }
+
+/// Runs round `cycle` of run "a" alone (its own group), whatever its outcome.
+fn lone_round(lab: &Lab, cycle: u32) -> std::process::Output {
+    let mut plan: Value = base_plan("a", 1, vec![sh_tool("t", json!({}))]);
+    plan["first_cycle"] = json!(cycle);
+    plan["round"] = json!({"run_cycles": 2, "group": "g1", "keep_dataset": cycle == 1});
+    let plan_path = lab.path(&format!("a-c{cycle}.json"));
+    std::fs::write(&plan_path, serde_json::to_vec(&plan).unwrap()).unwrap();
+    Command::new(AGENT)
+        .arg("run")
+        .arg("--plan")
+        .arg(&plan_path)
+        .arg("--work")
+        .arg(lab.work())
+        .arg("--evidence")
+        .arg(lab.path("evidence/a"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_later_round_s_changed_tree_is_compared_with_the_first_round_s() {
+    let lab = Lab::new();
+    let out = lone_round(&lab, 1);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let manifests = lab.path("evidence/a/manifests");
+    let first = manifests.join("changed.jsonl");
+    let kept = std::fs::read(&first).unwrap();
+    // What round 1 kept no longer matches the tree the change makes: round
+    // 2, another agent, must say so rather than take itself for the first.
+    let mut other = kept.clone();
+    other.extend_from_slice(b"\n");
+    std::fs::write(&first, &other).unwrap();
+    lone_round(&lab, 2);
+    let failed: Vec<StepRecord> = records(&lab, "a")
+        .into_iter()
+        .filter(|r| r.cycle == 2 && !r.ok)
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let error = failed[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("the changed tree differs from the first tool cycle's")
+            && error.contains("manifests/changed-c2-t.jsonl"),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        other,
+        "the first one is kept"
+    );
+    assert_eq!(
+        std::fs::read(manifests.join("changed-c2-t.jsonl")).unwrap(),
+        kept,
+        "the different one beside it"
+    );
+
+    // Untouched, a later round's same tree leaves only the first.
+    let lab = Lab::new();
+    for cycle in [1, 2] {
+        let out = lone_round(&lab, cycle);
+        assert!(out.status.success(), "round {cycle}: {}", stderr(&out));
+    }
+    assert!(records(&lab, "a").iter().all(|r| r.ok));
+    let names: Vec<String> = std::fs::read_dir(lab.path("evidence/a/manifests"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("changed"))
+        .collect();
+    assert_eq!(names, vec!["changed.jsonl".to_string()]);
+}

@@ -217,27 +217,19 @@ impl Evidence {
             .map_err(|e| RunError::io("cannot write evidence file", &path, e))
     }
 
-    /// Writes `manifests/<name>.jsonl`; returns the SHA-256 of its bytes, so
-    /// two manifests can be compared without holding either in memory.
-    pub fn write_manifest(&self, name: &str, manifest: &Manifest) -> Result<String, RunError> {
-        let path = self.manifest_path(name);
+    /// Writes a held manifest to `path` (one of `manifest_path`'s); returns
+    /// the SHA-256 of its bytes, so two manifests can be compared without
+    /// holding either in memory.
+    pub fn write_manifest(&self, path: &Path, manifest: &Manifest) -> Result<String, RunError> {
         let write = || -> io::Result<String> {
-            let file = File::create(&path)?;
+            let file = File::create(path)?;
             let mut w = HashingWriter::new(BufWriter::new(file));
             manifest.write_to(&mut w)?;
             let (inner, digest) = w.finish();
             inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             Ok(digest)
         };
-        write().map_err(|e| RunError::io("cannot write evidence file", &path, e))
-    }
-
-    /// The SHA-256 [`Evidence::write_manifest`] would return, writing nothing.
-    pub fn manifest_digest(manifest: &Manifest) -> String {
-        let mut w = HashingWriter::new(io::sink());
-        // Writing to a sink cannot fail.
-        let _ = manifest.write_to(&mut w);
-        w.finish().1
+        write().map_err(|e| RunError::io("cannot write evidence file", path, e))
     }
 
     /// The regular files a manifest lists and their bytes, read as it
@@ -378,7 +370,7 @@ mod tests {
     }
 
     #[test]
-    fn manifest_digest_is_of_the_bytes_written() {
+    fn a_written_manifest_s_digest_is_of_its_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let ev = Evidence::create(dir.path(), false).unwrap();
         let m = Manifest {
@@ -391,8 +383,9 @@ mod tests {
                 ..ManifestEntry::default()
             }],
         };
-        let digest = ev.write_manifest("generated", &m).unwrap();
-        assert_eq!(Evidence::manifest_digest(&m), digest);
+        let digest = ev
+            .write_manifest(&ev.manifest_path("generated"), &m)
+            .unwrap();
         let bytes = std::fs::read(ev.manifest_path("generated")).unwrap();
         assert_eq!(digest, labrun_evidence::digest::sha256_hex(&bytes));
         assert_eq!(

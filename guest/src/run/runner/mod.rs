@@ -54,6 +54,7 @@ mod history;
 #[cfg(test)]
 mod interpreter_tests;
 pub(crate) mod real_tree;
+mod same_tree;
 mod source_tree;
 mod tool_step;
 mod tree_manifests;
@@ -270,9 +271,9 @@ struct Runner<'p> {
     private_paths: PathRedactor,
     params: DatasetParams,
     change_seed: u64,
-    /// Digests of the manifests the first tool cycle made (each change
-    /// round's, the fidelity fixture's), by name: every later tool cycle
-    /// must make the same trees.
+    /// Digests of the run's first manifests of its trees (each change
+    /// round's, each commit's, the fidelity fixture's), by name, as this
+    /// agent wrote or read them (`same_tree.rs`).
     first_manifests: std::collections::BTreeMap<String, String>,
     /// The current tool cycle's source tree was made pristine, so the next
     /// tool cycle may reset it rather than copy the dataset again.

@@ -458,17 +458,13 @@ impl<'p> Runner<'p> {
         };
         let summary = change.summary();
         let manifest_name = Self::changed_manifest(round);
-        let first = self.first_manifests.get(&manifest_name).cloned();
-        let kept_as = match first {
-            None => manifest_name.clone(),
-            Some(_) => format!("{manifest_name}-c{}-{}", tc.cycle, tc.tool.name),
-        };
-        let out = self.ev.manifest_path(&kept_as);
-        // The work folder's copy with paths: the first cycle's only, what
-        // every cycle's verify compares with.
+        // The work folder's copy with paths is written once by an agent:
+        // every cycle's verify compares with it.
+        let slot = self.manifest_slot(tc, &manifest_name)?;
         let private = self.tree_is_private();
-        let plain = (private && first.is_none()).then(|| self.plain_manifest_path(&manifest_name));
-        let written = out.clone();
+        let plain =
+            (private && slot.writes_plain).then(|| self.plain_manifest_path(&manifest_name));
+        let written = slot.path.clone();
         let name = rec.step.clone();
         let result = self.in_process(name, move |progress| {
             let mut w = TreeManifestWriter::create(&written, private, plain.as_deref())?;
@@ -494,21 +490,13 @@ impl<'p> Runner<'p> {
                 );
                 rec.bytes = Some(summary.bytes_written);
                 self.write_change_summary(&manifest_name, &summary);
-                match first {
-                    None => {
-                        self.first_manifests.insert(manifest_name, written.sha256);
-                    }
-                    Some(first) if first == written.sha256 => {
-                        std::fs::remove_file(&out)
-                            .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
-                    }
-                    Some(_) => {
-                        rec.ok = false;
-                        rec.error = Some(format!(
-                            "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{kept_as}.jsonl): the tree change is not deterministic, a bug in labrun"
-                        ));
-                    }
-                }
+                self.settle_manifest(
+                    slot,
+                    &written.sha256,
+                    &mut rec,
+                    "the changed tree",
+                    "the tree change is not deterministic, a bug in labrun",
+                )?;
             }
             InProcess::Done(Err(e)) => {
                 rec.error = Some(format!("{} ({})", describe_io(&e), tc.vars.source))

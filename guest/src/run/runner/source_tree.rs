@@ -8,7 +8,6 @@ use super::{
 };
 use crate::run::env::{from_process, tool_env};
 use crate::run::error::{RunError, describe_io};
-use crate::run::evidence::Evidence;
 use crate::run::interrupt::InProcess;
 use crate::run::reset::reset_tree;
 use labrun_evidence::{DatasetPlan, RunStep, Step, StepRecord};
@@ -262,16 +261,10 @@ impl<'p> Runner<'p> {
             return self.change_real_tree(tc, rec, started, round);
         }
         // The new manifest is written as the tree is rescanned, never held
-        // (issue 31: a million files): the first tool cycle's is kept as
-        // `manifests/<name>.jsonl`; a later cycle's is written beside it and
-        // removed when its digest is the first one's.
-        let first = self.first_manifests.get(&manifest_name).cloned();
-        let kept_as = match first {
-            None => manifest_name.clone(),
-            Some(_) => format!("{manifest_name}-c{}-{}", tc.cycle, tc.tool.name),
-        };
-        let out = self.ev.manifest_path(&kept_as);
-        let written = out.clone();
+        // (issue 31: a million files), and compared with the run's first
+        // (`same_tree.rs`).
+        let slot = self.manifest_slot(tc, &manifest_name)?;
+        let written = slot.path.clone();
         let result = self.in_process(name.clone(), move |progress| {
             labrun_dataset::apply_change_to_file(&dir, &params, seed, &written, progress)
         });
@@ -279,21 +272,13 @@ impl<'p> Runner<'p> {
         match result {
             InProcess::Done(Ok(manifest)) => {
                 rec.ok = true;
-                match first {
-                    None => {
-                        self.first_manifests.insert(manifest_name, manifest.sha256);
-                    }
-                    Some(first) if first == manifest.sha256 => {
-                        std::fs::remove_file(&out)
-                            .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
-                    }
-                    Some(_) => {
-                        rec.ok = false;
-                        rec.error = Some(format!(
-                            "the change made a different tree than in the first tool cycle (manifests/{manifest_name}.jsonl vs manifests/{kept_as}.jsonl): the dataset change is not deterministic, a bug in labrun"
-                        ));
-                    }
-                }
+                self.settle_manifest(
+                    slot,
+                    &manifest.sha256,
+                    &mut rec,
+                    "the changed tree",
+                    "the dataset change is not deterministic, a bug in labrun",
+                )?;
             }
             InProcess::Done(Err(e)) => {
                 rec.error = Some(format!("{} ({})", describe_io(&e), tc.vars.source))
@@ -322,12 +307,15 @@ impl<'p> Runner<'p> {
                 rec.ok = true;
                 rec.files = Some(file_count(&manifest));
                 rec.bytes = Some(manifest.total_file_bytes());
-                if let Some(other) = self.keep_same_manifest(tc, FIXTURE, &manifest)? {
-                    rec.ok = false;
-                    rec.error = Some(format!(
-                        "the fidelity fixture differs from the first tool cycle's (manifests/{FIXTURE}.jsonl vs manifests/{other}.jsonl): a bug in labrun, or a filesystem that changed under the run"
-                    ));
-                }
+                let slot = self.manifest_slot(tc, FIXTURE)?;
+                let digest = self.ev.write_manifest(&slot.path, &manifest)?;
+                self.settle_manifest(
+                    slot,
+                    &digest,
+                    &mut rec,
+                    "the fidelity fixture",
+                    "a bug in labrun, or a filesystem that changed under the run",
+                )?;
             }
             InProcess::Done(Err(e)) => {
                 rec.error = Some(format!(
@@ -342,32 +330,5 @@ impl<'p> Runner<'p> {
         let ok = rec.ok;
         self.append(&rec)?;
         Ok(ok)
-    }
-
-    /// Every tool cycle must make the same tree at this point of the
-    /// protocol: the first one's manifest is kept as `manifests/<name>.jsonl`;
-    /// a later one that differs is kept beside it, and its name returned.
-    /// Only the fidelity fixture's manifest is held (it is small and the
-    /// same for every dataset, so it keeps its paths); a tree's is written
-    /// as it is read (`tree_manifests.rs`).
-    pub(super) fn keep_same_manifest(
-        &mut self,
-        tc: &ToolCycle,
-        name: &str,
-        manifest: &labrun_evidence::Manifest,
-    ) -> Result<Option<String>, Halt> {
-        match self.first_manifests.get(name) {
-            None => {
-                let digest = self.ev.write_manifest(name, manifest)?;
-                self.first_manifests.insert(name.to_string(), digest);
-                Ok(None)
-            }
-            Some(first) if *first == Evidence::manifest_digest(manifest) => Ok(None),
-            Some(_) => {
-                let other = format!("{name}-c{}-{}", tc.cycle, tc.tool.name);
-                self.ev.write_manifest(&other, manifest)?;
-                Ok(Some(other))
-            }
-        }
     }
 }

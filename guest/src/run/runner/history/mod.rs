@@ -225,10 +225,9 @@ impl<'p> Runner<'p> {
     }
 
     /// Keeps the manifest of commit `k`'s tree (the work file `scanned`)
-    /// in the evidence: the first tool cycle's as `manifests/commit-<k>`
-    /// (hashed for a private series, whose work copy with paths is kept for
-    /// the verifies), a later one's beside it while it is compared, removed
-    /// when it is the same.
+    /// in the evidence as `manifests/commit-<k>` (`same_tree.rs`), hashed
+    /// for a private series, whose work copy with paths is kept for the
+    /// verifies.
     fn keep_manifest(
         &mut self,
         rec: &mut labrun_evidence::StepRecord,
@@ -237,20 +236,11 @@ impl<'p> Runner<'p> {
         scanned: &Path,
     ) -> Result<(), Halt> {
         let name = commit_manifest(k);
-        let path = self.ev.manifest_path(&name);
-        let first = match labrun_evidence::digest::sha256_file(&path) {
-            Ok(digest) => Some(digest),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(RunError::io("cannot read manifest", &path, e).into()),
-        };
-        let kept_as = match first {
-            None => name.clone(),
-            Some(_) => format!("{name}-c{}-{}", tc.cycle, tc.tool.name),
-        };
-        let out = self.ev.manifest_path(&kept_as);
+        let slot = self.manifest_slot(tc, &name)?;
         // A private series keeps no path of its trees (as real_tree.rs).
         let private = self.tree_is_private();
-        let plain = (private && first.is_none()).then(|| self.plain_manifest_path(&name));
+        let plain = (private && slot.writes_plain).then(|| self.plain_manifest_path(&name));
+        let out = slot.path.clone();
         let write = || -> Result<labrun_dataset::WrittenManifest, labrun_dataset::DatasetError> {
             let mut w = TreeManifestWriter::create(&out, private, plain.as_deref())?;
             each_entry(scanned, &mut |e| w.push(&e))?;
@@ -258,19 +248,12 @@ impl<'p> Runner<'p> {
         };
         let written =
             write().map_err(|e| RunError::io("cannot write evidence file", &out, e.into()))?;
-        match first {
-            None => {}
-            Some(first) if first == written.sha256 => {
-                std::fs::remove_file(&out)
-                    .map_err(|e| RunError::io("cannot remove evidence file", &out, e))?;
-            }
-            Some(_) => {
-                rec.ok = false;
-                rec.error = Some(format!(
-                    "commit {k} made a different tree than in the first tool cycle (manifests/{name}.jsonl vs manifests/{kept_as}.jsonl): the work tree was not moved as git would, a bug in labrun"
-                ));
-            }
-        }
-        Ok(())
+        self.settle_manifest(
+            slot,
+            &written.sha256,
+            rec,
+            &format!("commit {k}'s tree"),
+            "the work tree was not moved as git would, a bug in labrun",
+        )
     }
 }
