@@ -13,13 +13,12 @@
 //! writer does, finished or not.
 
 use crate::error::DatasetError;
-use crate::manifest_file::{HashingWriter, WrittenManifest, with_suffix};
+use crate::manifest_file::{WrittenManifest, with_suffix, write_whole};
 use crate::sorted_runs::{Run, Source, merge};
 use labrun_evidence::manifest::{hashed_path, write_entry, write_header};
 use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
-use sha2::{Digest, Sha256};
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::fs;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// How much of the manifest a [`HashedManifestWriter`] holds.
@@ -120,21 +119,8 @@ impl HashedManifestWriter {
         let last = sorted(std::mem::take(&mut self.buffer));
         let mut sources = self.read_runs()?;
         sources.push(Box::new(last.into_iter().map(Ok)));
-        let tmp = with_suffix(&self.path, ".tmp");
-        let written = write_manifest_file(&tmp, self.entries, merge(sources))
-            .map_err(|e| DatasetError::io("writing", &tmp, e))
-            .and_then(|sha256| {
-                fs::rename(&tmp, &self.path)
-                    .map_err(|e| DatasetError::io("renaming the new manifest to", &self.path, e))?;
-                Ok(sha256)
-            });
-        let sha256 = match written {
-            Ok(sha256) => sha256,
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
+        let count = self.entries;
+        let sha256 = write_whole(&self.path, |w| write_merged(w, count, merge(sources)))?;
         // The run files go with `self`, now.
         Ok(WrittenManifest {
             entries: self.entries,
@@ -214,20 +200,16 @@ fn write_run(
 
 /// Writes the manifest of the `count` sorted `entries` to `path`, synced,
 /// and returns the SHA-256 of its bytes.
-fn write_manifest_file(
-    path: &Path,
+/// The header and the `count` entries a merge gives, in order.
+fn write_merged(
+    w: &mut dyn Write,
     count: usize,
     entries: impl Iterator<Item = io::Result<ManifestEntry>>,
-) -> io::Result<String> {
-    let file = File::create(path)?;
-    let mut w = HashingWriter {
-        inner: BufWriter::new(&file),
-        hasher: Sha256::new(),
-    };
-    write_header(&mut w, count)?;
+) -> io::Result<()> {
+    write_header(&mut *w, count)?;
     let mut written = 0;
     for e in entries {
-        write_entry(&mut w, &e?)?;
+        write_entry(&mut *w, &e?)?;
         written += 1;
     }
     if written != count {
@@ -236,11 +218,7 @@ fn write_manifest_file(
             format!("{count} entries were pushed and the merge gave {written}"),
         ));
     }
-    w.flush()?;
-    let HashingWriter { inner, hasher } = w;
-    drop(inner);
-    file.sync_all()?;
-    Ok(hex::encode(hasher.finalize()))
+    Ok(())
 }
 
 /// Roughly what an entry takes in memory: enough to bound the buffer of a

@@ -2,8 +2,8 @@
 //! never sees half of one.
 
 use crate::error::DatasetError;
+use labrun_evidence::digest::HashingWriter;
 use labrun_evidence::{EntryKind, Manifest, ManifestEntry};
-use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -39,22 +39,42 @@ pub fn check_outside(manifest: &Path, dir: &Path) -> Result<(), DatasetError> {
     Ok(())
 }
 
-/// Writes `manifest` (sorted by the caller) to `path` via a temporary file
-/// and a rename, so the file is either the old one or the whole new one.
+/// Writes `manifest` (sorted by the caller) to `path` whole or not at all
+/// ([`write_whole`]).
 pub fn write_manifest(path: &Path, manifest: &Manifest) -> Result<(), DatasetError> {
-    let mut tmp_name = path.as_os_str().to_os_string();
-    tmp_name.push(".tmp");
-    let tmp = PathBuf::from(tmp_name);
-    let write = || -> std::io::Result<()> {
+    write_whole(path, |w| manifest.write_to(w)).map(|_| ())
+}
+
+/// Writes `path` so that a reader sees the old file or the whole new one:
+/// `write` fills a temporary file beside it, hashed as it goes and synced,
+/// which is then renamed over `path` (and removed if anything fails).
+/// Returns the SHA-256 of the bytes written.
+pub(crate) fn write_whole(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<String, DatasetError> {
+    let tmp = with_suffix(path, ".tmp");
+    let assemble = || -> std::io::Result<String> {
         let file = File::create(&tmp)?;
-        let mut w = BufWriter::new(&file);
-        manifest.write_to(&mut w)?;
+        let mut w = HashingWriter::new(BufWriter::new(&file));
+        write(&mut w)?;
         w.flush()?;
-        drop(w);
-        file.sync_all()
+        let (inner, sha256) = w.finish();
+        drop(inner);
+        file.sync_all()?;
+        Ok(sha256)
     };
-    write().map_err(|e| DatasetError::io("writing", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| DatasetError::io("renaming the new manifest to", path, e))
+    let written = assemble()
+        .map_err(|e| DatasetError::io("writing", &tmp, e))
+        .and_then(|sha256| {
+            fs::rename(&tmp, path)
+                .map_err(|e| DatasetError::io("renaming the new manifest to", path, e))?;
+            Ok(sha256)
+        });
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 pub fn read_manifest(path: &Path) -> Result<Manifest, DatasetError> {
@@ -156,30 +176,13 @@ impl ManifestFileWriter {
             body.flush()
                 .map_err(|e| DatasetError::io("writing", &self.body_path, e))?;
         }
-        let tmp = with_suffix(&self.path, ".tmp");
-        let assemble = || -> std::io::Result<String> {
-            let file = File::create(&tmp)?;
-            let mut w = HashingWriter {
-                inner: BufWriter::new(&file),
-                hasher: Sha256::new(),
-            };
-            labrun_evidence::manifest::write_header(&mut w, self.entries)?;
-            std::io::copy(&mut BufReader::new(File::open(&self.body_path)?), &mut w)?;
-            w.flush()?;
-            let HashingWriter { inner, hasher } = w;
-            drop(inner);
-            file.sync_all()?;
-            Ok(hex::encode(hasher.finalize()))
-        };
-        let sha256 = match assemble() {
-            Ok(sha256) => sha256,
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(DatasetError::io("writing", &tmp, e));
-            }
-        };
-        fs::rename(&tmp, &self.path)
-            .map_err(|e| DatasetError::io("renaming the new manifest to", &self.path, e))?;
+        let entries = self.entries;
+        let body_path = &self.body_path;
+        let sha256 = write_whole(&self.path, |w| {
+            labrun_evidence::manifest::write_header(&mut *w, entries)?;
+            std::io::copy(&mut BufReader::new(File::open(body_path)?), w)?;
+            Ok(())
+        })?;
         Ok(WrittenManifest {
             entries: self.entries,
             files: self.files,
@@ -199,24 +202,6 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-/// Hashes what passes through it.
-pub(crate) struct HashingWriter<W> {
-    pub(crate) inner: W,
-    pub(crate) hasher: Sha256,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 #[cfg(test)]
