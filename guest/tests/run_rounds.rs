@@ -22,10 +22,16 @@ fn round(lab: &Lab, run: &str, cycle: u32, cycles: u32, keep: bool) {
 
 /// Runs `plan` with the shared work folder; evidence in `evidence/<run_id>`.
 fn run_plan(lab: &Lab, plan: &Value, label: &str) {
+    let out = run_agent(lab, plan, label);
+    assert!(out.status.success(), "{label}: {}", stderr(&out));
+}
+
+/// As `run_plan`, whatever the outcome.
+fn run_agent(lab: &Lab, plan: &Value, label: &str) -> std::process::Output {
     let plan_path = lab.path(&format!("{label}.json"));
     std::fs::write(&plan_path, serde_json::to_vec(plan).unwrap()).unwrap();
     let run = plan["run_id"].as_str().unwrap();
-    let out = Command::new(AGENT)
+    Command::new(AGENT)
         .arg("run")
         .arg("--plan")
         .arg(&plan_path)
@@ -34,8 +40,7 @@ fn run_plan(lab: &Lab, plan: &Value, label: &str) {
         .arg("--evidence")
         .arg(lab.path(&format!("evidence/{run}")))
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{label}: {}", stderr(&out));
+        .unwrap()
 }
 
 fn records(lab: &Lab, run: &str) -> Vec<StepRecord> {
@@ -131,18 +136,7 @@ fn lone_round(lab: &Lab, cycle: u32) -> std::process::Output {
     let mut plan: Value = base_plan("a", 1, vec![sh_tool("t", json!({}))]);
     plan["first_cycle"] = json!(cycle);
     plan["round"] = json!({"run_cycles": 2, "group": "g1", "keep_dataset": cycle == 1});
-    let plan_path = lab.path(&format!("a-c{cycle}.json"));
-    std::fs::write(&plan_path, serde_json::to_vec(&plan).unwrap()).unwrap();
-    Command::new(AGENT)
-        .arg("run")
-        .arg("--plan")
-        .arg(&plan_path)
-        .arg("--work")
-        .arg(lab.work())
-        .arg("--evidence")
-        .arg(lab.path("evidence/a"))
-        .output()
-        .unwrap()
+    run_agent(lab, &plan, &format!("a-c{cycle}"))
 }
 
 #[test]
