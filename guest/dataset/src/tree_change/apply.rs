@@ -37,6 +37,13 @@ enum Job<'a> {
 }
 
 impl Job<'_> {
+    fn path(&self) -> &str {
+        match self {
+            Job::Rewrite { path, .. } | Job::Add { path, .. } => path,
+            Job::Region { region, .. } => &region.path,
+        }
+    }
+
     fn bytes(&self) -> u64 {
         match self {
             Job::Rewrite { size, .. } | Job::Add { size, .. } => *size,
@@ -56,9 +63,13 @@ pub fn apply_tree_change(
 ) -> io::Result<Manifest> {
     let written = change.summary().bytes_written;
     let total = written + change.tree_bytes;
-    apply(dir, change, spec, &mut |done, _| {
-        progress(done.min(written), total)
-    })?;
+    apply(
+        dir,
+        change,
+        spec,
+        &mut |done, _| progress(done.min(written), total),
+        forget,
+    )?;
     Ok(scan::scan(dir, scan::Detail::Content, &mut |done, _| {
         progress((written + done).min(total), total)
     })?)
@@ -78,9 +89,13 @@ pub fn apply_tree_change_each(
     // total for the rescan's progress without walking the tree first.
     let written = change.summary().bytes_written;
     let total = written + change.tree_bytes;
-    apply(dir, change, spec, &mut |done, _| {
-        progress(done.min(written), total)
-    })?;
+    apply(
+        dir,
+        change,
+        spec,
+        &mut |done, _| progress(done.min(written), total),
+        forget,
+    )?;
     Ok(crate::scan_stream::scan_each_with_progress(
         dir,
         sink,
@@ -126,7 +141,11 @@ pub fn apply_tree_change_from(
             return Err(DatasetError::BaseManifestMismatch { path: path.clone() }.into());
         }
     }
-    let digests = apply(dir, change, spec, progress)?;
+    let digests: HashMap<String, String> = apply(dir, change, spec, progress, |path, digest| {
+        (path.to_string(), digest)
+    })?
+    .into_iter()
+    .collect();
     let mut entries: Vec<ManifestEntry> = Vec::with_capacity(base.entries.len());
     for path in &change.removed {
         by_path.remove(path.as_str());
@@ -165,14 +184,19 @@ fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
-/// Applies the change; returns the new SHA-256 of every written file, by
-/// path.
-fn apply(
+/// What [`apply`] keeps of a written file when the tree is scanned after
+/// it: nothing (a change of millions of files writes hundreds of thousands).
+fn forget(_path: &str, _digest: String) {}
+
+/// Applies the change; returns what `keep` makes of each written file's
+/// path and new SHA-256, in no particular order.
+fn apply<R: Send>(
     dir: &Path,
     change: &TreeChange,
     spec: &ChangeSpec,
     progress: Progress,
-) -> io::Result<HashMap<String, String>> {
+    keep: impl Fn(&str, String) -> R + Sync,
+) -> io::Result<Vec<R>> {
     spec.validate().map_err(invalid)?;
     if spec.seed != change.seed {
         return Err(invalid(format!(
@@ -220,13 +244,13 @@ fn apply(
     let order = pool::biggest_first(jobs.iter().map(Job::bytes));
     let total = jobs.iter().map(Job::bytes).sum();
     let mtime = system_time(change.mtime);
-    let digests = pool::run(
+    let kept = pool::run(
         &jobs,
         &order,
         pool::threads(1),
         total,
         progress,
-        |job, w| run_job(dir, job, change.seed, mtime, w),
+        |job, w| run_job(dir, job, change.seed, mtime, w).map(|digest| keep(job.path(), digest)),
     )?;
     // Folders last: the writes above do not change a folder's mtime, but
     // the removals, renames and creations did.
@@ -234,14 +258,7 @@ fn apply(
         let path = dir.join(rel);
         set_mtime(&path, mtime)?;
     }
-    Ok(jobs
-        .iter()
-        .map(|job| match job {
-            Job::Rewrite { path, .. } | Job::Add { path, .. } => path.to_string(),
-            Job::Region { region, .. } => region.path.clone(),
-        })
-        .zip(digests)
-        .collect())
+    Ok(kept)
 }
 
 /// Checks every path the change names before it writes anything: a change
