@@ -12,14 +12,15 @@
 //!    tree has ([`super::new_paths`]; rarely, another pass for more).
 
 use super::choose::{Census, Draws, Structural, each, eligible, large, small};
-use super::new_paths::{NewPaths, Wanted, existing};
+use super::new_paths::{NewPaths, Wanted, existing, fingerprint};
 use super::pick::{Picks, pick};
 use super::rank::{Key, Ranks};
 use super::source::EntrySource;
 use super::{TreeChange, WHOLE_FILE_LIMIT, round, seeded_mtime};
 use labrun_evidence::ChangeSpec;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
+use std::rc::Rc;
 
 impl TreeChange {
     /// Plans the change of the tree `source` yields, reading it a few
@@ -109,24 +110,34 @@ fn rewrite_count(census: &Census, structural: &Structural, fraction: f64) -> usi
 /// in its drawn folder, then each added file's.
 fn wanted(structural: &Structural, draws: &Draws, picks: &Picks) -> io::Result<Vec<Wanted>> {
     let mut wanted = Vec::with_capacity(structural.renamed.len() + draws.added.len());
-    for (k, (&(position, _), &dir)) in structural
+    // Each drawn folder's path once, however many new paths it gets.
+    let mut dirs: HashMap<u64, Rc<str>> = HashMap::new();
+    let mut dir = |index: u64| -> io::Result<Rc<str>> {
+        if let Some(dir) = dirs.get(&index) {
+            return Ok(Rc::clone(dir));
+        }
+        let dir: Rc<str> = Rc::from(picks.dir(index)?);
+        dirs.insert(index, Rc::clone(&dir));
+        Ok(dir)
+    };
+    for (k, (&(position, _), &index)) in structural
         .renamed
         .iter()
         .zip(&draws.renamed_dirs)
         .enumerate()
     {
         let from = picks.path_at(position)?;
-        let name = from.rsplit('/').next().unwrap_or(&from).to_string();
+        let name = from.rsplit('/').next().unwrap_or(&from);
         wanted.push(Wanted {
-            dir: picks.dir(dir)?,
-            name,
-            fallback: format!("labrun-renamed-{k}"),
+            dir: dir(index)?,
+            name: name.into(),
+            fallback: format!("labrun-renamed-{k}").into(),
         });
     }
-    for (k, &(_, dir)) in draws.added.iter().enumerate() {
-        let name = format!("labrun-added-{k}");
+    for (k, &(_, index)) in draws.added.iter().enumerate() {
+        let name: Box<str> = format!("labrun-added-{k}").into();
         wanted.push(Wanted {
-            dir: picks.dir(dir)?,
+            dir: dir(index)?,
             name: name.clone(),
             fallback: name,
         });
@@ -141,13 +152,14 @@ fn rewritten_and_existing(
     ranks: &Ranks,
     structural: &Structural,
     last: Key,
-    ask: &HashSet<String>,
+    ask: &HashSet<u64>,
     change: &mut TreeChange,
-) -> io::Result<HashSet<String>> {
+) -> io::Result<HashSet<u64>> {
     let mut found = HashSet::new();
     each(source, |position, e| {
-        if ask.contains(&e.path) {
-            found.insert(e.path.clone());
+        let print = fingerprint(&e.path);
+        if ask.contains(&print) {
+            found.insert(print);
         }
         if eligible(e) && small(e.size) {
             let key = ranks.key(&e.path, position);
