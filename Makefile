@@ -117,7 +117,7 @@ bench-agent-files: setup agent
 ## backed up, restored, verified) at 100,000 and 1,000,000 files side by
 ## side, and the bytes per file between them (target: each < 64 MiB).
 ## SCALES="1 4" SCRATCH_FS=xfs (root, xfsprogs) runs on a loop-mounted XFS
-## whose reflinked copies fit 4 million files in about 25 GB of disk.
+## whose reflinked copies fit 4 million files in about 27 GB of disk.
 bench-agent-tree: setup agent
 	AGENT=$(AGENT) bash benches/agent-memory-tree.sh $(SCALES)
 

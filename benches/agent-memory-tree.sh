@@ -25,7 +25,7 @@
 #        a loop-mounted XFS of 1 KiB blocks with reflinks, a sparse file in
 #        SCRATCH_PARENT, where the copies (the agent's and cp's
 #        --reflink=auto) share the tree's blocks: 4 million files then take
-#        about 25 GB instead of about 90. The agent does the same work on it.
+#        about 27 GB instead of about 90. The agent does the same work on it.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
