@@ -6,6 +6,11 @@ AGENT_TARGET := x86_64-unknown-linux-gnu
 # does (otherwise the targets below would run stale binaries from target/).
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
+# Paths are data and may hold spaces or quotes: every path a recipe hands the
+# shell goes through `q`, which single-quotes it ('it'\''s'). Make's own
+# functions split on spaces, so none of them (abspath, dir, ...) is used on a
+# path; recipes resolve paths in the shell instead.
+q = '$(subst ','\'',$(1))'
 
 .PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-agent-files bench-agent-tree bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push
 
@@ -24,7 +29,7 @@ MEASUREMENTS := pool_timing_one_host_against_two report_time_per_record_at_two_s
 ## bench` ships) rather than the debug one beside it. --no-fail-fast: one failing
 ## test binary does not hide what the others (the VM tests last) would say.
 test: setup lint agent
-	LABRUN_AGENT=$(abspath $(AGENT)) $(CARGO) test --workspace --all-targets --no-fail-fast -- \
+	LABRUN_AGENT="$$(realpath -m -- $(call q,$(AGENT)))" $(CARGO) test --workspace --all-targets --no-fail-fast -- \
 	  --include-ignored $(addprefix --skip ,$(MEASUREMENTS))
 
 ## test-fast: the inner loop (a few minutes on a warm build): every test but
@@ -45,12 +50,12 @@ lint:
 agent:
 	RUSTFLAGS='-C target-feature=+crt-static -C relocation-model=static' $(CARGO) build --release \
 	  --target $(AGENT_TARGET) -p labrun-agent
-	@file $(AGENT) | grep -q 'statically linked' || { echo "agent is not static"; exit 1; }
+	@file $(call q,$(AGENT)) | grep -q 'statically linked' || { echo "agent is not static"; exit 1; }
 
 ## build: labrun (release) with the static agent beside it, where it looks first
 build: agent
 	$(CARGO) build --release -p labrun
-	cp $(AGENT) $(TARGET_DIR)/release/labrun-agent
+	cp $(call q,$(AGENT)) $(call q,$(TARGET_DIR)/release/labrun-agent)
 
 LABRUN ?= $(TARGET_DIR)/release/labrun
 
@@ -60,7 +65,7 @@ LABRUN ?= $(TARGET_DIR)/release/labrun
 ## relative to that, so it is not a free setting).
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
-LIBDIR := $(abspath $(BINDIR)/../lib/labrun)
+LIBDIR = $(BINDIR)/../lib/labrun
 MANDIR ?= $(PREFIX)/share/man/man1
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
@@ -71,16 +76,17 @@ install: build install-files
 ## install-files: the copying part of install, of whatever LABRUN and AGENT
 ## name (tests install the debug labrun: the same files, no second build)
 install-files:
-	rm -rf $(GENERATED)
-	$(LABRUN) generate man $(GENERATED)/man
-	for sh in bash zsh fish; do $(LABRUN) generate completions $$sh $(GENERATED)/completions || exit 1; done
-	install -D -m 755 $(LABRUN) $(DESTDIR)$(BINDIR)/labrun
-	install -D -m 755 $(AGENT) $(DESTDIR)$(LIBDIR)/labrun-agent
-	install -d $(DESTDIR)$(MANDIR)
-	install -m 644 $(GENERATED)/man/*.1 $(DESTDIR)$(MANDIR)/
-	install -D -m 644 $(GENERATED)/completions/labrun.bash $(DESTDIR)$(BASHCOMPDIR)/labrun
-	install -D -m 644 $(GENERATED)/completions/_labrun $(DESTDIR)$(ZSHCOMPDIR)/_labrun
-	install -D -m 644 $(GENERATED)/completions/labrun.fish $(DESTDIR)$(FISHCOMPDIR)/labrun.fish
+	rm -rf -- $(call q,$(GENERATED))
+	$(call q,$(LABRUN)) generate man $(call q,$(GENERATED)/man)
+	for sh in bash zsh fish; do $(call q,$(LABRUN)) generate completions "$$sh" $(call q,$(GENERATED)/completions) || exit 1; done
+	install -D -m 755 $(call q,$(LABRUN)) $(call q,$(DESTDIR)$(BINDIR)/labrun)
+	libdir="$$(realpath -m -- $(call q,$(DESTDIR)$(LIBDIR)))" && \
+	  install -D -m 755 $(call q,$(AGENT)) "$$libdir/labrun-agent"
+	install -d $(call q,$(DESTDIR)$(MANDIR))
+	install -m 644 $(call q,$(GENERATED)/man)/*.1 $(call q,$(DESTDIR)$(MANDIR))/
+	install -D -m 644 $(call q,$(GENERATED)/completions/labrun.bash) $(call q,$(DESTDIR)$(BASHCOMPDIR)/labrun)
+	install -D -m 644 $(call q,$(GENERATED)/completions/_labrun) $(call q,$(DESTDIR)$(ZSHCOMPDIR)/_labrun)
+	install -D -m 644 $(call q,$(GENERATED)/completions/labrun.fish) $(call q,$(DESTDIR)$(FISHCOMPDIR)/labrun.fish)
 
 # Under software emulation (no usable KVM) the full 6.10 GB protocol takes
 # hours: the default is a quick look. SCALE=1 is the published experiment.
@@ -94,23 +100,23 @@ LAB ?= lab.yaml
 ## bench: the main job: bring the VM up, run the cycles, always take it down
 ## (SCALE=1 CYCLES=1 TOOLS=borg,kopia: the published scale, one cycle, some tools)
 bench: setup build
-	$(LABRUN) -f $(LAB) up $(if $(TOOLS),--tools $(TOOLS)) && \
-	  $(LABRUN) -f $(LAB) bench --scale $(SCALE) $(if $(CYCLES),--cycles $(CYCLES)) $(if $(TOOLS),--tools $(TOOLS)); \
-	  rc=$$?; $(LABRUN) -f $(LAB) down; exit $$rc
+	$(call q,$(LABRUN)) -f $(call q,$(LAB)) up $(if $(TOOLS),--tools $(call q,$(TOOLS))) && \
+	  $(call q,$(LABRUN)) -f $(call q,$(LAB)) bench --scale $(call q,$(SCALE)) $(if $(CYCLES),--cycles $(call q,$(CYCLES))) $(if $(TOOLS),--tools $(call q,$(TOOLS))); \
+	  rc=$$?; $(call q,$(LABRUN)) -f $(call q,$(LAB)) down; exit $$rc
 
 ## bench-agent: the agent's throughput and accuracy, as ratios against
 ## references measured side by side (dataset: gen vs dd, verify vs sha256sum;
 ## memory: the agent's peak RSS vs /usr/bin/time -v)
 bench-agent: setup agent
-	AGENT=$(AGENT) bash benches/agent-dataset.sh
-	AGENT=$(AGENT) bash benches/agent-memory.sh
+	AGENT=$(call q,$(AGENT)) bash benches/agent-dataset.sh
+	AGENT=$(call q,$(AGENT)) bash benches/agent-memory.sh
 
 ## bench-agent-files: the agent's peak RSS (gen, change, verify, scan) on
 ## the tiny-files profile at 100,000 and 1,000,000 files side by side
 ## (target: each < 64 MiB), and verify vs find|xargs sha256sum, cold cache
 ## (target: 1.0x). SCALES="0.1 1 4" adds 4 million files (about 16 GB of disk).
 bench-agent-files: setup agent
-	AGENT=$(AGENT) bash benches/agent-memory-files.sh $(SCALES)
+	AGENT=$(call q,$(AGENT)) bash benches/agent-memory-files.sh $(SCALES)
 
 ## bench-agent-tree: the agent's peak RSS over a whole run of the published
 ## cycle on a private folder of tiny files (a user's tree: scanned, changed,
@@ -119,20 +125,20 @@ bench-agent-files: setup agent
 ## SCALES="1 4" SCRATCH_FS=xfs (root, xfsprogs) runs on a loop-mounted XFS
 ## whose reflinked copies fit 4 million files in about 27 GB of disk.
 bench-agent-tree: setup agent
-	AGENT=$(AGENT) bash benches/agent-memory-tree.sh $(SCALES)
+	AGENT=$(call q,$(AGENT)) bash benches/agent-memory-tree.sh $(SCALES)
 
 ## bench-unpack: `labrun-agent unpack` vs GNU `tar -x` of the same ~200 MB
 ## archive (tar.gz, tar.xz, tar.zst), cold cache, side by side (target: 0.8x)
 bench-unpack: setup agent
-	AGENT=$(AGENT) bash benches/agent-unpack.sh
+	AGENT=$(call q,$(AGENT)) bash benches/agent-unpack.sh
 
 ## bench-vm: `labrun up` (image cached) to SSH ready and `down`, vs virsh by hand
 bench-vm: setup build
-	LABRUN=$(LABRUN) bash benches/vm.sh
+	LABRUN=$(call q,$(LABRUN)) bash benches/vm.sh
 
 ## bench-overhead: the harness's share of `labrun bench`'s wall time at scale 0.01 (target: 5% at most)
 bench-overhead: setup build
-	LABRUN=$(LABRUN) AGENT=$(AGENT) bash benches/overhead.sh
+	LABRUN=$(call q,$(LABRUN)) AGENT=$(call q,$(AGENT)) bash benches/overhead.sh
 
 ## bench-pool: the same two-variant lab on one host and on a pool of two (this
 ## host's libvirt and a second one in a network namespace, reached only
@@ -150,7 +156,7 @@ bench-push: setup
 ## boot: per phase a fitted line (fixed + per GB), the full-scale time it
 ## projects and bench's estimate for the same (SCALES="..." to change them)
 bench-scale: setup build
-	LABRUN=$(LABRUN) LAB=$(LAB) TOOLS=$(TOOLS) bash benches/scale.sh
+	LABRUN=$(call q,$(LABRUN)) LAB=$(call q,$(LAB)) TOOLS=$(call q,$(TOOLS)) bash benches/scale.sh
 
 ## bench-report: `report` time per record at two sizes of records.jsonl (25, 100 MB,
 ## or LABRUN_BENCH_REPORT_MB=a,b) and their ratio (1 is linear)

@@ -169,3 +169,56 @@ fn make_install_gives_a_labrun_that_finds_its_agent_from_anywhere() {
     assert_eq!(listed[0]["status"], "finished", "{listed:#?}");
     assert_eq!(listed[0]["lab"], "install");
 }
+
+/// Paths are data: a target folder, PREFIX and DESTDIR holding spaces (and a
+/// quote) install where they say, and the recipe's `rm -rf` of its generated
+/// folder removes that folder only. Unquoted, `CARGO_TARGET_DIR="/x/decoy
+/// /x/tgt"` made it `rm -rf /x/decoy /x/tgt/release/generated`.
+#[test]
+fn install_files_takes_paths_with_spaces_and_deletes_nothing_beside_its_own_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let decoy = root.path().join("decoy");
+    std::fs::create_dir(&decoy).unwrap();
+    std::fs::write(decoy.join("keep"), "a user's file").unwrap();
+    let target_dir = format!("{} {}", decoy.display(), root.path().join("tgt").display());
+    // install-files copies whatever AGENT names; its content is not run here.
+    let agent_dir = root.path().join("agent's dir");
+    std::fs::create_dir(&agent_dir).unwrap();
+    let agent = agent_dir.join("labrun-agent");
+    std::fs::write(&agent, "#!/bin/sh\n").unwrap();
+    let staging = root.path().join("stage dir");
+    let make = Command::new("make")
+        .arg("-C")
+        .arg(REPO)
+        .arg("install-files")
+        .arg(format!("LABRUN={}", env!("CARGO_BIN_EXE_labrun")))
+        .arg(format!("AGENT={}", agent.display()))
+        .arg(format!("DESTDIR={}", staging.display()))
+        .arg("PREFIX=/opt/my labrun's prefix")
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .output()
+        .expect("run make");
+    assert!(make.status.success(), "make install-files: {}", text(&make));
+    assert!(
+        decoy.join("keep").is_file(),
+        "the folder beside the target folder was deleted: {}",
+        text(&make)
+    );
+    let prefix = staging.join("opt/my labrun's prefix");
+    for file in [
+        "bin/labrun",
+        "lib/labrun/labrun-agent",
+        "share/man/man1/labrun.1",
+        "share/bash-completion/completions/labrun",
+        "share/zsh/site-functions/_labrun",
+        "share/fish/vendor_completions.d/labrun.fish",
+    ] {
+        assert!(prefix.join(file).is_file(), "{file} not installed");
+    }
+    // The generated pages went to the target folder named, spaces and all.
+    assert!(
+        Path::new(&target_dir)
+            .join("release/generated/man/labrun.1")
+            .is_file()
+    );
+}
