@@ -17,7 +17,7 @@
 
 use super::Fault;
 use super::budget::Budget;
-use super::guard::EntryPath;
+use super::guard::{self, EntryPath};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Timespec, Timestamps};
 use rustix::io::Errno;
@@ -183,10 +183,22 @@ impl Tree {
             Err(Fault::Missing) => return Err(missing_target(target)),
             Err(e) => return Err(e),
         };
+        // A target that is a symbolic link is linked as the link itself
+        // (flags 0 below: never followed), so its target must stay in the
+        // tree from the hard link's place too.
+        let target_kind = rustix::fs::statat(&from, target_name, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|st| FileType::from_raw_mode(st.st_mode));
+        if let Ok(FileType::Symlink) = target_kind {
+            let points_to = rustix::fs::readlinkat(&from, target_name, Vec::new())
+                .map_err(|e| Fault::io("reading an earlier symbolic link", e))?;
+            let points_to = points_to
+                .to_str()
+                .map_err(|_| Fault::NotUtf8("link target"))?;
+            guard::hard_link_to_symlink(path, target, points_to)
+                .map_err(|b| b.fault("link target"))?;
+        }
         let (dir, name) = split_entry(path)?;
         self.enter(dir, true)?;
-        // Flags 0: a target that is a symbolic link is linked as the link
-        // itself, never followed.
         let link =
             |at: BorrowedFd| rustix::fs::linkat(&from, target_name, at, name, AtFlags::empty());
         match link(self.current.1.as_fd()) {
