@@ -552,4 +552,37 @@ mod tests {
         let deepest = dest.path().join(format!("b{}", "/d".repeat(DEPTH - 1)));
         assert!(deepest.join(format!("f{}", ENTRIES - 1)).is_file());
     }
+
+    /// Without `openat2` (an old kernel, a filter), the walk one folder at
+    /// a time makes the same folders and refuses the same link.
+    #[test]
+    fn without_whole_path_lookups_the_walk_makes_folders_and_stops_at_links() {
+        let dest = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let limits = UnpackLimits {
+            max_bytes: 1 << 20,
+            max_entries: 1 << 20,
+        };
+        let mut tree = Tree::open(dest.path(), Budget::new(limits)).unwrap();
+        tree.whole_path_opens = false;
+        let meta = Meta {
+            mode: 0o644,
+            mtime: None,
+        };
+        let path = |s: &str| entry_path(s.as_bytes()).unwrap();
+        for name in ["a/b/c/f", "x/y", "a/b/c/g"] {
+            tree.file(&path(name), meta, 1, &mut &b"x"[..]).unwrap();
+        }
+        let target = outside.path().to_str().unwrap();
+        tree.symlink(&path("a/l"), target, meta).unwrap();
+        let through = tree.file(&path("a/l/evil"), meta, 1, &mut &b"x"[..]);
+        assert!(
+            matches!(&through, Err(Fault::Unsafe(r)) if r.contains("`a/l`")),
+            "{through:?}"
+        );
+        assert!(!tree.whole_path_opens);
+        assert_eq!(tree.counts.dirs, 4);
+        assert!(dest.path().join("a/b/c/g").is_file());
+        assert!(!outside.path().join("evil").exists());
+    }
 }
