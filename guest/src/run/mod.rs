@@ -15,6 +15,7 @@ pub mod leftover;
 pub mod measure;
 pub mod name_set;
 pub mod oom;
+pub mod owner_access;
 pub mod placeholders;
 pub mod plan_check;
 pub mod private_paths;

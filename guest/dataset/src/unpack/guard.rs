@@ -5,6 +5,11 @@
 //!   absolute and has no `..` component. `.` and empty components (`./a`,
 //!   `a//b`) are dropped, as tar does; what is left names a place under the
 //!   tree's root, the root itself when nothing is left.
+//! - What is left fits Linux, so every name the listing accepts can be
+//!   made: at most [`MAX_PATH_BYTES`] bytes, each component at most
+//!   [`MAX_COMPONENT_BYTES`], and at most [`MAX_DEPTH`] components (a
+//!   bound of labrun's: what a deep name costs to list and to reach grows
+//!   with its depth, and it is checked before either keeps anything).
 //! - A symbolic link's target is relative, and its `..` components all come
 //!   first and climb no higher than the link's own folder (counted from the
 //!   link's folder, which the unpacker made as a real folder). A `..` after
@@ -12,9 +17,21 @@
 //!   `r -> .` at the root climbs out of the tree though it reads as staying.
 //!   With that rule every link, followed through any chain of the tree's
 //!   links, stays in the tree.
-//! - A hard link's target is a name (the rules above), never the root.
+//! - A hard link's target is a name (the rules above), never the root. A
+//!   hard link to a symbolic link is that link again at the hard link's
+//!   place: its target is checked there by the rule above, or `a/b/l ->
+//!   ../..` hard-linked at the root would lead two folders above the tree.
 
 use std::fmt;
+
+/// The most components a name may have: far deeper than a real tree (the
+/// Linux sources are under 20 deep).
+pub const MAX_DEPTH: usize = 1024;
+/// The most bytes a name or a link target may have: below Linux's PATH_MAX
+/// (4096 with the closing NUL), so a tool can be handed it whole.
+pub const MAX_PATH_BYTES: usize = 4095;
+/// The most bytes of one component: Linux's NAME_MAX, what file systems take.
+pub const MAX_COMPONENT_BYTES: usize = 255;
 
 /// A name checked against the rules: relative, `/`-separated, no `.`,
 /// `..` or empty components; empty for the root.
@@ -57,6 +74,8 @@ pub(super) enum Broken {
     NotUtf8,
     /// Would reach outside the tree, or cannot be a file name at all.
     Unsafe(String),
+    /// Deeper or longer than a tree labrun unpacks can hold.
+    TooLong(String),
 }
 
 impl Broken {
@@ -65,6 +84,7 @@ impl Broken {
         match self {
             Broken::NotUtf8 => super::Fault::NotUtf8(what),
             Broken::Unsafe(reason) => super::Fault::Unsafe(reason),
+            Broken::TooLong(detail) => super::Fault::Unsupported(detail),
         }
     }
 }
@@ -89,10 +109,33 @@ pub(super) fn entry_path(raw: &[u8]) -> Result<EntryPath, Broken> {
                     "has a `..` component, which climbs out of the folder it names".into(),
                 ));
             }
+            _ if part.len() > MAX_COMPONENT_BYTES => {
+                return Err(Broken::TooLong(format!(
+                    "has a component of {} bytes, longer than a file name may be \
+                     ({MAX_COMPONENT_BYTES} bytes, Linux's NAME_MAX): repack the archive \
+                     without it",
+                    part.len()
+                )));
+            }
+            _ if parts.len() == MAX_DEPTH => {
+                return Err(Broken::TooLong(format!(
+                    "is more than {MAX_DEPTH} folders deep, the deepest path labrun unpacks \
+                     (a real tree is far shallower: the Linux sources are under 20 deep): \
+                     repack the archive without it"
+                )));
+            }
             _ => parts.push(part),
         }
     }
-    Ok(EntryPath(parts.join("/")))
+    let path = parts.join("/");
+    if path.len() > MAX_PATH_BYTES {
+        return Err(Broken::TooLong(format!(
+            "has a name of {} bytes, longer than a path may be ({MAX_PATH_BYTES} bytes, \
+             Linux's PATH_MAX): repack the archive without it",
+            path.len()
+        )));
+    }
+    Ok(EntryPath(path))
 }
 
 /// Checks a symbolic link's raw target against the link's own place.
@@ -105,6 +148,13 @@ pub(super) fn symlink_target<'a>(link: &EntryPath, raw: &'a [u8]) -> Result<&'a 
     }
     if target.contains('\0') {
         return Err(Broken::Unsafe("has a NUL byte in its link target".into()));
+    }
+    if target.len() > MAX_PATH_BYTES {
+        return Err(Broken::TooLong(format!(
+            "is a symbolic link whose target is {} bytes, longer than a path may be \
+             ({MAX_PATH_BYTES} bytes, Linux's PATH_MAX): repack the archive without it",
+            target.len()
+        )));
     }
     if target.starts_with('/') {
         return Err(Broken::Unsafe(format!(
@@ -143,6 +193,22 @@ pub(super) fn hard_link_target(raw: &[u8]) -> Result<EntryPath, Broken> {
         ));
     }
     Ok(target)
+}
+
+/// Checks that a hard link at `link` to `to`, a symbolic link to
+/// `points_to`, is a link that stays in the tree from the hard link's place.
+pub(super) fn hard_link_to_symlink(
+    link: &EntryPath,
+    to: &EntryPath,
+    points_to: &str,
+) -> Result<(), Broken> {
+    match symlink_target(link, points_to.as_bytes()) {
+        Ok(_) => Ok(()),
+        Err(Broken::Unsafe(reason)) => Err(Broken::Unsafe(format!(
+            "is a hard link to `{to}`, a symbolic link; placed here it {reason}"
+        ))),
+        Err(other) => Err(other),
+    }
 }
 
 #[cfg(test)]

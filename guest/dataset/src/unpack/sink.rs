@@ -5,9 +5,9 @@
 
 use super::Fault;
 use super::budget::Budget;
-use super::guard::EntryPath;
+use super::guard::{self, EntryPath};
 use super::tree::Meta;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 /// One archive entry's effect. Every method has been given an entry whose
@@ -36,6 +36,9 @@ pub(super) struct Listing {
     pub counts: super::Unpacked,
     pub budget: Budget,
     dirs: HashSet<String>,
+    /// Each symbolic link's target, by its path: a hard link to one is
+    /// checked where it lands, as the tree writer checks it.
+    symlinks: HashMap<String, String>,
 }
 
 impl Listing {
@@ -44,6 +47,7 @@ impl Listing {
             counts: super::Unpacked::default(),
             budget,
             dirs: HashSet::new(),
+            symlinks: HashMap::new(),
         }
     }
 
@@ -76,6 +80,7 @@ impl Sink for Listing {
     ) -> Result<(), Fault> {
         self.budget.add_bytes(size)?;
         self.parents_of(path);
+        self.symlinks.remove(path.as_str());
         self.counts.files += 1;
         self.counts.bytes += size;
         Ok(())
@@ -89,13 +94,25 @@ impl Sink for Listing {
         Ok(())
     }
 
-    fn symlink(&mut self, path: &EntryPath, _: &str, _: Meta) -> Result<(), Fault> {
+    fn symlink(&mut self, path: &EntryPath, target: &str, _: Meta) -> Result<(), Fault> {
         self.parents_of(path);
+        self.symlinks
+            .insert(path.as_str().to_string(), target.to_string());
         self.counts.symlinks += 1;
         Ok(())
     }
 
-    fn hard_link(&mut self, path: &EntryPath, _: &EntryPath) -> Result<(), Fault> {
+    fn hard_link(&mut self, path: &EntryPath, target: &EntryPath) -> Result<(), Fault> {
+        match self.symlinks.get(target.as_str()).cloned() {
+            Some(points_to) => {
+                guard::hard_link_to_symlink(path, target, &points_to)
+                    .map_err(|b| b.fault("link target"))?;
+                self.symlinks.insert(path.as_str().to_string(), points_to);
+            }
+            None => {
+                self.symlinks.remove(path.as_str());
+            }
+        }
         self.parents_of(path);
         self.counts.hard_links += 1;
         Ok(())

@@ -168,6 +168,7 @@ impl<'p> Runner<'p> {
         };
         rec.error = Some(message.clone());
         self.append(&rec)?;
+        self.remove_unready_tree(&tree.source);
         Err(Halt::Fatal(RunError::Dataset {
             phase: "preparation of the tree",
             message,
@@ -176,6 +177,17 @@ impl<'p> Runner<'p> {
 }
 
 impl<'p> Runner<'p> {
+    /// Removes what a failed [`ready_tree`] made (an unpacked archive, a
+    /// sample's copy; never a folder read in place): the run stops, and the
+    /// tree is of no use, nor is it for the user to delete (an archive's
+    /// 0000 folders, unpacked by an ordinary user, only root could).
+    fn remove_unready_tree(&mut self, source: &TreeSource) {
+        if let TreeSource::Archive { .. } = source {
+            self.remove_tree(&unpacked_dir(&self.root.clone()));
+        }
+        self.remove_tree(&sample_dir(&self.root.clone()));
+    }
+
     /// `manifests/generated.jsonl` from the content manifest file of the
     /// pristine tree, read as it comes; for a private tree, the paths are
     /// learnt for the logs' redaction and kept in the work folder.
