@@ -9,8 +9,17 @@ use labrun_lab::real_tree::{DEFAULT_EXPANSION, TreeSpec, archive_format};
 use labrun_lab::{DatasetSpec, Lab, Machine};
 use std::path::Path;
 
+/// `check`'s lines for the dataset, and which trees the run would refuse.
+#[derive(Debug, Default)]
+pub struct Described {
+    pub text: String,
+    /// The trees (counted from 1) that cannot be used: `check` is then no
+    /// pass, since the run would stop at them.
+    pub unusable: Vec<usize>,
+}
+
 /// The lines, or nothing for a generated dataset.
-pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
+pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> Described {
     let on_target = matches!(lab.machine(), Machine::Target(_));
     let trees: Vec<Tree> = match &lab.dataset {
         DatasetSpec::Files(d) => vec![Tree::Folder(&d.path)],
@@ -31,9 +40,12 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                 ),
             })
             .collect(),
-        DatasetSpec::Synthetic { .. } | DatasetSpec::GitHistory { .. } => return String::new(),
+        DatasetSpec::Synthetic { .. } | DatasetSpec::GitHistory { .. } => {
+            return Described::default();
+        }
     };
     let mut out = String::from("data on this machine:\n");
+    let mut unusable = Vec::new();
     let mut largest = 0u64;
     let mut most_files = 0u64;
     for (i, t) in trees.iter().enumerate() {
@@ -55,7 +67,10 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                             s.symlinks
                         )
                     }
-                    Err(why) => format!("cannot be used: {why}"),
+                    Err(why) => {
+                        unusable.push(i + 1);
+                        format!("cannot be used: {why}")
+                    }
                 }
             }
             Tree::Archive(spec, declared, format) => {
@@ -74,7 +89,10 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                             u.symlinks
                         )
                     }
-                    (Some(Err(why)), _) => format!("cannot be used: {why}"),
+                    (Some(Err(why)), _) => {
+                        unusable.push(i + 1);
+                        format!("cannot be used: {why}")
+                    }
                     (None, Some(b)) => {
                         largest = largest.max(*b);
                         format!(
@@ -99,7 +117,10 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
     if most_files > 0 {
         out.push_str(&memory_line(most_files, &lab.machine()));
     }
-    out
+    Described {
+        text: out,
+        unusable,
+    }
 }
 
 /// What the agent's memory needs for the largest tree, against the VM's:
@@ -151,7 +172,31 @@ fn listing(
         return None;
     };
     let format = format?;
-    Some(list(spec, path, format, declared))
+    Some(pinned(spec, path, r).and_then(|()| list(spec, path, format, declared)))
+}
+
+/// The file's SHA-256 against the pinned one: `labrun fetch` and the run
+/// refuse a file that is not the pinned one, so `check` does too.
+fn pinned(spec: &labrun_artifact::ArtifactSpec, path: &Path, r: &Resolution) -> Result<(), String> {
+    let actual = labrun_artifact::digest::sha256_file(path)
+        .map_err(|e| format!("cannot read {} ({e})", path.display()))?;
+    if actual == spec.sha256 {
+        return Ok(());
+    }
+    let what = match r {
+        // A damaged cached copy is replaced by `labrun fetch`.
+        Resolution::Cached(_) => {
+            "`labrun fetch` removes this damaged cached copy and fetches the archive again"
+        }
+        _ => {
+            "`labrun fetch` and the run refuse it; if the file really changed, review why, then re-pin it (the `sha256:` in the lab file)"
+        }
+    };
+    Err(format!(
+        "{} has SHA-256 {actual}, not the pinned {}: {what}",
+        path.display(),
+        spec.sha256
+    ))
 }
 
 fn list(
@@ -245,7 +290,7 @@ mod tests {
                 dir.path().join("data.tar.gz").display()
             ),
         );
-        let text = describe(&lab, &dir.path().join("cache"), None);
+        let text = describe(&lab, &dir.path().join("cache"), None).text;
         assert!(
             text.contains(
                 "tree 1: 2 files, 15B in 2 folders (0 symbolic links), from the archive's listing"
@@ -298,7 +343,7 @@ mod tests {
                 dir.path().join("bad.tar.gz").display()
             ),
         );
-        let text = describe(&lab, &dir.path().join("cache"), None);
+        let text = describe(&lab, &dir.path().join("cache"), None).text;
         assert!(
             text.contains("tree 1: cannot be used:") && text.contains("entry `../escape`"),
             "{text}"
@@ -312,7 +357,7 @@ mod tests {
             dir.path(),
             "dataset:\n  kind: archive\n  artifact: {url: 'https://example.invalid/d.tar.xz', sha256: 5259c57ca92092da39bd2ea803046da0e3c28f2b6a11ea20f6297468188ceb67}\n  unpacked_size: 2GB",
         );
-        let text = describe(&lab, &dir.path().join("cache"), None);
+        let text = describe(&lab, &dir.path().join("cache"), None).text;
         assert!(
             text.contains("an archive declared to unpack to 1.86GiB (listed once it is fetched)"),
             "{text}"
