@@ -159,8 +159,8 @@ enum Tree<'l> {
 /// What the archive holds, read from its listing when it is on this
 /// machine already (in the cache, the mirror or a local file), with the
 /// bounds the unpack in the guest keeps: nothing when it is not here yet.
-/// A `.deb`'s member is copied out to a temporary file first (the listing
-/// reads a file, as the unpack does).
+/// A member taken out of it (`deb-member:`) is listed as it streams, never
+/// written out.
 fn listing(
     spec: &labrun_artifact::ArtifactSpec,
     r: &Resolution,
@@ -199,35 +199,26 @@ fn pinned(spec: &labrun_artifact::ArtifactSpec, path: &Path, r: &Resolution) -> 
     ))
 }
 
+/// The listing, bounded as the run bounds the unpack: by the size of the
+/// file fetched ([`super::max_unpacked`]), which also bounds a member.
 fn list(
     spec: &labrun_artifact::ArtifactSpec,
     path: &Path,
     format: ArchiveFormat,
     declared: Option<u64>,
 ) -> Result<labrun_dataset::Unpacked, String> {
-    let limits = |size: u64| labrun_dataset::UnpackLimits {
-        max_bytes: super::max_unpacked(size, declared),
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read {} ({e})", path.display()))?
+        .len();
+    let max_bytes = super::max_unpacked(size, declared);
+    let limits = labrun_dataset::UnpackLimits {
+        max_bytes,
         max_entries: labrun_dataset::unpack::MAX_ENTRIES,
     };
-    let listed = |file: &Path| -> Result<labrun_dataset::Unpacked, String> {
-        let size = std::fs::metadata(file).map_err(|e| e.to_string())?.len();
-        labrun_dataset::list_file(file, format, limits(size)).map_err(|e| e.to_string())
-    };
     if spec.extract == labrun_artifact::Extract::Raw {
-        return listed(path);
+        return labrun_dataset::list_file(path, format, limits).map_err(|e| e.to_string());
     }
-    let mut member = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-    labrun_artifact::extract::read_member("dataset", path, &spec.extract, |r| {
-        std::io::copy(r, member.as_file_mut()).map_err(|e| {
-            labrun_artifact::ArtifactError::BadArchive {
-                name: "dataset".into(),
-                archive: path.display().to_string(),
-                detail: format!("cannot copy its member out: {e}"),
-            }
-        })
-    })
-    .map_err(|e| e.to_string())?;
-    listed(member.path())
+    super::member_listing::list_member(spec, path, format, limits)
 }
 
 #[cfg(test)]
