@@ -1,7 +1,8 @@
 //! `labrun check`: validate a lab file and say what it will do. The logic
 //! lives in `labrun-lab`; this file only decides what to print and the exit
-//! status (0 valid, 1 invalid or unreadable, or its CPU pinning names CPUs
-//! this host lacks; 2 bad `--scale`).
+//! status (0 valid, 1 invalid or unreadable, its CPU pinning names CPUs
+//! this host lacks, or a tree of its dataset cannot be used; 2 bad
+//! `--scale`). "ok: ... is valid" is the last line, and only with 0.
 
 use crate::context::Context;
 use labrun_lab::{Lab, LabError, check_scale};
@@ -21,9 +22,8 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         .lab
         .as_ref()
         .map(|lab| pinning_line(lab, ctx.host.as_deref()));
-    if let (Some(Err(e)), Some(lab)) = (&pinning, &outcome.lab) {
-        // Valid, but not on this host: the description without its "ok".
-        outcome.stdout = lab.describe(args.scale);
+    if let Some(Err(e)) = &pinning {
+        // Valid, but not on this host.
         outcome.stderr.push_str(e);
         outcome.status = 1;
     }
@@ -38,13 +38,35 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             "{}",
             resolutions(lab, &ctx.cache_dir, ctx.mirror.as_deref())
         );
-        safe_print!(
-            "{}",
-            crate::real_tree::describe::describe(lab, &ctx.cache_dir, ctx.mirror.as_deref())
-        );
+        let trees =
+            crate::real_tree::describe::describe(lab, &ctx.cache_dir, ctx.mirror.as_deref());
+        safe_print!("{}", trees.text);
+        if let Some(refused) = refused_trees(&trees.unusable) {
+            outcome.stderr.push_str(&refused);
+            outcome.status = 1;
+        }
+        // Last, and only when nothing the run would refuse was found.
+        if outcome.status == 0 {
+            safe_print!("ok: {} is valid\n", ctx.lab_path.display());
+        }
     }
     safe_eprint!("{}", outcome.stderr);
     Ok(ExitCode::from(outcome.status))
+}
+
+/// The verdict when a tree cannot be used: the lab is written right, but
+/// its run would stop at that tree, so `check` is no pass.
+fn refused_trees(unusable: &[usize]) -> Option<String> {
+    let numbers: Vec<String> = unusable.iter().map(|n| n.to_string()).collect();
+    let (first, _) = unusable.split_first()?;
+    let which = if numbers.len() == 1 {
+        format!("tree {first}")
+    } else {
+        format!("trees {}", numbers.join(", "))
+    };
+    Some(format!(
+        "labrun check: the run would refuse {which} of the dataset (`cannot be used:` above says why): fix the dataset or its `dataset:` entry, then check again\n"
+    ))
 }
 
 struct Outcome {
@@ -189,8 +211,9 @@ fn check(path: &Path, scale: Option<f64>) -> Outcome {
             "labrun check: --scale sizes the synthetic dataset only: a real tree has the size it has; for a quicker look at a big tree add `sample: {fraction: 0.1}` to the dataset\n".into(),
             2,
         ),
+        // The "ok" line comes last, once every check of `run` has passed.
         Ok(lab) => Outcome {
-            stdout: format!("{}ok: {} is valid\n", lab.describe(scale), path.display()),
+            stdout: lab.describe(scale),
             stderr: String::new(),
             status: 0,
             lab: Some(lab),
@@ -211,7 +234,7 @@ mod tests {
         for lab in ["lab.yaml", "labs/restic-borg-kopia.yaml"] {
             let out = check(&root.join(lab), Some(0.01));
             assert_eq!(out.status, 0, "{lab}: {}", out.stderr);
-            assert!(out.stdout.contains("timed steps") && out.stdout.contains("ok: "));
+            assert!(out.stdout.contains("timed steps"), "{lab}: {}", out.stdout);
         }
     }
 

@@ -9,8 +9,17 @@ use labrun_lab::real_tree::{DEFAULT_EXPANSION, TreeSpec, archive_format};
 use labrun_lab::{DatasetSpec, Lab, Machine};
 use std::path::Path;
 
+/// `check`'s lines for the dataset, and which trees the run would refuse.
+#[derive(Debug, Default)]
+pub struct Described {
+    pub text: String,
+    /// The trees (counted from 1) that cannot be used: `check` is then no
+    /// pass, since the run would stop at them.
+    pub unusable: Vec<usize>,
+}
+
 /// The lines, or nothing for a generated dataset.
-pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
+pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> Described {
     let on_target = matches!(lab.machine(), Machine::Target(_));
     let trees: Vec<Tree> = match &lab.dataset {
         DatasetSpec::Files(d) => vec![Tree::Folder(&d.path)],
@@ -31,9 +40,12 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                 ),
             })
             .collect(),
-        DatasetSpec::Synthetic { .. } | DatasetSpec::GitHistory { .. } => return String::new(),
+        DatasetSpec::Synthetic { .. } | DatasetSpec::GitHistory { .. } => {
+            return Described::default();
+        }
     };
     let mut out = String::from("data on this machine:\n");
+    let mut unusable = Vec::new();
     let mut largest = 0u64;
     let mut most_files = 0u64;
     for (i, t) in trees.iter().enumerate() {
@@ -55,7 +67,10 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                             s.symlinks
                         )
                     }
-                    Err(why) => format!("cannot be used: {why}"),
+                    Err(why) => {
+                        unusable.push(i + 1);
+                        format!("cannot be used: {why}")
+                    }
                 }
             }
             Tree::Archive(spec, declared, format) => {
@@ -74,7 +89,10 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
                             u.symlinks
                         )
                     }
-                    (Some(Err(why)), _) => format!("cannot be used: {why}"),
+                    (Some(Err(why)), _) => {
+                        unusable.push(i + 1);
+                        format!("cannot be used: {why}")
+                    }
                     (None, Some(b)) => {
                         largest = largest.max(*b);
                         format!(
@@ -99,7 +117,10 @@ pub fn describe(lab: &Lab, cache: &Path, mirror: Option<&Path>) -> String {
     if most_files > 0 {
         out.push_str(&memory_line(most_files, &lab.machine()));
     }
-    out
+    Described {
+        text: out,
+        unusable,
+    }
 }
 
 /// What the agent's memory needs for the largest tree, against the VM's:
@@ -138,8 +159,8 @@ enum Tree<'l> {
 /// What the archive holds, read from its listing when it is on this
 /// machine already (in the cache, the mirror or a local file), with the
 /// bounds the unpack in the guest keeps: nothing when it is not here yet.
-/// A `.deb`'s member is copied out to a temporary file first (the listing
-/// reads a file, as the unpack does).
+/// A member taken out of it (`deb-member:`) is listed as it streams, never
+/// written out.
 fn listing(
     spec: &labrun_artifact::ArtifactSpec,
     r: &Resolution,
@@ -151,38 +172,53 @@ fn listing(
         return None;
     };
     let format = format?;
-    Some(list(spec, path, format, declared))
+    Some(pinned(spec, path, r).and_then(|()| list(spec, path, format, declared)))
 }
 
+/// The file's SHA-256 against the pinned one: `labrun fetch` and the run
+/// refuse a file that is not the pinned one, so `check` does too.
+fn pinned(spec: &labrun_artifact::ArtifactSpec, path: &Path, r: &Resolution) -> Result<(), String> {
+    let actual = labrun_artifact::digest::sha256_file(path)
+        .map_err(|e| format!("cannot read {} ({e})", path.display()))?;
+    if actual == spec.sha256 {
+        return Ok(());
+    }
+    let what = match r {
+        // A damaged cached copy is replaced by `labrun fetch`.
+        Resolution::Cached(_) => {
+            "`labrun fetch` removes this damaged cached copy and fetches the archive again"
+        }
+        _ => {
+            "`labrun fetch` and the run refuse it; if the file really changed, review why, then re-pin it (the `sha256:` in the lab file)"
+        }
+    };
+    Err(format!(
+        "{} has SHA-256 {actual}, not the pinned {}: {what}",
+        path.display(),
+        spec.sha256
+    ))
+}
+
+/// The listing, bounded as the run bounds the unpack: by the size of the
+/// file fetched ([`super::max_unpacked`]), which also bounds a member.
 fn list(
     spec: &labrun_artifact::ArtifactSpec,
     path: &Path,
     format: ArchiveFormat,
     declared: Option<u64>,
 ) -> Result<labrun_dataset::Unpacked, String> {
-    let limits = |size: u64| labrun_dataset::UnpackLimits {
-        max_bytes: super::max_unpacked(size, declared),
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read {} ({e})", path.display()))?
+        .len();
+    let max_bytes = super::max_unpacked(size, declared);
+    let limits = labrun_dataset::UnpackLimits {
+        max_bytes,
         max_entries: labrun_dataset::unpack::MAX_ENTRIES,
     };
-    let listed = |file: &Path| -> Result<labrun_dataset::Unpacked, String> {
-        let size = std::fs::metadata(file).map_err(|e| e.to_string())?.len();
-        labrun_dataset::list_file(file, format, limits(size)).map_err(|e| e.to_string())
-    };
     if spec.extract == labrun_artifact::Extract::Raw {
-        return listed(path);
+        return labrun_dataset::list_file(path, format, limits).map_err(|e| e.to_string());
     }
-    let mut member = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-    labrun_artifact::extract::read_member("dataset", path, &spec.extract, |r| {
-        std::io::copy(r, member.as_file_mut()).map_err(|e| {
-            labrun_artifact::ArtifactError::BadArchive {
-                name: "dataset".into(),
-                archive: path.display().to_string(),
-                detail: format!("cannot copy its member out: {e}"),
-            }
-        })
-    })
-    .map_err(|e| e.to_string())?;
-    listed(member.path())
+    super::member_listing::list_member(spec, path, format, limits)
 }
 
 #[cfg(test)]
@@ -245,7 +281,7 @@ mod tests {
                 dir.path().join("data.tar.gz").display()
             ),
         );
-        let text = describe(&lab, &dir.path().join("cache"), None);
+        let text = describe(&lab, &dir.path().join("cache"), None).text;
         assert!(
             text.contains(
                 "tree 1: 2 files, 15B in 2 folders (0 symbolic links), from the archive's listing"
@@ -298,7 +334,7 @@ mod tests {
                 dir.path().join("bad.tar.gz").display()
             ),
         );
-        let text = describe(&lab, &dir.path().join("cache"), None);
+        let text = describe(&lab, &dir.path().join("cache"), None).text;
         assert!(
             text.contains("tree 1: cannot be used:") && text.contains("entry `../escape`"),
             "{text}"
@@ -312,7 +348,7 @@ mod tests {
             dir.path(),
             "dataset:\n  kind: archive\n  artifact: {url: 'https://example.invalid/d.tar.xz', sha256: 5259c57ca92092da39bd2ea803046da0e3c28f2b6a11ea20f6297468188ceb67}\n  unpacked_size: 2GB",
         );
-        let text = describe(&lab, &dir.path().join("cache"), None);
+        let text = describe(&lab, &dir.path().join("cache"), None).text;
         assert!(
             text.contains("an archive declared to unpack to 1.86GiB (listed once it is fetched)"),
             "{text}"

@@ -22,16 +22,31 @@ pub struct DatasetArchive<'l> {
     /// None for `kind: archive`.
     pub tree: Option<usize>,
     pub artifact: &'l ArtifactSpec,
+    /// The lab's `unpacked_size:` in bytes, if it gives one.
+    pub unpacked_size: Option<u64>,
 }
 
 impl<'l> DatasetArchive<'l> {
     /// The archive of the lab's tree `index` (from 0, in the lab's order).
-    pub fn of(lab: &Lab, index: usize, artifact: &'l ArtifactSpec) -> DatasetArchive<'l> {
+    pub fn of(
+        lab: &Lab,
+        index: usize,
+        artifact: &'l ArtifactSpec,
+        unpacked_size: Option<u64>,
+    ) -> DatasetArchive<'l> {
         let in_series = matches!(lab.dataset, DatasetSpec::Trees(_));
         DatasetArchive {
             tree: in_series.then_some(index + 1),
             artifact,
+            unpacked_size,
         }
+    }
+
+    /// The most the tree may unpack to, from the size of the file fetched
+    /// (the archive, or the `.deb` a member is taken from): the one bound
+    /// of the member taken out, of `check`'s listing and of the unpack.
+    pub fn max_unpacked(&self, fetched_size: u64) -> u64 {
+        super::max_unpacked(fetched_size, self.unpacked_size)
     }
 
     /// "dataset", or "dataset tree N" in a series: a progress bar's and a
@@ -59,7 +74,10 @@ pub fn archives(lab: &Lab) -> Vec<DatasetArchive<'_>> {
         .into_iter()
         .enumerate()
         .filter_map(|(i, w)| match w {
-            Wanted::Archive { artifact, .. } => Some(DatasetArchive::of(lab, i, artifact)),
+            Wanted::Archive {
+                artifact,
+                unpacked_size,
+            } => Some(DatasetArchive::of(lab, i, artifact, unpacked_size)),
             Wanted::Folder(_) => None,
         })
         .collect()
@@ -100,10 +118,16 @@ pub async fn fetch_archive(
         let path = fetched.path.clone();
         return Ok(FetchedArchive { fetched, path });
     }
+    let size = std::fs::metadata(&fetched.path)
+        .with_context(|| format!("reading the size of {}", fetched.path.display()))?
+        .len();
+    let bound = archive.max_unpacked(size);
     let (for_extract, spec) = (fetched.clone(), spec.clone());
-    let out = tokio::task::spawn_blocking(move || labrun_artifact::extract(&for_extract, &spec))
-        .await?
-        .with_context(|| archive.doing())?;
+    let out = tokio::task::spawn_blocking(move || {
+        labrun_artifact::extract::extract_dataset_member(&for_extract, &spec, bound)
+    })
+    .await?
+    .with_context(|| archive.doing())?;
     Ok(FetchedArchive {
         fetched,
         path: out.path,

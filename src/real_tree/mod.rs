@@ -6,6 +6,7 @@
 
 pub mod describe;
 pub mod fetch;
+mod member_listing;
 pub mod push;
 pub mod survey;
 
@@ -100,12 +101,13 @@ pub async fn ready_trees(
                     );
                 };
                 let format = *format;
-                let archive = fetch::DatasetArchive::of(lab, i, artifact);
-                let local = fetch::fetch_archive(ctx, &archive, &mut labrun_artifact::NoProgress)
-                    .await?
-                    .path;
-                let max_bytes = max_unpacked(std::fs::metadata(&local)?.len(), *unpacked_size);
-                push::push_archive(session, remote, &local, format, max_bytes, note).await?
+                let archive = fetch::DatasetArchive::of(lab, i, artifact, *unpacked_size);
+                let got =
+                    fetch::fetch_archive(ctx, &archive, &mut labrun_artifact::NoProgress).await?;
+                // By the file fetched, as the member taken out of it and
+                // `check`'s listing are bounded.
+                let max_bytes = archive.max_unpacked(std::fs::metadata(&got.fetched.path)?.len());
+                push::push_archive(session, remote, &got.path, format, max_bytes, note).await?
             }
         };
         *source = ready;

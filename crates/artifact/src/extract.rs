@@ -44,9 +44,63 @@ const LISTED_MEMBERS: usize = 8;
 /// pinned 2 MB gzip once wrote 2 GiB into the cache) stops here.
 pub const MAX_BINARY_BYTES: u64 = 256 << 20;
 
+/// The most a member may be, by what it is for: the message says which
+/// limit it met, and what to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// A tool's binary: [`MAX_BINARY_BYTES`].
+    ToolBinary,
+    /// A dataset's archive taken out of another: as much as the tree may
+    /// unpack to (the caller's rule), which may well be above a binary's.
+    Dataset(u64),
+}
+
+impl Bound {
+    fn bytes(self) -> u64 {
+        match self {
+            Bound::ToolBinary => MAX_BINARY_BYTES,
+            Bound::Dataset(max) => max,
+        }
+    }
+
+    fn too_large(self) -> String {
+        match self {
+            Bound::ToolBinary => format!(
+                "the binary is larger than {} MiB, the limit for a tool's binary \
+                 (nothing was kept): check that `extract:` names the tool's binary",
+                MAX_BINARY_BYTES >> 20
+            ),
+            Bound::Dataset(max) => format!(
+                "the member is larger than {max} bytes, the most the dataset's tree may \
+                 unpack to (nothing was kept): give the tree's size in `unpacked_size:` \
+                 (the bound is 10% above it), or check that `extract:` names the tree's archive"
+            ),
+        }
+    }
+}
+
 pub fn extract(
     fetched: &FetchedArtifact,
     spec: &ArtifactSpec,
+) -> Result<Installable, ArtifactError> {
+    extract_bounded(fetched, spec, Bound::ToolBinary)
+}
+
+/// The member `spec.extract` names, for a dataset: as [`extract`], bounded
+/// by `max_bytes` (the most the dataset's tree may unpack to) instead of a
+/// tool binary's limit.
+pub fn extract_dataset_member(
+    fetched: &FetchedArtifact,
+    spec: &ArtifactSpec,
+    max_bytes: u64,
+) -> Result<Installable, ArtifactError> {
+    extract_bounded(fetched, spec, Bound::Dataset(max_bytes))
+}
+
+fn extract_bounded(
+    fetched: &FetchedArtifact,
+    spec: &ArtifactSpec,
+    bound: Bound,
 ) -> Result<Installable, ArtifactError> {
     let ctx = Ctx {
         name: &fetched.name,
@@ -63,7 +117,7 @@ pub fn extract(
         .join("extracted");
     if let Extract::DebInstall(binary_path) = &spec.extract {
         let actual = read_member(&fetched.name, &fetched.path, &spec.extract, |r| {
-            let (_, digest) = copy_hashed(&ctx, r, io::sink())?;
+            let (_, digest) = copy_hashed(&ctx, r, io::sink(), bound)?;
             Ok(digest)
         })?;
         check_pin(&ctx, spec.binary_sha256.as_deref(), &actual)?;
@@ -76,7 +130,7 @@ pub fn extract(
         });
     }
     let binary = read_member(&fetched.name, &fetched.path, &spec.extract, |r| {
-        write_binary(&ctx, r, &out_dir, spec.binary_sha256.as_deref())
+        write_binary(&ctx, r, &out_dir, spec.binary_sha256.as_deref(), bound)
     })?;
     Ok(Installable {
         path: binary.0,
@@ -148,6 +202,7 @@ fn write_binary(
     reader: &mut dyn Read,
     out_dir: &Path,
     pinned: Option<&str>,
+    bound: Bound,
 ) -> Result<(PathBuf, String), ArtifactError> {
     let io_err = |what, e| ArtifactError::Io {
         name: ctx.name.to_string(),
@@ -160,7 +215,7 @@ fn write_binary(
     // the next extraction here removes (crate::stale).
     let (temp, _swept) = crate::stale::temp_file_in(out_dir, crate::cache::PARTIAL_PREFIX)
         .map_err(|e| io_err("cannot write into", e))?;
-    let (file, actual) = copy_hashed(ctx, reader, temp.as_file())?;
+    let (file, actual) = copy_hashed(ctx, reader, temp.as_file(), bound)?;
     file.sync_all()
         .map_err(|e| io_err("cannot write into", e))?;
     check_pin(ctx, pinned, &actual)?;
@@ -190,18 +245,16 @@ fn copy_hashed<W: Write>(
     ctx: &Ctx,
     reader: &mut dyn Read,
     out: W,
+    bound: Bound,
 ) -> Result<(W, String), ArtifactError> {
     let mut writer = HashingWriter::new(out);
-    // One byte past the limit tells a binary of exactly the limit from a
+    // One byte past the limit tells a member of exactly the limit from a
     // larger one; the caller drops the partial file on the error.
-    let copied = io::copy(&mut reader.take(MAX_BINARY_BYTES + 1), &mut writer)
+    let limit = bound.bytes();
+    let copied = io::copy(&mut reader.take(limit.saturating_add(1)), &mut writer)
         .map_err(|e| ctx.bad(format!("reading or writing failed: {e}")))?;
-    if copied > MAX_BINARY_BYTES {
-        return Err(ctx.bad(format!(
-            "the binary is larger than {} MiB, the limit for a tool's binary \
-             (nothing was kept): check that `extract:` names the tool's binary",
-            MAX_BINARY_BYTES >> 20
-        )));
+    if copied > limit {
+        return Err(ctx.bad(bound.too_large()));
     }
     Ok(writer.finish())
 }

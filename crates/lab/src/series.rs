@@ -71,6 +71,13 @@ impl Series {
     }
 }
 
+/// Most versions a series may list. Each is a tool of every cycle (a
+/// run of n versions takes n times one tool's time), and validation and
+/// expansion hold each member: as matrix and variants are capped
+/// (`crate::variant::MAX_VARIANTS`), a typo or a generated list does not
+/// become a week-long run or a check that runs out of memory.
+pub const MAX_VERSIONS: usize = 64;
+
 /// `restic` at `0.16.4` -> `restic@0.16.4`.
 pub fn member_name(tool: &str, version: &str) -> String {
     format!("{tool}@{version}")
@@ -89,10 +96,45 @@ impl ToolSpec {
             .or_else(|| self.versions.last().map(|v| v.version.as_str()))
     }
 
+    /// A copy of the tool without its series: a member built from a full
+    /// clone would carry the whole version list (n members holding n
+    /// versions each: 7,000 versions took 2.8 GB). Every field is named,
+    /// so a new one cannot be left out silently.
+    fn without_versions(&self) -> ToolSpec {
+        let ToolSpec {
+            name,
+            version,
+            artifact,
+            install,
+            env,
+            secret_env,
+            commands,
+            args,
+            snapshot_id_pattern,
+            repository,
+            versions: _,
+            anchor: _,
+        } = self;
+        ToolSpec {
+            name: name.clone(),
+            version: version.clone(),
+            artifact: artifact.clone(),
+            install: install.clone(),
+            env: env.clone(),
+            secret_env: secret_env.clone(),
+            commands: commands.clone(),
+            args: args.clone(),
+            snapshot_id_pattern: snapshot_id_pattern.clone(),
+            repository: repository.clone(),
+            versions: Vec::new(),
+            anchor: None,
+        }
+    }
+
     /// The template with one version's values put in: an ordinary tool.
     /// A missing pin stays its placeholder (which `validate()` names).
     pub fn series_member(&self, v: &SeriesVersion) -> Result<ToolSpec, String> {
-        let mut tool = self.clone();
+        let mut tool = self.without_versions();
         tool.name = member_name(&self.name, &v.version);
         tool.version = self.version.replace(VERSION, &v.version);
         // Members of a series on an existing machine need a binary each.
@@ -100,8 +142,6 @@ impl ToolSpec {
             .install
             .as_ref()
             .map(|i| i.replace(VERSION, &v.version));
-        tool.versions.clear();
-        tool.anchor = None;
         let mut artifact = serde_json::to_value(&self.artifact)
             .map_err(|e| format!("cannot expand the artifact: {e}"))?;
         fill(&mut artifact, v);
@@ -151,6 +191,17 @@ pub(crate) fn validate_series(tool: &ToolSpec, at: &str, out: &mut Vec<Problem>)
                 "`anchor:` names a version of `versions:`, and the tool has none: add `versions:` or remove `anchor:`",
             ));
         }
+        return;
+    }
+    if tool.versions.len() > MAX_VERSIONS {
+        // Each member is checked and run as a tool: refused before any is made.
+        out.push(Problem::new(
+            format!("{at}.versions"),
+            format!(
+                "lists {} versions; a series runs at most {MAX_VERSIONS} (each version is a tool of every cycle): split it into several labs, or drop versions (`labrun bisect` finds a change between two versions)",
+                tool.versions.len()
+            ),
+        ));
         return;
     }
     if tool.name.contains('@') {

@@ -274,3 +274,39 @@ fn a_version_may_build_with_its_own_toolchain() {
     assert!(old.contains("toolchain go1.22.12"), "{old}");
     assert!(new.contains("toolchain go1.26.8"), "{new}");
 }
+
+/// `n` pinned versions 1.0.0 ... 1.0.(n-1), as `versions:` entries.
+fn many(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("      - {{version: 1.0.{i}, sum: \"{SUM_A}\", sha256: {SHA_A}}}\n"))
+        .collect()
+}
+
+/// Issue item 5: a member cloned the template with its whole version list
+/// (cleared, its allocation kept), so n versions held n x n entries: 7,000
+/// of them took 2.8 GB. A member holds no version list at all.
+#[test]
+fn no_member_of_a_series_holds_the_series_version_list() {
+    let lab = load(&text(&many(40), "")).unwrap();
+    let members: Vec<_> = lab.tools.iter().filter(|t| t.name.contains('@')).collect();
+    assert_eq!(members.len(), 40);
+    for m in members {
+        assert_eq!(m.versions.capacity(), 0, "{} keeps a version list", m.name);
+    }
+}
+
+/// Issue item 5: the count is capped as matrix and variants are, and the
+/// refusal says the count and what to do.
+#[test]
+fn a_series_longer_than_the_cap_is_refused_with_its_count() {
+    let max = labrun_lab::series::MAX_VERSIONS;
+    assert!(load(&text(&many(max), "")).is_ok());
+    let e = load(&text(&many(max + 1), "")).unwrap_err();
+    assert!(
+        e.contains(&format!(
+            "tools[0].versions: lists {} versions; a series runs at most {max}",
+            max + 1
+        )),
+        "{e}"
+    );
+}

@@ -67,7 +67,7 @@ pub use sample::{copy_sample, copy_sample_from_file, sample, sample_to_file};
 pub use tree_change::{
     ChangeSummary, TreeChange, apply_tree_change, apply_tree_change_each, apply_tree_change_from,
 };
-pub use unpack::{UnpackLimits, Unpacked, list_file, unpack_file};
+pub use unpack::{UnpackLimits, Unpacked, list_file, list_stream, unpack_file};
 pub use verify::{
     Merge, NAMED_DIFFERENCES, Unsorted, compare, compare_against_file, verify_against_file,
 };

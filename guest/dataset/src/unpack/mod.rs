@@ -24,7 +24,7 @@ use crate::error::UnpackBound;
 use crate::{DatasetError, Progress};
 use labrun_evidence::ArchiveFormat;
 use std::fs::File;
-use std::io::{self, BufReader, Seek};
+use std::io::{self, BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -115,6 +115,59 @@ pub fn list_file(
         total,
         &mut |_, _| {},
     )?;
+    Ok(listing.finish())
+}
+
+/// What unpacking the archive that `stream` yields would make, listed as
+/// [`list_file`] lists a file but read as it streams: a member of another
+/// archive (a `.deb`'s `deb-member:`) listed without being written
+/// anywhere. `archive` names it in messages. A zip is read by seeking, so
+/// it is refused here: list it from a file.
+pub fn list_stream(
+    archive: &Path,
+    mut stream: impl Read + Send,
+    format: ArchiveFormat,
+    limits: UnpackLimits,
+) -> Result<Unpacked, DatasetError> {
+    let (sniffed, head) = format::sniff(&mut stream).map_err(|e| DatasetError::UnpackIo {
+        archive: archive.to_path_buf(),
+        entry: None,
+        action: "cannot read the archive".to_string(),
+        cause: e,
+    })?;
+    if sniffed.found != Some(format) {
+        return Err(DatasetError::ArchiveFormatMismatch {
+            archive: archive.to_path_buf(),
+            declared: format,
+            found: sniffed.found,
+            first_bytes: sniffed.first_bytes,
+        });
+    }
+    // The sniffed bytes go first again.
+    let source = BufReader::with_capacity(READ_BUFFER, io::Cursor::new(head).chain(stream));
+    let mut listing = sink::Listing::new(budget::Budget::new(limits));
+    let read = AtomicU64::new(0);
+    let mut run = Run {
+        archive: archive.to_path_buf(),
+        dest: PathBuf::new(),
+        tree: &mut listing,
+        entry: None,
+        read: &read,
+        total: 0,
+        progress: &mut |_, _| {},
+    };
+    match format {
+        ArchiveFormat::Zip => Err(run.error(
+            Fault::Unsupported("a zip is read from a file, not a stream".into()),
+            None,
+        )),
+        ArchiveFormat::Deb => deb::unpack(&mut run, source),
+        tar_format => {
+            let stream =
+                format::decompressed(tar_format, source).map_err(|f| run.error(f, None))?;
+            pipe::pipelined(stream, |s| tar::unpack(&mut run, s))
+        }
+    }?;
     Ok(listing.finish())
 }
 
