@@ -69,8 +69,8 @@ pub(crate) fn check_run_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "run name {:?} is not 1-{MAX_RUN_NAME} characters of a-z, A-Z, 0-9, `.`, `_` or `-` starting with a letter or digit",
-            name.escape_default().to_string()
+            "run name \"{}\" is not 1-{MAX_RUN_NAME} characters of a-z, A-Z, 0-9, `.`, `_` or `-` starting with a letter or digit",
+            name.escape_default()
         ))
     }
 }
