@@ -158,8 +158,8 @@ bench-push: setup
 bench-scale: setup build
 	LABRUN=$(call q,$(LABRUN)) LAB=$(call q,$(LAB)) TOOLS=$(call q,$(TOOLS)) bash benches/scale.sh
 
-## bench-report: `report` time per record at two sizes of records.jsonl (25, 100 MB,
+## bench-report: `report` time per record at two sizes of records.jsonl (20, 60 MB,
 ## or LABRUN_BENCH_REPORT_MB=a,b) and their ratio (1 is linear)
-LABRUN_BENCH_REPORT_MB ?= 25,100
+LABRUN_BENCH_REPORT_MB ?= 20,60
 bench-report:
 	LABRUN_BENCH_REPORT_MB=$(LABRUN_BENCH_REPORT_MB) $(CARGO) test --release -p labrun-report --test report_scale -- --ignored --nocapture

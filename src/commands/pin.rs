@@ -137,7 +137,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         safe_println!("dry run: {} not written", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    if let Err(e) = write_lab(path, &outcome.new_text) {
+    if let Err(e) = write_lab(path, &text, &outcome.new_text) {
         safe_eprintln!("labrun pin: {e}");
         return Ok(ExitCode::from(1));
     }

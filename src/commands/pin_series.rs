@@ -97,7 +97,7 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
         safe_println!("dry run: {} not written", path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    if let Err(e) = write_lab(path, &edited) {
+    if let Err(e) = write_lab(path, text, &edited) {
         safe_eprintln!("labrun pin: {e}");
         return Ok(ExitCode::from(1));
     }

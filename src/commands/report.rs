@@ -15,9 +15,10 @@ pub struct Args {
     #[arg(value_name = "RUN")]
     pub run_dir: PathBuf,
     /// Where the summary files go. Default: the run folder itself; for a
-    /// pack, which is never changed, a folder named after the run beside the
-    /// pack (`results/<run-id>.tar.gz` -> `results/<run-id>/`), which gets
-    /// the re-made summaries only, not raw/.
+    /// pack, which is never changed, a folder named after the pack file
+    /// beside it (`results/<name>.tar.gz` -> `results/<name>/`), which gets
+    /// the re-made summaries only, not raw/. A folder holding another run
+    /// is refused.
     #[arg(long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
 }

@@ -157,27 +157,35 @@ fn derive_template(url: &Option<String>, version: &Option<String>) -> Result<Str
     Ok(url.replace(version.as_str(), "{version}"))
 }
 
-/// Replaces `path` with `text` atomically (a temporary file beside it,
-/// renamed), keeping its permissions.
-pub fn write_lab(path: &Path, text: &str) -> Result<(), ArtifactError> {
-    let io = |e: std::io::Error| ArtifactError::LabEdit {
+/// Replaces the lab file at `path` with `text`, atomically (a temporary
+/// file beside it, renamed), keeping its permissions. A link is written
+/// through: the file it names changes, the link stays. `as_read` is the text
+/// the edit was made from: if the file no longer holds it (edited while
+/// `pin` waited on a checksum list or a build), nothing is written, so
+/// neither edit is lost.
+pub fn write_lab(path: &Path, as_read: &str, text: &str) -> Result<(), ArtifactError> {
+    let problem = |problem: String| ArtifactError::LabEdit {
         path: path.to_path_buf(),
-        problem: format!("cannot write it: {e}"),
+        problem,
     };
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let io = |e: std::io::Error| problem(format!("cannot write it: {e}"));
+    let real = std::fs::canonicalize(path).map_err(io)?;
+    let dir = real.parent().unwrap_or(Path::new("/"));
     let mut temp = tempfile::Builder::new()
         .prefix(".labrun-pin-")
         .tempfile_in(dir)
         .map_err(io)?;
     std::io::Write::write_all(&mut temp, text.as_bytes()).map_err(io)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(temp.path(), meta.permissions()).map_err(io)?;
-    }
+    let meta = std::fs::metadata(&real).map_err(io)?;
+    std::fs::set_permissions(temp.path(), meta.permissions()).map_err(io)?;
     temp.as_file().sync_all().map_err(io)?;
-    temp.persist(path).map_err(|e| io(e.error))?;
+    // Last, just before the rename: the narrowest window for an edit.
+    if std::fs::read(&real).map_err(io)? != as_read.as_bytes() {
+        return Err(problem(
+            "it changed since `labrun pin` read it (edited meanwhile?), so the pin was not written and the file keeps that edit: run `labrun pin` again".into(),
+        ));
+    }
+    temp.persist(&real).map_err(|e| io(e.error))?;
     Ok(())
 }
 

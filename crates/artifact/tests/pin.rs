@@ -82,7 +82,7 @@ async fn pins_restic_from_sha256sums_keeping_everything_else() {
         .plan_pin(&path, &text, &request("restic", "0.19.1"))
         .await
         .unwrap();
-    write_lab(&path, &out.new_text).unwrap();
+    write_lab(&path, &text, &out.new_text).unwrap();
     let after = std::fs::read_to_string(&path).unwrap();
 
     let url = server.url("/restic/releases/download/v0.19.1/restic_0.19.1_linux_amd64.bz2");

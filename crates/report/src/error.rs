@@ -14,6 +14,25 @@ pub enum ReportError {
     )]
     NoRecords { path: PathBuf },
 
+    #[error(
+        "{path} holds {size} bytes of step records, more than the {max} `report` reads: it keeps every record in memory ({per} each), and no labrun run records this much; check that it is a run's records, or summarize a part of it (`head -n 100000` of it into raw/records.jsonl of a copy of the run folder)"
+    )]
+    RecordsTooLarge {
+        path: PathBuf,
+        size: u64,
+        max: u64,
+        per: &'static str,
+    },
+
+    #[error(
+        "{path} holds more than {max} step records, the most `report` keeps in memory ({per} each), and no labrun run records this many; check that it is a run's records, or summarize a part of it (`head -n 100000` of it into raw/records.jsonl of a copy of the run folder)"
+    )]
+    TooManyRecords {
+        path: PathBuf,
+        max: usize,
+        per: &'static str,
+    },
+
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,

@@ -224,6 +224,40 @@ fn read_records(
     path: &Path,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<StepRecord>> {
+    read_records_bounded(run_dir, path, warnings, evidence_file::MAX_RECORDS)
+}
+
+/// [`read_records`], keeping at most `max_records` (tests use a small bound).
+/// The file's size is bounded before a line is read, the records' number as
+/// they are kept: the memory a report takes is bounded either way.
+fn read_records_bounded(
+    run_dir: &Path,
+    path: &Path,
+    warnings: &mut Vec<Warning>,
+    max_records: usize,
+) -> Result<Vec<StepRecord>> {
+    // Links, FIFOs and devices are refused by the one reader; the size is
+    // checked here, to say what the bound is for.
+    let Some(file) = evidence_file::open(run_dir, path, u64::MAX)? else {
+        return Err(ReportError::NoRecords {
+            path: path.to_path_buf(),
+        });
+    };
+    let size = file
+        .metadata()
+        .map_err(|source| ReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len();
+    if size > evidence_file::MAX_RECORDS_FILE {
+        return Err(ReportError::RecordsTooLarge {
+            path: path.to_path_buf(),
+            size,
+            max: evidence_file::MAX_RECORDS_FILE,
+            per: evidence_file::RECORD_MEMORY,
+        });
+    }
     let mut records = Vec::new();
     let mut seen = RecordLines::default();
     // A line that does not parse as a record: allowed only as the last
@@ -232,14 +266,22 @@ fn read_records(
     let mut damaged: Option<(usize, serde_json::Error)> = None;
     let mut failed: Option<ReportError> = None;
     // One line in memory at a time: the records, not the file, are kept.
-    let found = evidence_file::for_each_line(
-        run_dir,
+    evidence_file::for_each_line_of(
+        file,
         path,
         evidence_file::MAX_RECORDS_FILE,
         evidence_file::MAX_RECORD_LINE,
         |line, json| {
             if json.trim().is_empty() {
                 return ControlFlow::Continue(());
+            }
+            if records.len() >= max_records {
+                failed = Some(ReportError::TooManyRecords {
+                    path: path.to_path_buf(),
+                    max: max_records,
+                    per: evidence_file::RECORD_MEMORY,
+                });
+                return ControlFlow::Break(());
             }
             let outcome = match damaged.take() {
                 Some((at, source)) => Err(ReportError::BadRecord {
@@ -263,11 +305,6 @@ fn read_records(
     )?;
     if let Some(e) = failed {
         return Err(e);
-    }
-    if found.is_none() {
-        return Err(ReportError::NoRecords {
-            path: path.to_path_buf(),
-        });
     }
     match damaged {
         Some((line, source)) if source.is_eof() => warnings.push(Warning::new(
@@ -466,4 +503,36 @@ pub fn parse_binary_digests(text: &str) -> Vec<BinaryDigest> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` records of restic's backup_full, one a cycle.
+    fn records(n: u32) -> String {
+        (1..=n)
+            .map(|cycle| {
+                let r = StepRecord::blank("run", "restic", cycle, Step::BACKUP_FULL, 0);
+                serde_json::to_string(&r).unwrap_or_default() + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn records_past_the_bound_stop_the_report_as_they_are_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("records.jsonl");
+        std::fs::write(&path, records(4)).unwrap();
+        let mut warnings = Vec::new();
+        let kept = read_records_bounded(tmp.path(), &path, &mut warnings, 4).unwrap();
+        assert_eq!(kept.len(), 4);
+        std::fs::write(&path, records(5)).unwrap();
+        let err = read_records_bounded(tmp.path(), &path, &mut warnings, 4).unwrap_err();
+        assert!(
+            matches!(err, ReportError::TooManyRecords { max: 4, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("in memory"), "{err}");
+    }
 }

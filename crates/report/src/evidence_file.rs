@@ -13,8 +13,17 @@ use std::path::{Path, PathBuf};
 /// A JSON or text file of the evidence (plan, environment, digests, a
 /// variant's index): far larger than any labrun writes.
 pub const MAX_SMALL_FILE: u64 = 16 << 20;
-/// `records.jsonl`: one record is ~2 kB, so this holds millions of steps.
-pub const MAX_RECORDS_FILE: u64 = 8 << 30;
+/// `records.jsonl`: a real record is under 1 kB (830 bytes in the docs'
+/// runs), so this is some 300,000 steps. `report` keeps every record in
+/// memory, about 3 kB each (64 MB of records: 160,000 records, a 470 MB
+/// peak), so the file is bounded before it is read ([`MAX_RECORDS`] bounds
+/// the small ones).
+pub const MAX_RECORDS_FILE: u64 = 256 << 20;
+/// The step records `report` keeps: some 600 MB at about 3 kB each; no run
+/// records this many steps.
+pub const MAX_RECORDS: usize = 200_000;
+/// The memory one kept record takes, for the messages.
+pub const RECORD_MEMORY: &str = "about 3 kB";
 /// One line of `records.jsonl`: a record is a few kB at most.
 pub const MAX_RECORD_LINE: u64 = 1 << 20;
 
@@ -119,11 +128,22 @@ pub fn for_each_line(
     path: &Path,
     limit: u64,
     line_limit: u64,
-    mut each: impl FnMut(usize, &str) -> std::ops::ControlFlow<()>,
+    each: impl FnMut(usize, &str) -> std::ops::ControlFlow<()>,
 ) -> Result<Option<()>, Refused> {
     let Some(file) = open(root, path, limit)? else {
         return Ok(None);
     };
+    for_each_line_of(file, path, limit, line_limit, each).map(Some)
+}
+
+/// [`for_each_line`] of a file [`open`] gave (`path` names it in errors).
+pub fn for_each_line_of(
+    file: File,
+    path: &Path,
+    limit: u64,
+    line_limit: u64,
+    mut each: impl FnMut(usize, &str) -> std::ops::ControlFlow<()>,
+) -> Result<(), Refused> {
     let mut reader = BufReader::new(file.take(limit + 1));
     let mut line = String::new();
     let mut total = 0u64;
@@ -154,7 +174,7 @@ pub fn for_each_line(
             break;
         }
     }
-    Ok(Some(()))
+    Ok(())
 }
 
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {

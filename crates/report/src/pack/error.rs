@@ -59,6 +59,16 @@ pub enum PackError {
     )]
     Extra { pack: PathBuf, file: String },
 
+    #[error(
+        "{path} holds a run of its own (raw/): the summaries of another run are not written over its; pass --out with a new or empty folder"
+    )]
+    OutputHoldsRun { path: PathBuf },
+
+    #[error(
+        "{path} cannot be packed: {reason}, which `labrun report` would refuse to open; move out what is not evidence (`du -ah RUN_DIR | sort -h | tail` lists the largest files), or share the run folder itself"
+    )]
+    TooLarge { path: PathBuf, reason: String },
+
     #[error("{pack}: the manifest is not valid ({reason}); make the pack again with `labrun pack`")]
     BadManifest { pack: PathBuf, reason: String },
 }

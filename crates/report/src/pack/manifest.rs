@@ -45,14 +45,52 @@ impl Manifest {
                 manifest.format
             ));
         }
-        if !is_plain_name(&manifest.run) {
-            return Err(format!(
-                "run name `{}` is not a plain folder name",
-                manifest.run
-            ));
-        }
+        check_run_name(&manifest.run)?;
         Ok(manifest)
     }
+}
+
+/// Longest run name: a run id is `<lab>-<time>-<digest>`, with a lab name of
+/// at most 40 characters.
+pub const MAX_RUN_NAME: usize = 200;
+
+/// The run's name becomes a folder and is printed, so it keeps to letters,
+/// digits, `.`, `_` and `-`, starting with a letter or digit: never an
+/// option (`--help`), a hidden folder, a space or a terminal escape. Every
+/// run id `bench` makes is such a name. The message is one for writer and
+/// reader; the value is escaped so it prints as it is.
+pub(crate) fn check_run_name(name: &str) -> Result<(), String> {
+    let ok = (1..=MAX_RUN_NAME).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "run name \"{}\" is not 1-{MAX_RUN_NAME} characters of a-z, A-Z, 0-9, `.`, `_` or `-` starting with a letter or digit",
+            name.escape_default()
+        ))
+    }
+}
+
+/// `a/b/c` (a folder may end in `/`): plain names only, so the path stays
+/// inside the folder it is joined to. The one rule for the paths a pack
+/// holds: the writer refuses what the reader would.
+pub(crate) fn safe_relative_path(name: &str) -> Result<String, String> {
+    if name.starts_with('/') || name.starts_with('\\') || name.get(1..2) == Some(":") {
+        return Err("an absolute path: a pack's paths are relative to the run".into());
+    }
+    let trimmed = name.strip_suffix('/').unwrap_or(name);
+    let parts: Vec<&str> = trimmed.split('/').collect();
+    if parts.contains(&"..") {
+        return Err("a path with `..`, which would leave the run".into());
+    }
+    if trimmed.is_empty() || !parts.iter().all(|p| is_plain_name(p)) {
+        return Err("not a plain relative path (empty, `.`, `\\` or NUL in a name)".into());
+    }
+    Ok(trimmed.to_string())
 }
 
 /// One path component: not empty, no separator, not `.` or `..`.

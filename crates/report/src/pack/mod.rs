@@ -8,11 +8,20 @@
 //! write outside it and any file the manifest does not vouch for.
 
 mod error;
+mod limits;
 mod manifest;
 mod read;
 mod write;
 
 pub use error::PackError;
+pub use limits::{
+    Limits, MAX_MANIFEST_BYTES, MAX_PACK_BYTES, MAX_PACK_ENTRIES, MAX_PACK_FILE_BYTES,
+};
 pub use manifest::{MANIFEST_FILE, Manifest, ManifestEntry};
-pub use read::{Limits, OpenedRun, open, open_with};
-pub use write::{Packed, write};
+pub use read::{OpenedRun, open, open_with, report_dir_of};
+pub use write::{Packed, write, write_with};
+
+/// A folder holding a run: its `raw/` evidence, or a variants run's index.
+pub(crate) fn is_run_folder(dir: &std::path::Path) -> bool {
+    dir.join(crate::RAW_DIR).is_dir() || crate::variants::is_variants_run(dir)
+}

@@ -5,29 +5,11 @@
 //! each file and the whole run bounded in size.
 
 use super::error::PackError;
-use super::manifest::{Hashing, MANIFEST_FILE, Manifest, is_plain_name, sha256_hex};
+use super::limits::Limits;
+use super::manifest::{Hashing, MANIFEST_FILE, Manifest, safe_relative_path, sha256_hex};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-
-/// How much a pack may unpack to. A run's evidence is text and small
-/// binaries; the bounds stop a damaged or hostile pack from filling the disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_file_bytes: u64,
-    pub max_total_bytes: u64,
-    pub max_entries: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_file_bytes: 256 << 20,
-            max_total_bytes: 4 << 30,
-            max_entries: 200_000,
-        }
-    }
-}
 
 /// A run ready to read: `dir()` holds `raw/` (and what else the run had).
 #[derive(Debug)]
@@ -41,7 +23,6 @@ pub struct OpenedRun {
 #[derive(Debug)]
 struct PackSource {
     path: PathBuf,
-    run: String,
     manifest_sha256: String,
 }
 
@@ -62,24 +43,28 @@ impl OpenedRun {
     }
 
     /// Where a report of this run goes unless told otherwise: a folder run's
-    /// own folder; for a pack (never changed) a folder named after the run
-    /// beside it.
+    /// own folder; for a pack (never changed) a folder named after the pack
+    /// file beside it ([`report_dir_of`]), never after the name its
+    /// manifest gives, which a pack's maker chose.
     pub fn default_output_dir(&self) -> PathBuf {
         match &self.pack {
             None => self.dir.clone(),
-            Some(p) => match p.path.parent() {
-                Some(parent) => parent.join(&p.run),
-                None => PathBuf::from(&p.run),
-            },
+            Some(p) => report_dir_of(&p.path),
         }
     }
 
     /// Copies files written under `dir()` into `out`, keeping their paths
     /// relative to the run; returns the new paths. When `out` is `dir()`
-    /// itself nothing is copied.
+    /// itself nothing is copied. A folder that holds a run of its own is
+    /// refused before anything is copied: its summaries are its run's.
     pub fn publish(&self, written: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>, PackError> {
-        if out == self.dir {
+        if out == self.dir || same_folder(out, &self.dir) {
             return Ok(written.to_vec());
+        }
+        if super::is_run_folder(out) {
+            return Err(PackError::OutputHoldsRun {
+                path: out.to_path_buf(),
+            });
         }
         let mut published = Vec::with_capacity(written.len());
         for from in written {
@@ -110,6 +95,26 @@ impl OpenedRun {
         }
         Ok(published)
     }
+}
+
+/// The folder a report of the pack at `pack` goes to by default: beside it,
+/// named after the file (`results/x.tar.gz` -> `results/x/`, as `labrun
+/// runs` expects); a file of another ending gets `<name>.report/`.
+pub fn report_dir_of(pack: &Path) -> PathBuf {
+    let name = pack.file_name().unwrap_or_default().to_string_lossy();
+    let folder = match name
+        .strip_suffix(".tar.gz")
+        .or_else(|| name.strip_suffix(".tgz"))
+    {
+        Some(stem) if !stem.is_empty() => stem.to_string(),
+        _ => format!("{name}.report"),
+    };
+    pack.with_file_name(folder)
+}
+
+/// Both name one folder (links and `.` resolved); false if either is absent.
+fn same_folder(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// Opens a run folder, or a pack (any file) with the default [`Limits`].
@@ -169,11 +174,8 @@ impl<'a> Unpacker<'a> {
         let entries = archive.entries().map_err(|e| self.not_a_pack(e))?;
         for (index, entry) in entries.enumerate() {
             let entry = entry.map_err(|e| self.not_a_pack(e))?;
-            if index >= self.limits.max_entries {
-                return Err(self.refused(
-                    &String::from_utf8_lossy(&entry.path_bytes()),
-                    format!("a pack holds at most {} entries", self.limits.max_entries),
-                ));
+            if let Err(reason) = self.limits.check_entries(index + 1) {
+                return Err(self.refused(&String::from_utf8_lossy(&entry.path_bytes()), reason));
             }
             self.unpack(entry)?;
         }
@@ -185,7 +187,6 @@ impl<'a> Unpacker<'a> {
             dir: root,
             pack: Some(PackSource {
                 path: self.pack.to_path_buf(),
-                run: manifest.run,
                 manifest_sha256: digest,
             }),
             _unpacked: Some(self.temp),
@@ -214,18 +215,13 @@ impl<'a> Unpacker<'a> {
         }
         let rel = safe_relative_path(&name).map_err(|reason| self.refused(&name, reason))?;
         let size = entry.size();
-        if size > self.limits.max_file_bytes {
-            return Err(self.refused(
-                &name,
-                format!(
-                    "{size} bytes, more than the {} a file of a pack may hold",
-                    self.limits.max_file_bytes
-                ),
-            ));
-        }
+        // The manifest has a bound of its own (it is read into memory).
         let Some((_, _, root)) = &self.manifest else {
             return self.read_manifest(&name, &rel, is_dir, &mut entry);
         };
+        self.limits
+            .check_file(size)
+            .map_err(|reason| self.refused(&name, reason))?;
         let root = root.clone();
         if rel == MANIFEST_FILE {
             return Err(self.refused(&name, "a second manifest".into()));
@@ -238,15 +234,9 @@ impl<'a> Unpacker<'a> {
             });
         }
         self.total += size;
-        if self.total > self.limits.max_total_bytes {
-            return Err(self.refused(
-                &name,
-                format!(
-                    "the files so far unpack to {} bytes, more than the {} a pack may hold",
-                    self.total, self.limits.max_total_bytes
-                ),
-            ));
-        }
+        self.limits
+            .check_total(self.total)
+            .map_err(|reason| self.refused(&name, reason))?;
         let write_err = |source| PackError::Write {
             path: target.clone(),
             source,
@@ -291,9 +281,13 @@ impl<'a> Unpacker<'a> {
                 format!("the first entry of a pack must be its manifest, {MANIFEST_FILE}"),
             ));
         }
+        self.limits
+            .check_manifest(entry.size())
+            .map_err(|reason| self.refused(name, reason))?;
         let mut bytes = Vec::new();
+        // The header's size was checked; a longer body cannot slip past it.
         entry
-            .take(self.limits.max_file_bytes)
+            .take(self.limits.max_manifest_bytes)
             .read_to_end(&mut bytes)
             .map_err(|e| self.not_a_pack(e))?;
         let manifest = Manifest::from_bytes(&bytes).map_err(|reason| PackError::BadManifest {
@@ -358,21 +352,4 @@ impl<'a> Unpacker<'a> {
             reason: reason.to_string(),
         }
     }
-}
-
-/// `a/b/c` (a folder may end in `/`): plain names only, so the path stays
-/// inside the folder it is joined to.
-fn safe_relative_path(name: &str) -> Result<String, String> {
-    if name.starts_with('/') || name.starts_with('\\') || name.get(1..2) == Some(":") {
-        return Err("an absolute path: a pack's paths are relative to the run".into());
-    }
-    let trimmed = name.strip_suffix('/').unwrap_or(name);
-    let parts: Vec<&str> = trimmed.split('/').collect();
-    if parts.contains(&"..") {
-        return Err("a path with `..`, which would leave the run".into());
-    }
-    if trimmed.is_empty() || !parts.iter().all(|p| is_plain_name(p)) {
-        return Err("not a plain relative path (empty, `.`, `\\` or NUL in a name)".into());
-    }
-    Ok(trimmed.to_string())
 }

@@ -3,8 +3,10 @@
 //! same bytes and the manifest's digest names the run wherever it travels.
 
 use super::error::PackError;
+use super::limits::Limits;
 use super::manifest::{
-    Hashing, MANIFEST_FILE, MANIFEST_FORMAT, Manifest, ManifestEntry, is_plain_name, sha256_hex,
+    Hashing, MANIFEST_FILE, MANIFEST_FORMAT, Manifest, ManifestEntry, check_run_name,
+    safe_relative_path, sha256_hex,
 };
 use flate2::{Compression, GzBuilder};
 use std::io::{Read, Write};
@@ -26,26 +28,34 @@ pub struct Packed {
 const GZIP_OS_UNKNOWN: u8 = 255;
 const FILE_MODE: u32 = 0o644;
 
-/// Packs `run_dir` into `out` (written beside and renamed into place).
+/// Packs `run_dir` into `out` (written beside and renamed into place),
+/// within the bounds every reader opens a pack with.
 pub fn write(run_dir: &Path, out: &Path) -> Result<Packed, PackError> {
+    write_with(run_dir, out, &Limits::default())
+}
+
+/// [`write`] within other bounds (tests use small ones): a run the reader
+/// would refuse with these bounds is refused before anything is written.
+pub fn write_with(run_dir: &Path, out: &Path, limits: &Limits) -> Result<Packed, PackError> {
     let run_dir = run_dir.canonicalize().map_err(|source| PackError::Read {
         path: run_dir.to_path_buf(),
         source,
     })?;
-    let is_run =
-        run_dir.join(crate::RAW_DIR).is_dir() || crate::variants::is_variants_run(&run_dir);
-    if !is_run {
+    if !super::is_run_folder(&run_dir) {
         return Err(PackError::NotARunFolder { path: run_dir });
     }
     let run = run_dir
         .file_name()
         .and_then(|n| n.to_str())
-        .filter(|n| is_plain_name(n))
         .ok_or_else(|| PackError::Unpackable {
             path: run_dir.clone(),
-            reason: "its name is not plain UTF-8".into(),
+            reason: "its name is not UTF-8".into(),
         })?
         .to_string();
+    check_run_name(&run).map_err(|reason| PackError::Unpackable {
+        path: run_dir.clone(),
+        reason: format!("{reason}; rename the folder"),
+    })?;
     let out_dir = parent_of(out);
     let out_dir_canonical = out_dir.canonicalize().map_err(|source| PackError::Write {
         path: out.to_path_buf(),
@@ -57,17 +67,24 @@ pub fn write(run_dir: &Path, out: &Path) -> Result<Packed, PackError> {
         });
     }
 
-    let mut paths = Vec::new();
-    collect_files(&run_dir, "", &mut paths)?;
-    paths.sort();
-    if paths.iter().any(|p| p == MANIFEST_FILE) {
+    let mut found = Vec::new();
+    collect_files(&run_dir, "", &mut found)?;
+    found.sort();
+    if found.iter().any(|(p, _)| p == MANIFEST_FILE) {
         return Err(PackError::Unpackable {
             path: run_dir.join(MANIFEST_FILE),
             reason: "its name is the one the pack's own manifest takes".into(),
         });
     }
-    let mut files = Vec::with_capacity(paths.len());
-    for rel in &paths {
+    // By the sizes the folder shows, before a byte is hashed ...
+    fits(
+        limits,
+        &run_dir,
+        found.iter().map(|(p, s)| (p.as_str(), *s)),
+        0,
+    )?;
+    let mut files = Vec::with_capacity(found.len());
+    for (rel, _) in &found {
         let (size, sha256) = hash_file(&run_dir.join(rel))?;
         files.push(ManifestEntry {
             path: rel.clone(),
@@ -81,6 +98,9 @@ pub fn write(run_dir: &Path, out: &Path) -> Result<Packed, PackError> {
         files,
     };
     let manifest_bytes = manifest.to_bytes();
+    // ... and by the sizes hashed (a file may have grown), with the manifest.
+    let hashed = manifest.files.iter().map(|f| (f.path.as_str(), f.size));
+    fits(limits, &run_dir, hashed, manifest_bytes.len() as u64)?;
 
     let write_err = |source| PackError::Write {
         path: out.to_path_buf(),
@@ -146,6 +166,34 @@ fn header(size: u64) -> tar::Header {
     header
 }
 
+/// The files (path, size) and a manifest of `manifest_bytes` are within
+/// `limits`: the checks the reader makes, in its words.
+fn fits<'a>(
+    limits: &Limits,
+    run_dir: &Path,
+    files: impl ExactSizeIterator<Item = (&'a str, u64)>,
+    manifest_bytes: u64,
+) -> Result<(), PackError> {
+    let too_large = |path: PathBuf, reason| PackError::TooLarge { path, reason };
+    // The manifest is an entry too.
+    limits
+        .check_entries(files.len() + 1)
+        .map_err(|r| too_large(run_dir.to_path_buf(), r))?;
+    limits
+        .check_manifest(manifest_bytes)
+        .map_err(|r| too_large(run_dir.to_path_buf(), r))?;
+    let mut total = 0u64;
+    for (rel, size) in files {
+        limits
+            .check_file(size)
+            .map_err(|r| too_large(run_dir.join(rel), r))?;
+        total = total.saturating_add(size);
+    }
+    limits
+        .check_total(total)
+        .map_err(|r| too_large(run_dir.to_path_buf(), r))
+}
+
 fn parent_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -153,8 +201,9 @@ fn parent_of(path: &Path) -> &Path {
     }
 }
 
-/// Every regular file under `dir`, as `/`-separated paths relative to the run.
-fn collect_files(dir: &Path, prefix: &str, into: &mut Vec<String>) -> Result<(), PackError> {
+/// Every regular file under `dir`, as `/`-separated paths relative to the
+/// run (each one the reader takes) with its size.
+fn collect_files(dir: &Path, prefix: &str, into: &mut Vec<(String, u64)>) -> Result<(), PackError> {
     let read_err = |source| PackError::Read {
         path: dir.to_path_buf(),
         source,
@@ -170,14 +219,19 @@ fn collect_files(dir: &Path, prefix: &str, into: &mut Vec<String>) -> Result<(),
                 reason: "its name is not UTF-8".into(),
             })?;
         let rel = format!("{prefix}{name}");
-        let kind = entry.file_type().map_err(|source| PackError::Read {
+        safe_relative_path(&rel).map_err(|reason| PackError::Unpackable {
+            path: path.clone(),
+            reason: format!("its path is {reason}, which a pack's reader refuses"),
+        })?;
+        let read_err = |source| PackError::Read {
             path: path.clone(),
             source,
-        })?;
+        };
+        let kind = entry.file_type().map_err(read_err)?;
         if kind.is_dir() {
             collect_files(&path, &format!("{rel}/"), into)?;
         } else if kind.is_file() {
-            into.push(rel);
+            into.push((rel, entry.metadata().map_err(read_err)?.len()));
         } else {
             let reason = if kind.is_symlink() {
                 "it is a symbolic link"
