@@ -68,8 +68,18 @@ fn run_with_open_stdin(mut cmd: Command, limit: Duration) -> Output {
         if let Some(status) = child.try_wait().unwrap() {
             let mut stdout = Vec::new();
             let mut stderr = Vec::new();
-            child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
-            child.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_end(&mut stdout)
+                .unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_end(&mut stderr)
+                .unwrap();
             return Output {
                 status,
                 stdout,
@@ -135,7 +145,10 @@ fn credentials_in_the_repo_url_are_in_no_output_and_no_file() {
     let shown = text(&check);
     assert!(check.status.success(), "{shown}");
     assert!(!shown.contains("TOKEN"), "{shown}");
-    assert!(shown.contains("https://<redacted>@127.0.0.1:1/x.git"), "{shown}");
+    assert!(
+        shown.contains("https://<redacted>@127.0.0.1:1/x.git"),
+        "{shown}"
+    );
 
     let fetch = run_with_open_stdin(
         labrun(&lab, &cache, &["fetch", "--tools", "tool"]),
