@@ -25,6 +25,8 @@ pub struct Access {
     /// The name of the lab's `hosts:` entry the VM runs on (this host's
     /// included); None for a lab without a pool.
     pub pool_host: Option<String>,
+    /// How the VM's first boot crashed, when `up` booted it again.
+    pub boot_retry: Option<String>,
 }
 
 /// Resolves a path from a lab file relative to the lab file's folder.
@@ -65,6 +67,7 @@ pub fn resolve(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Acces
             qemu_version: None,
             hypervisor: None,
             pool_host: None,
+            boot_retry: None,
         }),
         Machine::Vm(_) => vm_access(ctx, lab),
     }
@@ -91,6 +94,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
     let disk_profile = state.as_ref().map(|s| s.disk_profile);
     let cpu_pinning = state.as_ref().and_then(|s| s.cpu_pinning.clone());
     let hypervisor = state.as_ref().and_then(|s| s.remote.clone());
+    let boot_retry = state.as_ref().and_then(|s| s.boot_retry.clone());
     let acceleration = state.map(|s| s.acceleration);
     Ok(Access {
         target,
@@ -110,6 +114,7 @@ fn vm_access(ctx: &crate::context::Context, lab: &Lab) -> anyhow::Result<Access>
             .flatten(),
         hypervisor,
         pool_host: crate::lab_vm::pick_host(lab, ctx.host.as_deref())?.map(|h| h.name.clone()),
+        boot_retry,
     })
 }
 

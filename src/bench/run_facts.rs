@@ -106,6 +106,7 @@ pub async fn environment_of(
     env.disk_profile = access.disk_profile.map(|p| p.name().to_string());
     env.disk_iotune = access.disk_profile.map(|p| p.iotune());
     env.cpu_pinning = access.cpu_pinning.clone();
+    env.boot_retry = access.boot_retry.clone();
     env.libvirt_version = env
         .libvirt_version
         .take()

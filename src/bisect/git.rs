@@ -11,8 +11,8 @@ pub fn resolve(copy: &GitCache, rev: &str) -> anyhow::Result<String> {
         Some(id) => Ok(id),
         None => bail!(
             "the repository {} has no tag, branch or commit `{rev}` (`git ls-remote {}` lists its tags and branches)",
-            copy.location(),
-            copy.location()
+            copy.shown(),
+            copy.shown()
         ),
     }
 }

@@ -140,7 +140,15 @@ pub async fn bring_up_lab(
             lock,
             boot,
             image_built,
+            boot_retry,
         }) => {
+            if let Some(first) = &boot_retry {
+                // Also kept in the VM's state (`boot_retry`) for the evidence.
+                safe_eprintln!(
+                    "{}up: the guest's kernel {first}; it came up on a second boot",
+                    progress.who
+                );
+            }
             safe_eprintln!("{}up: installing {} tool(s)", progress.who, installs.len());
             let installed = tokio::select! {
                 r = install_checked(&session, &installs, &ready) => r,

@@ -32,6 +32,7 @@ pub mod resolve;
 pub mod source;
 pub mod spec;
 pub mod stale;
+pub mod url_credentials;
 
 pub use cache::Cache;
 pub use checksums::PublishedDigest;
@@ -47,3 +48,4 @@ pub use spec::{
     AptPackage, ArtifactSource, ArtifactSpec, BuildRecipe, CrateBuild, Extract, GoBuild,
     SourceBuild, SpecProblem,
 };
+pub use url_credentials::without_credentials;

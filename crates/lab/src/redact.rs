@@ -21,7 +21,8 @@ const MAX_EVENTS: usize = 200_000;
 
 impl Lab {
     /// The source text with every scalar whose value is, or contains, one
-    /// of the tools' secret values replaced by [`REDACTED`]; a secret that
+    /// of the tools' secret values replaced by [`REDACTED`], and every
+    /// URL's userinfo (`user:TOKEN@`) by `<redacted>`; a secret that
     /// is still written literally anywhere else (a comment) is replaced
     /// too. Fails closed: if the text cannot be walked, nothing of it is
     /// returned but a note.
@@ -37,7 +38,9 @@ impl Lab {
                 None => return NOT_KEPT.to_string(),
             }
         }
-        redact(&self.source.text, &longest_first(secrets))
+        // Credentials written into a URL (a `git.repo`) go the same way.
+        let text = redact(&self.source.text, &longest_first(secrets));
+        labrun_artifact::without_credentials(&text).into_owned()
     }
 
     /// Every non-empty value of an environment variable a tool names in

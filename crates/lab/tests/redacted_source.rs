@@ -62,3 +62,30 @@ fn secrets_written_with_yaml_escapes_do_not_reach_the_lab_as_run() {
         assert_eq!(again.cycles, lab.cycles);
     }
 }
+
+#[test]
+fn credentials_in_a_git_url_do_not_reach_the_lab_as_run() {
+    let text = r#"name: gitcred
+tools:
+  - name: tool
+    version: "1.0"
+    artifact:
+      source:
+        git: {repo: "https://user:TOKEN@example.invalid/x.git", commit: "0123456789abcdef0123456789abcdef01234567"}
+        build:
+          go: {package: ./cmd/tool, toolchain: go1.26.8}
+      sha256: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+    commands:
+      init: ["{bin}", init, "{repo}"]
+      backup: ["{bin}", backup, "{repo}", "{source}"]
+      restore: ["{bin}", restore, "{repo}", "{target}"]
+"#;
+    let lab = Lab::from_text(text, "lab.yaml").expect("a valid lab");
+    let out = lab.redacted_source();
+    assert!(!out.contains("TOKEN"), "{out}");
+    assert!(
+        out.contains("https://<redacted>@example.invalid/x.git"),
+        "{out}"
+    );
+    Lab::from_text(&out, "raw/lab.yaml").expect("the lab as run parses");
+}

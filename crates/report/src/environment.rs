@@ -59,6 +59,10 @@ pub struct Environment {
     /// recorded, and for an SSH target.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise: Option<labrun_host::NoiseRecord>,
+    /// How the VM's first boot crashed, when its kernel crashed while
+    /// booting and `up` booted it once more (absent: the first boot came up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_retry: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -98,6 +98,22 @@ pub enum VmError {
         "the guest did not answer SSH within {timeout:?} (raise the lab's `vm.ssh_timeout` if the host is busy); last console lines:\n{console}"
     )]
     SshTimeout { timeout: Duration, console: String },
+    #[error(
+        "the guest's kernel crashed {after:.1?} into its boot: {line}\nlast console lines:\n{console}"
+    )]
+    GuestCrashed {
+        after: Duration,
+        line: String,
+        console: String,
+    },
+    #[error(
+        "the guest's kernel crashed while booting, twice (labrun booted it again after the first crash: {first}); the second boot: {second}\nwhat to do: run `labrun up` again; if it keeps crashing, the image's kernel does not boot on this host's {accel} (`labrun doctor` checks the host; a lab's `vm.accel` and `vm.vcpus` change how it boots)"
+    )]
+    GuestCrashedTwice {
+        first: String,
+        second: Box<VmError>,
+        accel: &'static str,
+    },
     #[error(transparent)]
     Ssh(#[from] labrun_ssh::SshError),
     #[error(

@@ -13,6 +13,7 @@ pub mod access;
 pub use labrun_artifact::apt_sources;
 pub mod cloud;
 pub mod config;
+pub mod console_watch;
 mod disks;
 pub mod down;
 pub mod error;

@@ -155,6 +155,10 @@ pub struct VmState {
     /// and how the guest is reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<crate::remote::RemoteHost>,
+    /// How the first boot crashed, when the guest's kernel crashed while
+    /// booting and `up` booted it once more (None: the first boot came up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_retry: Option<String>,
 }
 
 impl VmState {
@@ -262,6 +266,7 @@ mod tests {
             client_key: dir.client_key(),
             shape: String::new(),
             remote: None,
+            boot_retry: None,
         }
     }
 
@@ -322,6 +327,21 @@ mod tests {
             a,
             LabDir::for_lab(Path::new("/s"), "x", Path::new("/a/lab.yaml"))
         );
+    }
+
+    #[test]
+    fn a_boot_retry_is_kept_and_older_states_have_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = LabDir::for_lab(tmp.path(), "t", Path::new("/srv/lab.yaml"));
+        dir.create().unwrap();
+        let mut s = sample(&dir);
+        dir.write_state(&s).unwrap();
+        let text = std::fs::read_to_string(dir.state_file()).unwrap();
+        assert!(!text.contains("boot_retry"), "{text}");
+        assert_eq!(dir.read_state().unwrap().unwrap().boot_retry, None);
+        s.boot_retry = Some("crashed 1.8s into its boot (Kernel panic - not syncing)".into());
+        dir.write_state(&s).unwrap();
+        assert_eq!(dir.read_state().unwrap().unwrap(), s);
     }
 
     #[test]

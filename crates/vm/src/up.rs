@@ -6,6 +6,7 @@
 use crate::accel::Acceleration;
 use crate::cloud;
 use crate::config::{ImageSource, VmConfig};
+use crate::console_watch::{self, ConsoleWatch};
 use crate::disks::{self, Disks};
 use crate::down::teardown;
 use crate::error::VmError;
@@ -59,6 +60,9 @@ pub enum UpOutcome {
         /// Domain start to SSH answering.
         boot: Duration,
         image_built: bool,
+        /// How the first boot crashed, when `up` booted the guest again
+        /// (also in `state.boot_retry`).
+        boot_retry: Option<String>,
     },
 }
 
@@ -170,6 +174,7 @@ pub async fn up(
         client_key: dir.client_key(),
         shape: cfg.shape(),
         remote: cfg.remote.clone(),
+        boot_retry: None,
     };
     dir.write_state(&state)?;
 
@@ -180,17 +185,33 @@ pub async fn up(
         },
         _ => Disks::Here,
     };
+    let accel = describe(state.acceleration);
+    // A guest whose kernel crashes while booting is booted once more, from
+    // fresh disks; the crash is said and kept in the state.
+    let boot_once = async |first_crash: Option<&str>| {
+        if let Some(first) = first_crash {
+            progress.warn(&format!(
+                "the guest's kernel {first}: removing the domain and booting it again (once)"
+            ));
+            teardown(&hv, &dir, &name, true, shell.as_ref()).await?;
+            state.boot_retry = Some(first.to_string());
+            state.phase = Phase::Creating;
+            dir.write_state(&state)?;
+        }
+        make_and_boot(cfg, &hv, &dir, &disks, image.clone(), &mut state, progress).await
+    };
     let made = tokio::select! {
-        r = make_and_boot(cfg, &hv, &dir, &disks, image, &mut state, progress) => r,
+        r = boot_retrying_a_crash(boot_once, accel) => r,
         _ = cancelled(&mut cancel) => Err(VmError::Cancelled),
     };
     match made {
-        Ok((session, boot)) => Ok(UpOutcome::Started {
+        Ok(((session, boot), boot_retry)) => Ok(UpOutcome::Started {
             state,
             session,
             lock,
             boot,
             image_built,
+            boot_retry,
         }),
         Err(e) => {
             // Whatever went wrong, leave nothing behind.
@@ -200,7 +221,34 @@ pub async fn up(
     }
 }
 
+/// Boots with `boot`; when the guest's kernel crashes while booting
+/// ([`VmError::GuestCrashed`]), boots once more, telling `boot` the first
+/// crash (to clear it away and record it first). Returns what the boot
+/// made, and the first crash when there was a second boot; a second crash
+/// is [`VmError::GuestCrashedTwice`]. Any other error is returned at once.
+async fn boot_retrying_a_crash<T>(
+    mut boot: impl AsyncFnMut(Option<&str>) -> Result<T, VmError>,
+    accel: &'static str,
+) -> Result<(T, Option<String>), VmError> {
+    let first = match boot(None).await {
+        Err(VmError::GuestCrashed { after, line, .. }) => {
+            format!("crashed {after:.1?} into its boot ({line})")
+        }
+        other => return other.map(|made| (made, None)),
+    };
+    match boot(Some(&first)).await {
+        Ok(made) => Ok((made, Some(first))),
+        Err(second @ VmError::GuestCrashed { .. }) => Err(VmError::GuestCrashedTwice {
+            first,
+            second: Box::new(second),
+            accel,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
 /// The disk the domain boots from, and how.
+#[derive(Clone)]
 struct BootImage {
     /// The file the overlay is backed by (never written).
     base: PathBuf,
@@ -354,7 +402,17 @@ async fn make_and_boot(
     };
     progress.step("waiting for SSH");
     let timeout = cfg.ssh_timeout();
-    let session = match wait_for_ssh(&target, timeout, progress).await {
+    let waited = tokio::select! {
+        r = wait_for_ssh(&target, timeout, progress) => r,
+        (line, console) = console_crash(disks, dir) => {
+            return Err(VmError::GuestCrashed {
+                after: started.elapsed(),
+                line,
+                console,
+            });
+        }
+    };
+    let session = match waited {
         Ok(s) => s,
         Err(labrun_ssh::SshError::Timeout(_)) => {
             return Err(VmError::SshTimeout {
@@ -368,6 +426,33 @@ async fn make_and_boot(
     state.phase = Phase::Ready;
     dir.write_state(state)?;
     Ok((session, boot))
+}
+
+/// Returns when the guest's console reports a kernel crash, with the crash's
+/// line and the console's last lines; never, for a guest that boots. The
+/// console is followed as it grows here, or read again every 2 s on a
+/// remote hypervisor's host.
+async fn console_crash(disks: &Disks<'_>, dir: &LabDir) -> (String, String) {
+    match disks {
+        Disks::Here => {
+            let mut watch = ConsoleWatch::new(dir.console_log());
+            loop {
+                if let Some(line) = watch.poll() {
+                    return (line, watch.last_lines());
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+        Disks::There { .. } => loop {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let tail = disks.console_tail(dir, 200).await;
+            if let Some(line) = console_watch::first_crash(&tail) {
+                let lines: Vec<&str> = tail.lines().collect();
+                let start = lines.len().saturating_sub(console_watch::KEPT_LINES);
+                return (line.to_string(), lines[start..].join("\n"));
+            }
+        },
+    }
 }
 
 /// Polls sshd through the forwarded port. Through slirp the TCP connect
@@ -516,6 +601,71 @@ pub fn describe(a: Acceleration) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn crash(line: &str) -> VmError {
+        VmError::GuestCrashed {
+            after: Duration::from_millis(1800),
+            line: line.into(),
+            console: format!("[    1.8] {line}\n[    1.9] ---[ end Kernel panic ]---"),
+        }
+    }
+
+    /// Runs the retry with boots that end as `ends` says, in turn; returns
+    /// its result and the crash each boot was told of.
+    async fn boots(
+        ends: Vec<Result<u32, VmError>>,
+    ) -> (Result<(u32, Option<String>), VmError>, Vec<Option<String>>) {
+        let mut ends = ends.into_iter();
+        let mut told = Vec::new();
+        let boot = async |first: Option<&str>| {
+            told.push(first.map(str::to_string));
+            ends.next().expect("no more boots than planned")
+        };
+        let r = boot_retrying_a_crash(boot, "TCG (software emulation)").await;
+        (r, told)
+    }
+
+    #[tokio::test]
+    async fn a_crash_while_booting_is_booted_again_once() {
+        let panic = "Kernel panic - not syncing: Attempted to kill the idle task!";
+        let (r, told) = boots(vec![Err(crash(panic)), Ok(7)]).await;
+        let (made, retry) = r.unwrap();
+        assert_eq!(made, 7);
+        let retry = retry.expect("the retry is recorded");
+        assert!(
+            retry.contains("1.8s into its boot") && retry.contains(panic),
+            "{retry}"
+        );
+        assert_eq!(told, [None, Some(retry)]);
+    }
+
+    #[tokio::test]
+    async fn a_second_crash_is_a_clear_error_after_one_retry() {
+        let (r, told) = boots(vec![Err(crash("Oops: 0000 [#1]")), Err(crash("BUG: x"))]).await;
+        assert_eq!(told.len(), 2, "one retry, no more");
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains("crashed while booting, twice"), "{err}");
+        assert!(
+            err.contains("Oops: 0000 [#1]") && err.contains("BUG: x"),
+            "{err}"
+        );
+        assert!(err.contains("end Kernel panic"), "the console lines: {err}");
+        assert!(err.contains("labrun up` again"), "what to do: {err}");
+    }
+
+    #[tokio::test]
+    async fn other_failures_are_not_retried() {
+        let (r, told) = boots(vec![Err(VmError::SshTimeout {
+            timeout: Duration::from_secs(300),
+            console: String::new(),
+        })])
+        .await;
+        assert!(matches!(r, Err(VmError::SshTimeout { .. })));
+        assert_eq!(told.len(), 1);
+        let (r, told) = boots(vec![Ok(1)]).await;
+        assert_eq!(r.unwrap(), (1, None));
+        assert_eq!(told.len(), 1);
+    }
 
     #[test]
     fn pinned_key_drops_the_comment() {

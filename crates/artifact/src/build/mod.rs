@@ -220,7 +220,10 @@ impl BuildCtx<'_> {
             cmd.env(k, v);
         }
         cmd.current_dir(cwd);
-        let shown = format!("{:?}", cmd.as_std());
+        // The log and the messages never hold credentials of a URL argument
+        // (a `git.repo` of `https://user:TOKEN@host/...`) or of git's output.
+        let hide = |text: String| crate::url_credentials::without_credentials(&text).into_owned();
+        let shown = hide(format!("{:?}", cmd.as_std()));
         self.progress.step(
             self.name,
             &format!("{step} (log: {})", self.log_path.display()),
@@ -231,8 +234,8 @@ impl BuildCtx<'_> {
             .await
             .map_err(|e| self.failed(step, e.to_string()))?;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        self.log_line(&stdout);
+        let stderr = hide(String::from_utf8_lossy(&output.stderr).into_owned());
+        self.log_line(&hide(stdout.clone()));
         self.log_line(&stderr);
         if !output.status.success() {
             let last = stderr

@@ -224,6 +224,57 @@ pub(crate) fn url_problem(url: &str) -> Option<String> {
     }
 }
 
+/// The transports a `git.repo` may use. git's remote helpers (`fd::0`
+/// speaks git's protocol on labrun's own standard input and waited forever;
+/// `ext::` runs a command) and plain `http://` are refused; every git
+/// command labrun runs holds git to the same list (`GIT_ALLOW_PROTOCOL`).
+pub const GIT_TRANSPORTS: [&str; 4] = ["https", "ssh", "git", "file"];
+
+/// A `git.repo`: a URL of one of [`GIT_TRANSPORTS`] (`git+ssh://` and
+/// `ssh+git://` are ssh), an scp-like `host:path`, or a local path. The
+/// message never repeats credentials written in the URL.
+pub fn git_repo_problem(repo: &str) -> Option<String> {
+    let shown = crate::url_credentials::without_credentials(repo);
+    if repo.trim().is_empty() || repo.starts_with('-') || repo.chars().any(char::is_control) {
+        return Some(format!(
+            "{shown:?} is not a repository: expected a URL git can fetch or a local path, \
+             not starting with `-`"
+        ));
+    }
+    let expected = "expected an `https://`, `ssh://`, `git://` or `file://` URL, \
+                    `host:path`, or a local repository's path";
+    // `<transport>::<address>` is how git names a remote helper.
+    if let Some((helper, _)) = repo.split_once("::")
+        && !helper.is_empty()
+        && helper
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return Some(format!(
+            "{shown:?} asks for git's remote helper `{helper}::`, which labrun does not run: \
+             {expected}"
+        ));
+    }
+    if let Some((scheme, _)) = repo.split_once("://") {
+        let transport = match scheme.to_ascii_lowercase().as_str() {
+            "git+ssh" | "ssh+git" => "ssh".to_string(),
+            other => other.to_string(),
+        };
+        if !GIT_TRANSPORTS.contains(&transport.as_str()) {
+            let hint = if transport == "http" {
+                " (plain http can be altered on the way: use `https://`)"
+            } else {
+                ""
+            };
+            return Some(format!(
+                "{shown:?} uses the transport `{scheme}`, which labrun does not fetch from{hint}: \
+                 {expected}"
+            ));
+        }
+    }
+    None
+}
+
 /// A `file:` source: a path that ends in a file name.
 pub(crate) fn file_problem(written: &str) -> Option<String> {
     let path = local_path(written);

@@ -18,7 +18,7 @@
 
 use super::super::BuildCtx;
 use super::super::tree_id::tree_id;
-use super::git_cache::{GitCache, REFSPECS};
+use super::git_cache::{GIT_ENV, GitCache, REFSPECS};
 use super::{ArchiveLocation, GitSource, SourceArchive, SourceBuild, SourceOrigin};
 use crate::digest::sha256_file;
 use crate::error::ArtifactError;
@@ -58,7 +58,7 @@ pub(super) async fn verified_tree(
             {
                 return Err(ArtifactError::SourceTreeMismatch {
                     name: ctx.name.to_string(),
-                    origin: format!("git {} commit {}", git.repo, git.commit),
+                    origin: format!("git {} commit {}", git.shown(), git.commit),
                     expected: pinned.clone(),
                     actual: tree,
                 });
@@ -71,7 +71,7 @@ pub(super) async fn verified_tree(
             let cwd = ctx.cache_dir.to_path_buf();
             ctx.run(&format!("git archive {}", git.commit), cmd, &cwd)
                 .await?;
-            let origin = format!("git archive of {} commit {}", git.repo, git.commit);
+            let origin = format!("git archive of {} commit {}", git.shown(), git.commit);
             (export, tree, origin)
         }
     };
@@ -207,14 +207,12 @@ async fn archive_file(
     Ok(path)
 }
 
-/// A git command on labrun's bare repository: never prompting for a
-/// password (a build has no terminal), output in English for the log.
+/// A git command on labrun's bare repository, in git's environment for
+/// labrun ([`GIT_ENV`]: no prompt, known transports only); standard input
+/// is closed ([`BuildCtx::command`]).
 fn git_command(ctx: &BuildCtx<'_>, git_dir: &Path) -> tokio::process::Command {
     let mut cmd = ctx.command("git");
-    cmd.arg("--git-dir")
-        .arg(git_dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C");
+    cmd.arg("--git-dir").arg(git_dir).envs(GIT_ENV);
     cmd
 }
 
@@ -236,7 +234,9 @@ pub(super) async fn git_commit_tree(
             source: e,
         })?;
         let mut init = ctx.command("git");
-        init.args(["init", "--bare", "--quiet"]).arg(&dir);
+        init.envs(GIT_ENV)
+            .args(["init", "--bare", "--quiet"])
+            .arg(&dir);
         ctx.run("git init --bare", init, &cwd).await?;
     }
     let commit_ref = format!("{}^{{commit}}", git.commit);
@@ -250,14 +250,14 @@ pub(super) async fn git_commit_tree(
             .arg(repo)
             .args(REFSPECS);
         if let Err(e) = ctx
-            .run(&format!("git fetch {}", git.repo), fetch, &cwd)
+            .run(&format!("git fetch {}", git.shown()), fetch, &cwd)
             .await
         {
             let ArtifactError::Build { detail, .. } = e else {
                 return Err(e);
             };
             return Err(ctx.failed(
-                &format!("git fetch {}", git.repo),
+                &format!("git fetch {}", git.shown()),
                 format!(
                     "the repository cannot be reached: {detail} (check `git.repo`: a URL git \
                      can fetch on this machine, or a local repository's path)"
@@ -272,7 +272,7 @@ pub(super) async fn git_commit_tree(
                 .arg(&git.commit);
             let _ = ctx
                 .run(
-                    &format!("git fetch {} {}", git.repo, git.commit),
+                    &format!("git fetch {} {}", git.shown(), git.commit),
                     by_id,
                     &cwd,
                 )
@@ -284,7 +284,8 @@ pub(super) async fn git_commit_tree(
                 format!(
                     "the repository {} has no commit {} (none of its branches and tags \
                      reaches it, and it does not serve it by id): check `git.commit`",
-                    git.repo, git.commit
+                    git.shown(),
+                    git.commit
                 ),
             ));
         }

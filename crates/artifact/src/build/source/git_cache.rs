@@ -7,15 +7,30 @@
 //! `refs/labrun/heads/` and `refs/labrun/tags/`.
 
 use crate::spec::local_path;
+use crate::url_credentials::without_credentials;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// Every branch and tag of the repository, kept apart from anything the
 /// bare copy has of its own.
 pub const REFSPECS: [&str; 2] = [
     "+refs/heads/*:refs/labrun/heads/*",
     "+refs/tags/*:refs/labrun/tags/*",
+];
+
+/// The environment of every git command labrun runs, with standard input
+/// closed beside it: never prompting for a password (nobody is there to
+/// answer), messages in English, and only the transports a lab may name
+/// ([`GIT_TRANSPORTS`](crate::spec::rules::GIT_TRANSPORTS)): a remote helper
+/// such as `fd::0` would speak git's protocol on labrun's standard input.
+/// `GIT_ALLOW_PROTOCOL` is git's own allow list; `GIT_PROTOCOL_FROM_USER=0`
+/// also keeps the transports that git allows "from the user" from a URL.
+pub const GIT_ENV: [(&str, &str); 4] = [
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("LC_ALL", "C"),
+    ("GIT_PROTOCOL_FROM_USER", "0"),
+    ("GIT_ALLOW_PROTOCOL", "https:ssh:git:file"),
 ];
 
 /// Where a repository's copy lives and where it is fetched from.
@@ -46,6 +61,11 @@ impl GitCache {
         &self.location
     }
 
+    /// The location as shown in messages: without credentials.
+    pub fn shown(&self) -> String {
+        without_credentials(&self.location).into_owned()
+    }
+
     /// True once the bare repository exists.
     pub fn exists(&self) -> bool {
         self.dir.join("HEAD").is_file()
@@ -59,6 +79,8 @@ impl GitCache {
             std::fs::create_dir_all(&self.dir)
                 .map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
             let made = Command::new("git")
+                .envs(GIT_ENV)
+                .stdin(Stdio::null())
                 .args(["init", "--bare", "--quiet"])
                 .arg(&self.dir)
                 .status()
@@ -71,9 +93,10 @@ impl GitCache {
         args.extend(REFSPECS);
         self.git(&args).map(drop).map_err(|e| {
             format!(
-                "the repository {} cannot be reached: {e} (check `git.repo`: a URL git can fetch \
+                "the repository {} cannot be reached: {} (check `git.repo`: a URL git can fetch \
                  on this machine, or a local repository's path)",
-                self.location
+                self.shown(),
+                without_credentials(&e)
             )
         })
     }
@@ -103,16 +126,15 @@ impl GitCache {
         })
     }
 
-    /// Runs git on the bare copy: never prompting for a password (nobody is
-    /// there to answer), messages in English. Its trimmed output, or its
-    /// error output when it fails.
+    /// Runs git on the bare copy, in [`GIT_ENV`] with standard input
+    /// closed. Its trimmed output, or its error output when it fails.
     pub fn git(&self, args: &[&str]) -> Result<String, String> {
         let out = Command::new("git")
             .arg("--git-dir")
             .arg(&self.dir)
             .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("LC_ALL", "C")
+            .envs(GIT_ENV)
+            .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run git (is it installed?): {e}"))?;
         if out.status.success() {
@@ -187,5 +209,37 @@ mod tests {
         let gone = GitCache::new(dir.path(), "file:///nowhere/at/all");
         let err = gone.refresh().unwrap_err();
         assert!(err.contains("cannot be reached"), "{err}");
+    }
+
+    /// `refresh` in a thread, given `secs` to answer.
+    fn refresh_within(copy: GitCache, secs: u64) -> Result<(), String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(copy.refresh());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .unwrap_or_else(|_| panic!("git did not answer within {secs} s"))
+    }
+
+    #[test]
+    fn a_remote_helper_is_refused_by_git_itself_at_once() {
+        // `fd::0` speaks git's protocol on standard input: with labrun's
+        // standard input open, it waited forever.
+        let dir = tempfile::tempdir().unwrap();
+        for helper in ["fd::0", "ext::sh -c true"] {
+            let err = refresh_within(GitCache::new(dir.path(), helper), 30).unwrap_err();
+            assert!(err.contains("not allowed"), "{helper}: {err}");
+        }
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_not_in_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        // Port 1 on the loopback: refused at once, nothing leaves the machine.
+        let copy = GitCache::new(dir.path(), "https://user:TOKEN@127.0.0.1:1/x.git");
+        assert_eq!(copy.shown(), "https://<redacted>@127.0.0.1:1/x.git");
+        let err = refresh_within(copy, 60).unwrap_err();
+        assert!(err.contains("cannot be reached"), "{err}");
+        assert!(!err.contains("TOKEN"), "{err}");
     }
 }

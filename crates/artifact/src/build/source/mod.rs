@@ -34,8 +34,9 @@ use super::tree_id::is_object_id;
 use super::{BuildCtx, Recipe};
 use crate::error::ArtifactError;
 use crate::source::FileName;
-use crate::spec::rules::{file_problem, sha256_problem, url_problem};
+use crate::spec::rules::{file_problem, git_repo_problem, sha256_problem, url_problem};
 use crate::spec::{SpecProblem, local_path};
+use crate::url_credentials::without_credentials;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -159,6 +160,13 @@ impl SourceArchive {
     }
 }
 
+impl GitSource {
+    /// The repository as shown and kept: without credentials in its URL.
+    pub fn shown(&self) -> String {
+        without_credentials(&self.repo).into_owned()
+    }
+}
+
 impl SourceOrigin {
     fn key(&self) -> &'static str {
         match self {
@@ -171,7 +179,7 @@ impl SourceOrigin {
     fn shown(&self) -> String {
         match self {
             SourceOrigin::Archive(a) => format!("archive {}", a.shown()),
-            SourceOrigin::Git(g) => format!("git {} commit {}", g.repo, g.commit),
+            SourceOrigin::Git(g) => format!("git {} commit {}", g.shown(), g.commit),
         }
     }
 }
@@ -217,18 +225,8 @@ impl SourceBuild {
                 }
             }
             SourceOrigin::Git(g) => {
-                let repo_ok = !g.repo.trim().is_empty()
-                    && !g.repo.starts_with('-')
-                    && !g.repo.chars().any(char::is_control);
-                if !repo_ok {
-                    out.push(SpecProblem::new(
-                        "git.repo",
-                        format!(
-                            "{:?} is not a repository: expected a URL git can fetch or a \
-                             local path, not starting with `-`",
-                            g.repo
-                        ),
-                    ));
+                if let Some(m) = git_repo_problem(&g.repo) {
+                    out.push(SpecProblem::new("git.repo", m));
                 }
                 if !is_object_id(&g.commit) {
                     out.push(SpecProblem::new(
@@ -346,7 +344,7 @@ impl Recipe for SourceBuild {
             SourceOrigin::Archive(a) => a.file_name().unwrap_or_else(|| a.shown()),
             SourceOrigin::Git(g) => {
                 let short = g.commit.get(..12).unwrap_or(&g.commit);
-                format!("{}@{short}", g.repo)
+                format!("{}@{short}", g.shown())
             }
         };
         match &self.build {
@@ -405,7 +403,7 @@ impl Recipe for SourceBuild {
             }
             SourceOrigin::Git(g) => serde_json::json!({
                 "kind": "git",
-                "repo": g.repo,
+                "repo": g.shown(),
                 "commit": g.commit,
                 "tree": self.tree,
             }),
@@ -637,5 +635,62 @@ mod tests {
                 "build.cargo.bin"
             ]
         );
+    }
+
+    fn git_block(repo: &str) -> SourceBuild {
+        let block = serde_json::json!({
+            "git": {"repo": repo, "commit": "065ae50868574404c502fb8b9508a2475d218337"},
+            "build": {"cargo": {"toolchain": "1.95.0", "bin": "rustic"}},
+        });
+        serde_json::from_value(block).unwrap()
+    }
+
+    #[test]
+    fn only_https_ssh_git_file_and_paths_are_fetched_from() {
+        for bad in [
+            "fd::0",
+            "FD::1",
+            "ext::sh -c touch% /tmp/pwned",
+            "http://example.invalid/x.git",
+            "ftp://example.invalid/x.git",
+            "https::example.invalid/x.git",
+        ] {
+            let p = git_block(bad).problems();
+            assert_eq!(p.len(), 1, "{bad}: {p:?}");
+            assert_eq!(p[0].field, "git.repo", "{bad}: {p:?}");
+            assert!(p[0].message.contains("https"), "{bad}: {p:?}");
+        }
+        for good in [
+            "https://example.invalid/x.git",
+            "ssh://git@example.invalid/x.git",
+            "git+ssh://example.invalid/x.git",
+            "git://example.invalid/x.git",
+            "file:///srv/x.git",
+            "git@example.invalid:x.git",
+            "/srv/x.git",
+            "../x",
+            "x",
+        ] {
+            assert_eq!(git_block(good).problems(), vec![], "{good}");
+        }
+    }
+
+    #[test]
+    fn credentials_in_a_git_url_are_never_shown_or_kept() {
+        let s = git_block("https://user:TOKEN@example.invalid/x.git");
+        assert_eq!(s.problems(), vec![]);
+        let origin = Recipe::origin(&s).unwrap().to_string();
+        for shown in [s.provenance(), Recipe::describe(&s), origin] {
+            assert!(!shown.contains("TOKEN"), "{shown}");
+            assert!(!shown.contains("user"), "{shown}");
+            assert!(
+                shown.contains("https://<redacted>@example.invalid/x.git"),
+                "{shown}"
+            );
+        }
+        // A refused repository's message does not repeat its credentials.
+        let refused = git_block("ext::https://user:TOKEN@example.invalid/x.git").problems();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(!refused[0].message.contains("TOKEN"), "{refused:?}");
     }
 }
