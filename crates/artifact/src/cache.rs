@@ -98,9 +98,14 @@ impl Cache {
         redirects: &[String],
     ) -> io::Result<()> {
         let dir = self.dir_for(sha256);
+        // Kept on disk: a URL's credentials never are.
+        let redirects: Vec<_> = redirects
+            .iter()
+            .map(|r| crate::without_credentials(r))
+            .collect();
         let record = serde_json::json!({
             "file": file_name,
-            "url": url,
+            "url": crate::without_credentials(url),
             "redirects": redirects,
         });
         // Written whole, then renamed: a reader never sees half a record.
@@ -179,5 +184,34 @@ impl Partial {
         self.file.flush().await?;
         self.file.sync_all().await?;
         Ok((self.temp, to_hex(self.hasher), self.bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The download record is evidence (`run_facts`): the URL and its
+    /// redirects are kept without their credentials.
+    #[test]
+    fn a_download_record_keeps_no_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path());
+        let sha = "ab".repeat(32);
+        std::fs::create_dir_all(cache.dir_for(&sha)).unwrap();
+        cache
+            .record_download(
+                &sha,
+                "t.bz2",
+                "https://user:TOKEN@example.invalid/t.bz2",
+                &["https://u:SECRET@mirror.invalid/t.bz2".to_string()],
+            )
+            .unwrap();
+        let record = cache.download_record(&sha).unwrap().to_string();
+        assert!(
+            !record.contains("TOKEN") && !record.contains("SECRET"),
+            "{record}"
+        );
+        assert!(record.contains("example.invalid/t.bz2"), "{record}");
     }
 }

@@ -9,6 +9,7 @@ use crate::http::{Downloaded, Http, NetPolicy};
 use crate::progress::Progress;
 use crate::source::{FileName, Source};
 use crate::spec::{ArtifactSource, ArtifactSpec, local_path};
+use crate::url_credentials::without_credentials;
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
@@ -174,7 +175,7 @@ impl Fetcher {
                     .await
                     .inspect_err(|_| self.cache.tidy(expected))?;
                 let from = Source::Url {
-                    url: url.to_string(),
+                    url: without_credentials(url).into_owned(),
                     redirects: redirects.clone(),
                 };
                 // A mismatch names the host that served the bytes.

@@ -8,6 +8,7 @@ use crate::error::ArtifactError;
 use crate::progress::Progress;
 use crate::redirect::{self, HopLog};
 use crate::source::Source;
+use crate::url_credentials::without_credentials;
 use std::time::Duration;
 use tempfile::NamedTempFile;
 use tokio::time::{Instant, timeout_at};
@@ -137,7 +138,7 @@ impl Http {
         let too_slow = |received| {
             Failure::Stop(ArtifactError::TooSlow {
                 name: name.to_string(),
-                url: url.to_string(),
+                url: without_credentials(url).into_owned(),
                 received,
                 limit: self.policy.max_duration,
             })
@@ -145,13 +146,13 @@ impl Http {
         let too_large = || {
             Failure::Stop(ArtifactError::TooLarge {
                 name: name.to_string(),
-                url: url.to_string(),
+                url: without_credentials(url).into_owned(),
                 limit: self.policy.max_bytes,
             })
         };
         let unreachable = |e: &reqwest::Error| ArtifactError::Unreachable {
             name: name.to_string(),
-            url: url.to_string(),
+            url: without_credentials(url).into_owned(),
             file_name: file_name.to_string(),
             detail: error_chain(e),
         };
@@ -163,7 +164,7 @@ impl Http {
                 return Err(match redirect::refusal(&hops) {
                     Some(refused) => Failure::Stop(ArtifactError::Redirect {
                         name: name.to_string(),
-                        url: url.to_string(),
+                        url: without_credentials(url).into_owned(),
                         refused,
                     }),
                     None => Failure::Retry(unreachable(&e)),
@@ -177,8 +178,10 @@ impl Http {
             let err = ArtifactError::HttpStatus {
                 name: name.to_string(),
                 url: match redirects.last() {
-                    Some(last) => format!("{url} (redirected to {last})"),
-                    None => url.to_string(),
+                    Some(last) => {
+                        without_credentials(&format!("{url} (redirected to {last})")).into_owned()
+                    }
+                    None => without_credentials(url).into_owned(),
                 },
                 status: status.as_u16(),
             };
@@ -205,13 +208,13 @@ impl Http {
             progress.notice(&format!("{swept} ({})", cache.root().display()));
         }
         let from = Source::Url {
-            url: url.to_string(),
+            url: without_credentials(url).into_owned(),
             redirects: redirects.clone(),
         };
         progress.start(name, &from, total);
         let truncated = |received| ArtifactError::Truncated {
             name: name.to_string(),
-            url: url.to_string(),
+            url: without_credentials(url).into_owned(),
             received,
             expected: total.unwrap_or(0),
         };
@@ -285,7 +288,7 @@ impl Http {
         let deadline = Instant::now() + self.policy.max_duration;
         let too_slow = || {
             Failure::Stop(ArtifactError::Checksums {
-                url: url.to_string(),
+                url: without_credentials(url).into_owned(),
                 problem: format!(
                     "did not arrive within {}s",
                     self.policy.max_duration.as_secs()
@@ -293,7 +296,7 @@ impl Http {
             })
         };
         let unreachable = |e: &reqwest::Error| ArtifactError::Checksums {
-            url: url.to_string(),
+            url: without_credentials(url).into_owned(),
             problem: format!(
                 "cannot download it: {}; if this host is offline, download the list elsewhere \
                  and pin with --sha256",
@@ -307,7 +310,7 @@ impl Http {
             Ok(Err(e)) => {
                 return Err(match redirect::refusal(&hops) {
                     Some(refused) => Failure::Stop(ArtifactError::Checksums {
-                        url: url.to_string(),
+                        url: without_credentials(url).into_owned(),
                         problem: refused.to_string(),
                     }),
                     None => Failure::Retry(unreachable(&e)),
@@ -321,7 +324,7 @@ impl Http {
         }
         if !status.is_success() {
             let err = ArtifactError::Checksums {
-                url: url.to_string(),
+                url: without_credentials(url).into_owned(),
                 problem: format!("the server answered HTTP {}", status.as_u16()),
             };
             return Err(if retryable(status) {
@@ -339,14 +342,14 @@ impl Http {
             body.extend_from_slice(&chunk);
             if body.len() > max_bytes {
                 return Err(Failure::Stop(ArtifactError::Checksums {
-                    url: url.to_string(),
+                    url: without_credentials(url).into_owned(),
                     problem: format!("is larger than {max_bytes} bytes: not a checksum list"),
                 }));
             }
         }
         String::from_utf8(body).map(Some).map_err(|_| {
             Failure::Stop(ArtifactError::Checksums {
-                url: url.to_string(),
+                url: without_credentials(url).into_owned(),
                 problem: "is not UTF-8 text: not a checksum list".into(),
             })
         })

@@ -114,7 +114,7 @@ impl ArtifactSource {
     /// toolchain and flags.
     pub fn provenance(&self) -> String {
         match self {
-            ArtifactSource::Url(url) => format!("download {url}"),
+            ArtifactSource::Url(url) => format!("download {}", crate::without_credentials(url)),
             ArtifactSource::File(file) => format!("file {}", local_path(file).display()),
             ArtifactSource::Apt(apt) => apt.provenance(),
             ArtifactSource::Build(recipe) => recipe.provenance(),
@@ -319,6 +319,16 @@ impl Extract {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A download's provenance (printed by `fetch`, kept in the evidence)
+    /// never carries the credentials its URL was written with.
+    #[test]
+    fn a_download_s_provenance_hides_the_url_s_credentials() {
+        let source = ArtifactSource::Url("https://user:TOKEN@example.invalid/t.bz2".into());
+        let shown = source.provenance();
+        assert!(!shown.contains("TOKEN"), "{shown}");
+        assert_eq!(shown, "download https://<redacted>@example.invalid/t.bz2");
+    }
 
     /// A block reads into the sum type and writes back as the same keys
     /// (what `labrun pin` and the evidence rely on), for every kind.
