@@ -6,6 +6,7 @@
 
 use super::error::PackError;
 use super::manifest::{Hashing, MANIFEST_FILE, Manifest, is_plain_name, sha256_hex};
+use labrun_dataset::unpack::TarRecords;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -165,7 +166,9 @@ impl<'a> Unpacker<'a> {
             path: self.pack.to_path_buf(),
             source,
         })?;
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        // Header records (long names, PAX headers) are bounded before the
+        // tar crate reads them whole.
+        let mut archive = tar::Archive::new(TarRecords::new(flate2::read::GzDecoder::new(file)));
         let entries = archive.entries().map_err(|e| self.not_a_pack(e))?;
         for (index, entry) in entries.enumerate() {
             let entry = entry.map_err(|e| self.not_a_pack(e))?;
