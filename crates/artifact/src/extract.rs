@@ -10,6 +10,7 @@ use crate::digest::HashingWriter;
 use crate::error::ArtifactError;
 use crate::fetcher::FetchedArtifact;
 use crate::spec::{ArtifactSpec, Extract};
+use labrun_dataset::unpack::{ArMembers, HeaderRecordTooLarge, TarRecords};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -305,14 +306,15 @@ fn with_tar_member<T>(
     use_member: impl FnOnce(&mut dyn Read) -> Result<T, ArtifactError>,
 ) -> Result<T, ArtifactError> {
     let wanted = normalize(member);
-    let mut archive = tar::Archive::new(tarball);
+    // Header records are bounded before the tar crate reads them whole.
+    let mut archive = tar::Archive::new(TarRecords::new(tarball));
     let entries = archive
         .entries()
         .map_err(|e| ctx.bad(format!("not a tar archive: {e}")))?;
     let mut seen = Vec::new();
     let mut count = 0;
     for entry in entries {
-        let mut entry = entry.map_err(|e| ctx.bad(format!("damaged tar archive: {e}")))?;
+        let mut entry = entry.map_err(|e| ctx.bad(read_error("damaged tar archive", &e)))?;
         let path = entry
             .path()
             .map(|p| p.to_string_lossy().into_owned())
@@ -353,13 +355,13 @@ fn with_deb_member<T>(
     member: &str,
     use_member: impl FnOnce(&mut dyn Read) -> Result<T, ArtifactError>,
 ) -> Result<T, ArtifactError> {
-    let mut archive = ar::Archive::new(deb);
+    let mut archive = ArMembers::new(deb);
     let mut names = Vec::new();
-    while let Some(entry) = archive.next_entry() {
-        let entry = entry.map_err(|e| ctx.bad(format!("not a .deb (ar archive): {e}")))?;
-        let id = String::from_utf8_lossy(entry.header().identifier())
-            .trim_end_matches('/')
-            .to_string();
+    while let Some(entry) = archive
+        .next_member()
+        .map_err(|e| ctx.bad(read_error("not a .deb (ar archive)", &e)))?
+    {
+        let id = entry.name().to_string();
         if id.starts_with("data.tar") {
             let data = decompressed(ctx, BufReader::new(entry))?;
             return with_tar_member(ctx, data, member, use_member);
@@ -374,4 +376,13 @@ fn with_deb_member<T>(
             names.join(", ")
         }
     )))
+}
+
+/// A reader's error: `what` it shows the archive is, unless a header record
+/// past the bound was refused, whose message says what and where.
+fn read_error(what: &str, e: &io::Error) -> String {
+    match HeaderRecordTooLarge::of(e) {
+        Some(record) => record.to_string(),
+        None => format!("{what}: {e}"),
+    }
 }

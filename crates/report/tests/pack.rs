@@ -405,3 +405,38 @@ fn a_file_that_is_not_a_pack_says_so() {
     let err = pack::open(&path).unwrap_err();
     assert!(matches!(err, PackError::NotAPack { .. }), "{err}");
 }
+
+#[test]
+fn a_header_record_that_declares_gigabytes_is_refused_before_it_is_read() {
+    // A GNU long name or a PAX header declaring 2.5 GiB, with a few KB
+    // after it: the tar crate would read the record whole (2.5 GiB of
+    // memory for a pack whose record really holds it); it is refused from
+    // its header, naming it.
+    let declared = 2_684_354_560u64;
+    for (kind, named) in [
+        (tar::EntryType::GNULongName, "GNU long-name record"),
+        (tar::EntryType::XHeader, "PAX extended header"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("hostile.tar.gz");
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_entry_type(kind);
+        h.set_size(declared);
+        h.set_cksum();
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(h.as_bytes()).unwrap();
+        gz.write_all(&[b'n'; 4096]).unwrap();
+        gz.finish().unwrap();
+        let err = pack::open(&path).unwrap_err();
+        assert!(matches!(err, PackError::NotAPack { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(named) && msg.contains(&declared.to_string()),
+            "{msg}"
+        );
+    }
+}

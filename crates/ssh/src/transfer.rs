@@ -16,6 +16,7 @@ use crate::SshError;
 use crate::client::Session;
 use crate::exec::{Finished, Sink};
 use crate::shell::quote;
+use labrun_dataset::unpack::TarRecords;
 
 /// How many chunks may wait between the network and the tar code.
 const PIPE_CHUNKS: usize = 32;
@@ -391,15 +392,26 @@ impl Write for PipeWriter {
 }
 
 fn unpack(reader: PipeReader, dst: &Path) -> std::io::Result<()> {
-    let mut archive = tar::Archive::new(reader);
+    // Header records (long names, PAX headers) are bounded before the tar
+    // crate reads them whole: the guest is not trusted with our memory.
+    let mut archive = tar::Archive::new(TarRecords::new(reader));
     archive.set_preserve_mtime(true);
     archive.set_preserve_ownerships(false);
     archive.set_unpack_xattrs(false);
-    archive.unpack(dst)?;
+    archive.unpack(dst).map_err(with_cause)?;
     // Read the padding after the end-of-archive blocks, so the network side
     // never sees a closed pipe when all went well.
     std::io::copy(&mut archive.into_inner(), &mut std::io::sink())?;
     Ok(())
+}
+
+/// The tar crate's unpack error says what it was doing ("failed to iterate
+/// over archive") and keeps why as its source: the message gets both.
+fn with_cause(e: std::io::Error) -> std::io::Error {
+    match e.get_ref().and_then(|inner| inner.source()) {
+        Some(cause) => std::io::Error::new(e.kind(), format!("{e}: {cause}")),
+        None => e,
+    }
 }
 
 fn pack(src: &Path, writer: PipeWriter) -> std::io::Result<()> {
@@ -410,4 +422,60 @@ fn pack(src: &Path, writer: PipeWriter) -> std::io::Result<()> {
     let mut buffered = builder.into_inner()?;
     buffered.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence a guest sends as a tar stream, as `download_dir` reads it.
+    fn unpack_stream(tar: Vec<u8>, dst: &Path) -> std::io::Result<()> {
+        let (tx, rx) = mpsc::channel(1);
+        // Room for one chunk: sent before the reader starts, then closed.
+        tx.try_send(tar).expect("the channel has room");
+        drop(tx);
+        unpack(PipeReader::new(rx), dst)
+    }
+
+    #[test]
+    fn a_long_name_that_declares_gigabytes_is_refused_before_it_is_read() {
+        // A guest's tar whose GNU long name declares 2.5 GiB, with a few KB
+        // after it: refused from its header, and the message says why.
+        let declared = 2_684_354_560u64;
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_size(declared);
+        h.set_cksum();
+        let mut stream = h.as_bytes().to_vec();
+        stream.extend([b'n'; 4096]);
+        let dst = tempfile::tempdir().expect("a temporary folder");
+        let err = unpack_stream(stream, dst.path()).expect_err("refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("GNU long-name record") && msg.contains(&declared.to_string()),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dst.path()).map(|d| d.count()).ok(),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn a_tree_unpacks_through_the_guard() {
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_size(2);
+        h.set_mode(0o644);
+        let long = "d/".to_string() + &"n".repeat(150);
+        b.append_data(&mut h, &long, &b"hi"[..]).expect("appended");
+        let stream = b.into_inner().expect("a tar");
+        let dst = tempfile::tempdir().expect("a temporary folder");
+        unpack_stream(stream, dst.path()).expect("unpacked");
+        assert_eq!(
+            std::fs::read(dst.path().join(&long)).ok().as_deref(),
+            Some(&b"hi"[..])
+        );
+    }
 }

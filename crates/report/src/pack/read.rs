@@ -5,8 +5,13 @@
 //! each file and the whole run bounded in size.
 
 use super::error::PackError;
+<<<<<<< HEAD
 use super::limits::Limits;
 use super::manifest::{Hashing, MANIFEST_FILE, Manifest, safe_relative_path, sha256_hex};
+=======
+use super::manifest::{Hashing, MANIFEST_FILE, Manifest, is_plain_name, sha256_hex};
+use labrun_dataset::unpack::TarRecords;
+>>>>>>> h1
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -170,7 +175,9 @@ impl<'a> Unpacker<'a> {
             path: self.pack.to_path_buf(),
             source,
         })?;
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        // Header records (long names, PAX headers) are bounded before the
+        // tar crate reads them whole.
+        let mut archive = tar::Archive::new(TarRecords::new(flate2::read::GzDecoder::new(file)));
         let entries = archive.entries().map_err(|e| self.not_a_pack(e))?;
         for (index, entry) in entries.enumerate() {
             let entry = entry.map_err(|e| self.not_a_pack(e))?;

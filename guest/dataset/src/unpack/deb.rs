@@ -1,7 +1,9 @@
 //! A Debian package's tree: its `data.tar.*` member (gz, xz, zst or plain),
 //! unpacked as a tar stream. The control files are not part of the tree.
 
+use super::ar_members::ArMembers;
 use super::format;
+use super::header_record::HeaderRecordTooLarge;
 use super::{Fault, Run, pipe};
 use crate::DatasetError;
 use labrun_evidence::ArchiveFormat;
@@ -11,14 +13,13 @@ use std::io::{BufReader, Cursor, Read};
 const MEMBER_BUFFER: usize = 1 << 20;
 
 pub(super) fn unpack<R: Read + Send>(run: &mut Run, package: R) -> Result<(), DatasetError> {
-    let mut archive = ar::Archive::new(package);
+    let mut archive = ArMembers::new(package);
     let mut members = Vec::new();
-    while let Some(member) = archive.next_entry() {
-        let mut member = member
-            .map_err(|e| run.error(Fault::Damaged(format!("not a valid .deb: {e}")), None))?;
-        let name = String::from_utf8_lossy(member.header().identifier())
-            .trim_end_matches('/')
-            .to_string();
+    while let Some(mut member) = archive
+        .next_member()
+        .map_err(|e| run.error(not_a_deb(e), None))?
+    {
+        let name = member.name().to_string();
         if !name.starts_with("data.tar") {
             members.push(name);
             continue;
@@ -61,4 +62,13 @@ pub(super) fn unpack<R: Read + Send>(run: &mut Run, package: R) -> Result<(), Da
         )),
         None,
     ))
+}
+
+/// A package the ar reader refused: a name past the bound is no damage that
+/// fetching again mends.
+fn not_a_deb(e: std::io::Error) -> Fault {
+    match HeaderRecordTooLarge::of(&e) {
+        Some(record) => Fault::Unsupported(record.to_string()),
+        None => Fault::Damaged(format!("not a valid .deb: {e}")),
+    }
 }

@@ -8,17 +8,27 @@
 //! the rules for names and link targets, [`budget`] the two bounds, and
 //! [`tree`] writes without ever following a link. Entries go to a
 //! [`sink`]: the tree writer, or a listing that only counts them
-//! ([`list_file`], for `labrun check`).
+//! ([`list_file`], for `labrun check`). A header record read whole (a tar
+//! long name or PAX header, an ar name table) is bounded by
+//! [`header_record`], for every reader of a tar or a .deb: [`tar_records`]
+//! watches a tar stream, [`ar_members`] reads a .deb.
 
+mod ar_members;
 mod budget;
 mod deb;
 mod format;
 mod guard;
+mod header_record;
 mod pipe;
 mod sink;
 mod tar;
+mod tar_records;
 mod tree;
 mod zip;
+
+pub use ar_members::{ArMember, ArMembers};
+pub use header_record::{HeaderRecordTooLarge, MAX_HEADER_RECORD};
+pub use tar_records::TarRecords;
 
 use crate::error::UnpackBound;
 use crate::{DatasetError, Progress};

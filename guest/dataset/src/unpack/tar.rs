@@ -2,7 +2,9 @@
 //! into the tree.
 
 use super::guard;
+use super::header_record::HeaderRecordTooLarge;
 use super::sink::Sink;
+use super::tar_records::TarRecords;
 use super::tree::Meta;
 use super::{Fault, Run};
 use crate::DatasetError;
@@ -19,7 +21,7 @@ const TRAILER_READ: u64 = 1 << 20;
 /// entries is a truncated archive, not a short tree.
 pub(super) fn unpack(run: &mut Run, stream: &mut dyn Read) -> Result<(), DatasetError> {
     let mut archive = tar::Archive::new(EndWatch {
-        inner: stream,
+        inner: TarRecords::new(stream),
         hit_end: false,
     });
     {
@@ -27,7 +29,7 @@ pub(super) fn unpack(run: &mut Run, stream: &mut dyn Read) -> Result<(), Dataset
             .entries()
             .map_err(|e| run.error(Fault::Read(e), None))?;
         for entry in entries {
-            let mut entry = entry.map_err(|e| run.after_last(Fault::Read(e)))?;
+            let mut entry = entry.map_err(|e| between_entries(run, e))?;
             let kind = entry.header().entry_type();
             // A pax global header describes the archive, not an entry.
             if kind == EntryType::XGlobalHeader {
@@ -50,9 +52,19 @@ pub(super) fn unpack(run: &mut Run, stream: &mut dyn Read) -> Result<(), Dataset
     Ok(())
 }
 
+/// A read error between entries, placed after the entry before it; but a
+/// header record past the bound says where it is itself, and is no damage
+/// that fetching again mends.
+fn between_entries(run: &Run, e: io::Error) -> DatasetError {
+    match HeaderRecordTooLarge::of(&e) {
+        Some(record) => run.error(Fault::Unsupported(record.to_string()), None),
+        None => run.after_last(Fault::Read(e)),
+    }
+}
+
 fn one_entry(
     run: &mut Run,
-    entry: &mut tar::Entry<'_, EndWatch<&mut dyn Read>>,
+    entry: &mut tar::Entry<'_, Stream<'_>>,
     kind: EntryType,
     raw_name: &[u8],
 ) -> Result<(), Fault> {
@@ -92,12 +104,15 @@ fn one_entry(
     }
 }
 
-fn link_bytes(entry: &tar::Entry<'_, EndWatch<&mut dyn Read>>) -> Result<Vec<u8>, Fault> {
+fn link_bytes(entry: &tar::Entry<'_, Stream<'_>>) -> Result<Vec<u8>, Fault> {
     match entry.link_name_bytes() {
         Some(raw) => Ok(raw.into_owned()),
         None => Err(Fault::Damaged("is a link without a target".into())),
     }
 }
+
+/// The stream the tar reader reads.
+type Stream<'a> = EndWatch<TarRecords<&'a mut dyn Read>>;
 
 /// Notes whether the tar reader met the stream's end: it stops there
 /// without an error, so this is how a stream cut between entries is told
