@@ -5,6 +5,7 @@
 //! progress is shown (the [`Event`]s a caller consumes). What was measured
 //! is kept after every probe ([`state`]), so a rerun continues.
 
+pub mod commit_info;
 pub mod git;
 pub mod lab_probe;
 pub mod search;
@@ -142,12 +143,20 @@ pub fn conclusion(state: &State, end: &Next) -> String {
         search::max_probes(commits.len())
     );
     match end {
-        Next::FirstBad(i) => format!(
+        Next::FirstBad(i) if *i + 1 == commits.len() => format!(
             "first bad commit {}: {what} {worse} than {} beyond {:.0}% ({}); {probes}",
             commits[*i],
             short(&commits[0]),
             q.margin * 100.0,
             measured(*i)
+        ),
+        Next::FirstBad(i) => format!(
+            "first bad commit {}: {what} {worse} than {}, nearer the bad end {} than the good one ({}; the bad end: {}); {probes}",
+            commits[*i],
+            short(&commits[0]),
+            short(&commits[commits.len() - 1]),
+            measured(*i),
+            measured(commits.len() - 1)
         ),
         Next::Stuck(Stuck::BadEndNotWorse) => format!(
             "nothing to bisect: {} is not {worse} than {} beyond {:.0}% in {what} ({}); {probes}",
@@ -161,15 +170,24 @@ pub fn conclusion(state: &State, end: &Next) -> String {
             short(commits.last().map_or("", |c| c.as_str())),
             skip_reason(state, commits.len() - 1)
         ),
-        Next::Stuck(Stuck::Inconclusive { at, good, bad }) => format!(
-            "inconclusive: the probe of {} could not be told from {} ({}); the first bad commit lies after {} and at or before {}. \
-             Rerun with more pairs (--until-conclusive N) or on a quieter host; the probes on record are kept; {probes}",
-            short(&commits[*at]),
-            short(&commits[0]),
-            measured(*at),
-            short(&commits[*good]),
-            short(&commits[*bad])
-        ),
+        Next::Stuck(Stuck::Inconclusive { at, good, bad }) => {
+            let between = if *at + 1 == commits.len() {
+                format!("could not be told from {}", short(&commits[0]))
+            } else {
+                format!(
+                    "lies between the good end and the bad one (the bad end: {})",
+                    measured(commits.len() - 1)
+                )
+            };
+            format!(
+                "inconclusive: the probe of {} {between} ({}); the first bad commit lies after {} and at or before {}. \
+                 Rerun with more pairs (--until-conclusive N) or on a quieter host; the probes on record are kept; {probes}",
+                short(&commits[*at]),
+                measured(*at),
+                short(&commits[*good]),
+                short(&commits[*bad])
+            )
+        }
         Next::Stuck(Stuck::OnlySkipped { bad, skipped, .. }) => format!(
             "the first bad commit is {} or one of {} that could not be measured ({}); {probes}",
             short(&commits[*bad]),
