@@ -267,7 +267,9 @@ impl LabProber {
             pairs: row.pairs.unwrap_or(0),
             run: run_dir.display().to_string(),
         };
-        // Bisect asks one thing: did it get worse beyond the margin? Bad is
+        // The margin's judgment (the bad end's; a probe between the ends is
+        // judged again against both, in `two_ends`): did it get worse
+        // beyond the margin? Bad is
         // compare's `worse` verdict (on the one row asked about);
         // good is an interval whose upper end stays below 1 + margin (a
         // probe that may be faster is still not worse, where compare's

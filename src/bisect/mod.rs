@@ -5,10 +5,12 @@
 //! progress is shown (the [`Event`]s a caller consumes). What was measured
 //! is kept after every probe ([`state`]), so a rerun continues.
 
+pub mod commit_info;
 pub mod git;
 pub mod lab_probe;
 pub mod search;
 pub mod state;
+pub mod two_ends;
 
 use labrun_report::compare::FigureDef as _;
 use search::{Next, Outcome, Stuck};
@@ -73,6 +75,8 @@ pub async fn run(
         show(Event::Continued {
             probes: state.probes(),
         });
+        // Probes on record from a labrun that judged by the margin alone.
+        two_ends::judge_all(state);
     }
     loop {
         let index = match search::next(commits.len(), &state.outcomes) {
@@ -86,7 +90,13 @@ pub async fn run(
             commit,
             left: open_between(state),
         });
-        let outcome = prober.probe(&commits[0], commit).await?;
+        let mut outcome = prober.probe(&commits[0], commit).await?;
+        if index + 1 < commits.len() {
+            // Between the ends: judged against both, the bad end having
+            // measured the step (it is always probed first).
+            let bad_end = state.outcomes.last().and_then(Option::as_ref);
+            outcome = two_ends::judge(outcome, bad_end, state.question.margin);
+        }
         show(Event::Probed {
             commit,
             outcome: &outcome,
@@ -133,12 +143,20 @@ pub fn conclusion(state: &State, end: &Next) -> String {
         search::max_probes(commits.len())
     );
     match end {
-        Next::FirstBad(i) => format!(
+        Next::FirstBad(i) if *i + 1 == commits.len() => format!(
             "first bad commit {}: {what} {worse} than {} beyond {:.0}% ({}); {probes}",
             commits[*i],
             short(&commits[0]),
             q.margin * 100.0,
             measured(*i)
+        ),
+        Next::FirstBad(i) => format!(
+            "first bad commit {}: {what} {worse} than {}, nearer the bad end {} than the good one ({}; the bad end: {}); {probes}",
+            commits[*i],
+            short(&commits[0]),
+            short(&commits[commits.len() - 1]),
+            measured(*i),
+            measured(commits.len() - 1)
         ),
         Next::Stuck(Stuck::BadEndNotWorse) => format!(
             "nothing to bisect: {} is not {worse} than {} beyond {:.0}% in {what} ({}); {probes}",
@@ -152,15 +170,24 @@ pub fn conclusion(state: &State, end: &Next) -> String {
             short(commits.last().map_or("", |c| c.as_str())),
             skip_reason(state, commits.len() - 1)
         ),
-        Next::Stuck(Stuck::Inconclusive { at, good, bad }) => format!(
-            "inconclusive: the probe of {} could not be told from {} ({}); the first bad commit lies after {} and at or before {}. \
-             Rerun with more pairs (--until-conclusive N) or on a quieter host; the probes on record are kept; {probes}",
-            short(&commits[*at]),
-            short(&commits[0]),
-            measured(*at),
-            short(&commits[*good]),
-            short(&commits[*bad])
-        ),
+        Next::Stuck(Stuck::Inconclusive { at, good, bad }) => {
+            let between = if *at + 1 == commits.len() {
+                format!("could not be told from {}", short(&commits[0]))
+            } else {
+                format!(
+                    "lies between the good end and the bad one (the bad end: {})",
+                    measured(commits.len() - 1)
+                )
+            };
+            format!(
+                "inconclusive: the probe of {} {between} ({}); the first bad commit lies after {} and at or before {}. \
+                 Rerun with more pairs (--until-conclusive N) or on a quieter host; the probes on record are kept; {probes}",
+                short(&commits[*at]),
+                measured(*at),
+                short(&commits[*good]),
+                short(&commits[*bad])
+            )
+        }
         Next::Stuck(Stuck::OnlySkipped { bad, skipped, .. }) => format!(
             "the first bad commit is {} or one of {} that could not be measured ({}); {probes}",
             short(&commits[*bad]),
@@ -236,6 +263,96 @@ mod tests {
             margin: 0.1,
             commits: (0..n).map(|i| format!("{i:040x}")).collect(),
         }
+    }
+
+    /// A prober that answers as `lab_probe`'s margin-only judge would, from
+    /// a table of measurements by commit index.
+    struct Measurements(Vec<Outcome>);
+
+    impl Prober for Measurements {
+        async fn probe(&mut self, _good: &str, commit: &str) -> anyhow::Result<Outcome> {
+            let i = usize::from_str_radix(commit, 16)?;
+            Ok(self.0[i].clone())
+        }
+    }
+
+    fn measured(ratio: f64, [lo, hi]: [f64; 2], pairs: usize) -> Measured {
+        Measured {
+            ratio,
+            interval: Some([lo, hi]),
+            pairs,
+            run: "results/probe".into(),
+        }
+    }
+
+    /// Issue 46's bisection on a 2-core host under TCG, its figures as
+    /// measured: restore 2.2x slower from commit 5 on. The commits before it
+    /// came back at 0.977 [0.901, 1.061] after 6 pairs: above 1 + 5% at the
+    /// upper end, so the margin alone called them inconclusive and the
+    /// search stopped; beside a 2.2x step they are plainly good.
+    #[tokio::test]
+    async fn a_probe_near_one_beside_a_large_step_is_good() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = question(9);
+        q.margin = 0.05;
+        let before = Outcome::Inconclusive(measured(0.977, [0.901, 1.061], 6));
+        let mut table = Measurements(
+            (0..9)
+                .map(|i| match i {
+                    8 => Outcome::Bad(measured(2.200, [1.821, 2.657], 3)),
+                    5.. => Outcome::Bad(measured(2.335, [1.506, 3.618], 3)),
+                    _ => before.clone(),
+                })
+                .collect(),
+        );
+        let mut state = State::new(q);
+        let end = run(&mut state, dir.path(), &mut table, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(end, Next::FirstBad(5), "{:?}", state.outcomes);
+        // What was measured is kept as it was; only the judgment changed.
+        assert_eq!(
+            state.outcomes[4],
+            Some(Outcome::Good(measured(0.977, [0.901, 1.061], 6)))
+        );
+    }
+
+    /// A bisection.json written by a labrun that judged by the margin alone,
+    /// stopped at issue 46's inconclusive probe: the same command continues
+    /// it under the rule that judges against both ends.
+    #[tokio::test]
+    async fn an_old_state_stopped_by_the_margin_continues() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = question(9);
+        let commits = serde_json::to_string(&q.commits).unwrap();
+        let probe = |kind: &str, ratio: f64, lo: f64, hi: f64, pairs: usize| {
+            format!(
+                r#"{{"kind": "{kind}", "ratio": {ratio}, "interval": [{lo}, {hi}], "pairs": {pairs}, "run": "results/probe"}}"#
+            )
+        };
+        let old = format!(
+            r#"{{"version": 1,
+                "question": {{"tool": "toy", "phase": "backup_full", "figure": "wall_time",
+                              "margin": 0.1, "commits": {commits}}},
+                "outcomes": [null, null, null, null, {}, null, null, null, {}]}}"#,
+            probe("inconclusive", 0.977, 0.901, 1.061, 6),
+            probe("bad", 2.2, 1.821, 2.657, 3),
+        );
+        std::fs::write(dir.path().join(state::STATE_FILE), old).unwrap();
+        let (mut state, continued) = State::open(dir.path(), q.clone()).unwrap();
+        assert!(continued);
+        let mut table = Measurements(
+            (0..9)
+                .map(|i| match i {
+                    5.. => Outcome::Bad(measured(2.335, [1.506, 3.618], 3)),
+                    _ => Outcome::Inconclusive(measured(0.977, [0.901, 1.061], 6)),
+                })
+                .collect(),
+        );
+        let end = run(&mut state, dir.path(), &mut table, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(end, Next::FirstBad(5), "{:?}", state.outcomes);
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@
 //! stopped without one (inconclusive, not slower, unmeasurable), 130 on
 //! Ctrl-C (what was measured is kept; the same command continues).
 
+use crate::bisect::commit_info::{self, named};
 use crate::bisect::lab_probe::LabProber;
 use crate::bisect::search::{self, Next, Outcome};
 use crate::bisect::state::{Question, State};
@@ -165,11 +166,23 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         ))?,
         digests: Default::default(),
     };
-    let end = bisect::run(&mut state, &folder, &mut prober, &mut show).await?;
+    let end = bisect::run(&mut state, &folder, &mut prober, &mut |e| show(&copy, e)).await?;
     let text = bisect::conclusion(&state, &end);
-    std::fs::write(folder.join("bisect.md"), markdown(&state, &text))
+    let found = match end {
+        Next::FirstBad(i) => Some(FirstBad::of(&copy, &commits[i])),
+        _ => None,
+    };
+    let md = markdown(&state, &text, found.as_ref(), &copy);
+    std::fs::write(folder.join("bisect.md"), md)
         .with_context(|| format!("cannot write {}", folder.join("bisect.md").display()))?;
     safe_println!("{text}");
+    if let Some(found) = &found {
+        safe_println!("{}", one_line(&found.subject));
+        safe_println!(
+            "files it changed against its first parent: {}",
+            one_line(&found.files)
+        );
+    }
     Ok(if matches!(end, Next::FirstBad(_)) {
         ExitCode::SUCCESS
     } else {
@@ -177,7 +190,34 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn show(event: Event) {
+/// The first bad commit named: its date and subject, and the files it
+/// changed (or why git could not tell them).
+struct FirstBad {
+    subject: String,
+    files: String,
+}
+
+impl FirstBad {
+    fn of(copy: &GitCache, commit: &str) -> FirstBad {
+        FirstBad {
+            subject: format!("{}: {}", short(commit), named(copy, commit)),
+            files: commit_info::files_changed(copy, commit)
+                .map_or_else(|e| format!("(unknown: {e})"), |f| f.line()),
+        }
+    }
+}
+
+/// Repository text on one terminal line (a file name may hold a newline).
+fn one_line(s: &str) -> String {
+    crate::terminal::one_line(s).into_owned()
+}
+
+/// Repository text in one Markdown table cell.
+fn cell(s: &str) -> String {
+    one_line(s).replace('|', "\\|")
+}
+
+fn show(copy: &GitCache, event: Event) {
     match event {
         Event::Continued { probes } => {
             safe_println!("continuing: {probes} probe(s) on record are reused")
@@ -188,8 +228,9 @@ fn show(event: Event) {
             commit,
             left,
         } => safe_println!(
-            "probe {n} (of at most {bound}): {} ({left} commits not probed)",
-            short(commit)
+            "probe {n} (of at most {bound}): {} {} ({left} commits not probed)",
+            short(commit),
+            one_line(&named(copy, commit))
         ),
         Event::Probed { commit, outcome } => {
             safe_println!("probe {}: {}", short(commit), describe(outcome))
@@ -218,16 +259,25 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
-/// `bisect.md`: the conclusion, then every probe in commit order.
-fn markdown(state: &State, conclusion: &str) -> String {
+/// `bisect.md`: the conclusion, the first bad commit's files, then every
+/// commit in order, the given and probed ones named by date and subject.
+fn markdown(state: &State, conclusion: &str, found: Option<&FirstBad>, copy: &GitCache) -> String {
     let q = &state.question;
     let mut out = format!(
-        "# labrun bisect: `{}`, {} of {}, margin {:.0}%\n\n{conclusion}\n\n| # | commit | outcome | evidence |\n|---|---|---|---|\n",
+        "# labrun bisect: `{}`, {} of {}, margin {:.0}%\n\n{conclusion}\n\n",
         q.tool,
         q.figure.title(),
         q.phase,
         q.margin * 100.0
     );
+    if let Some(found) = found {
+        out.push_str(&format!(
+            "{}\n\nFiles it changed against its first parent: {}\n\n",
+            one_line(&found.subject),
+            one_line(&found.files)
+        ));
+    }
+    out.push_str("| # | commit | date, subject | outcome | evidence |\n|---|---|---|---|---|\n");
     for (i, (commit, outcome)) in q.commits.iter().zip(&state.outcomes).enumerate() {
         let (text, run) = match outcome {
             None if i == 0 => ("good (given)".to_string(), String::new()),
@@ -237,9 +287,18 @@ fn markdown(state: &State, conclusion: &str) -> String {
                 o.measured().map(|m| m.run.clone()).unwrap_or_default(),
             ),
         };
-        out.push_str(&format!("| {i} | `{commit}` | {text} | {run} |\n"));
+        let subject = if i == 0 || outcome.is_some() {
+            cell(&named(copy, commit))
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "| {i} | `{commit}` | {subject} | {} | {} |\n",
+            cell(&text),
+            cell(&run)
+        ));
     }
-    out
+    labrun_report::export::escape::markdown_page(&out)
 }
 
 /// labrun's copy of the git repository the tool's source builds come from
@@ -265,4 +324,87 @@ fn git_copy(ctx: &Context, lab: &Lab, tool: &str) -> anyhow::Result<GitCache> {
         );
     };
     Ok(GitCache::new(&ctx.cache_dir, &git.repo))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bisect::search::Measured;
+    use std::process::Command;
+
+    /// A repository of two commits, the second with a subject holding a
+    /// `|` and a file name holding a newline, and labrun's copy of it.
+    fn repo() -> (tempfile::TempDir, tempfile::TempDir, GitCache, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(["-c", "commit.gpgsign=false"])
+                .args(args)
+                .env("GIT_AUTHOR_DATE", "2025-03-14T12:00:00Z")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(dir.path().join("main.go"), "a").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "first"]);
+        std::fs::write(dir.path().join("main.go"), "b").unwrap();
+        std::fs::write(dir.path().join("odd\nname.go"), "c").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "restore | one pack at a time"]);
+        let ids = git(&["rev-list", "--reverse", "HEAD"])
+            .lines()
+            .map(String::from)
+            .collect();
+        let cache = tempfile::tempdir().unwrap();
+        let copy = GitCache::new(cache.path(), &format!("file://{}", dir.path().display()));
+        copy.refresh().unwrap();
+        (dir, cache, copy, ids)
+    }
+
+    #[test]
+    fn bisect_md_names_each_probed_commit_and_the_first_bad_ones_files() {
+        let (_repo, _cache, copy, ids) = repo();
+        let mut state = State::new(Question {
+            tool: "toy".into(),
+            phase: "restore".into(),
+            figure: Figure::WallTime,
+            margin: 0.05,
+            commits: ids.clone(),
+        });
+        state.outcomes[1] = Some(Outcome::Bad(Measured {
+            ratio: 2.2,
+            interval: Some([1.8, 2.6]),
+            pairs: 3,
+            run: "results/r".into(),
+        }));
+        let end = Next::FirstBad(1);
+        let text = bisect::conclusion(&state, &end);
+        let found = FirstBad::of(&copy, &ids[1]);
+        let md = markdown(&state, &text, Some(&found), &copy);
+        assert!(
+            md.contains("2025-03-14 \"restore \\| one pack at a time\""),
+            "the subject and date, its `|` kept out of the table's columns:\n{md}"
+        );
+        assert!(
+            md.contains("2025-03-14 \"first\""),
+            "the good end too:\n{md}"
+        );
+        assert!(
+            md.contains("Files it changed against its first parent: main.go, odd\\nname.go"),
+            "the files, the newline shown, not obeyed:\n{md}"
+        );
+        // Every table row has its five cells: six unescaped `|`.
+        for row in md.lines().filter(|l| l.starts_with("| ")) {
+            let bars = row
+                .match_indices('|')
+                .filter(|&(at, _)| !row[..at].ends_with('\\'));
+            assert_eq!(bars.count(), 6, "{row}");
+        }
+    }
 }

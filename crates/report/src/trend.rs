@@ -1,7 +1,7 @@
 //! The trend of a release series (a lab's `versions:`): per timed phase and
 //! figure, each version's ratio to the anchor with its paired interval, and
 //! a verdict for each adjacent step (older -> newer), Holm's correction
-//! across the chain. The statistics are compare's own
+//! across the chain, and the first worse and the first better step named. The statistics are compare's own
 //! ([`crate::compare::compare_paired`]): a ratio is a paired comparison of
 //! two tools of this run, cycle by cycle.
 //!
@@ -48,6 +48,10 @@ pub struct TrendRow {
     /// The index in `steps` of the first step whose verdict is worse.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_worse: Option<usize>,
+    /// The index in `steps` of the first step whose verdict is better: an
+    /// optimisation that landed is named as a regression is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_better: Option<usize>,
 }
 
 /// A member's ratio to the anchor.
@@ -189,6 +193,7 @@ fn build(
                 .collect();
             holm_across_chain(&mut steps, k.1, settings.alpha);
             let first_worse = steps.iter().position(|s| s.verdict == Verdict::Worse);
+            let first_better = steps.iter().position(|s| s.verdict == Verdict::Better);
             TrendRow {
                 phase: k.0.clone(),
                 figure: k.1,
@@ -196,6 +201,7 @@ fn build(
                 points,
                 steps,
                 first_worse,
+                first_better,
             }
         })
         .collect();

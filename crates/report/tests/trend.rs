@@ -1,7 +1,8 @@
 //! The trend of a release series on a small synthetic run: four versions,
 //! the newest the anchor; one adjacent step planted 1.5x slower on restore
 //! (the trend names it), one step whose pairs disagree wildly (said to be
-//! inconclusive), the rest unchanged.
+//! inconclusive), one step planted 1.4x faster on the full backup (the trend
+//! names it too), the rest unchanged.
 
 use labrun_evidence::compare::{ComparePlan, SeriesPlan};
 use labrun_evidence::{ExitStatus, Step, StepRecord};
@@ -19,10 +20,12 @@ const CYCLES: u32 = 6;
 /// Wall seconds of `member` at `step` in `cycle`: restore is 40 s up to
 /// 0.17.3 and 60 s (1.5x) from 0.18.1 on; the incremental backup of
 /// 0.19.0 swings by ±40% from cycle to cycle (a step nothing can decide in
-/// 6 pairs); every figure has a small, fixed jitter of its own.
+/// 6 pairs); the full backup is 95 s, and 68 s (1.4x faster) in 0.19.1;
+/// every figure has a small, fixed jitter of its own.
 fn wall(member: usize, step: &Step, cycle: u32) -> f64 {
     let jitter = 1.0 + 0.01 * ((cycle as f64) * 1.7 + member as f64 * 2.3).sin();
     let base = match step.as_str() {
+        "backup_full" if member == 3 => 68.0,
         "backup_full" => 95.0,
         "backup_incremental" if member == 2 => {
             14.0 * if cycle.is_multiple_of(2) { 1.4 } else { 0.65 }
@@ -178,6 +181,55 @@ fn the_trend_names_the_planted_step_and_says_which_stayed_open() {
     assert!(files.iter().any(|f| f.ends_with("trend.svg")));
     let svg = std::fs::read_to_string(tmp.path().join("trend.svg")).unwrap();
     assert!(svg.contains("0.18.1") && svg.contains("<svg"));
+}
+
+/// A maintainer wants to see an optimisation land as much as a regression:
+/// the first faster step is named beside the first slower one, in every
+/// output the trend shows in.
+#[test]
+fn the_trend_names_the_first_faster_step_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let (summary, _) = labrun_report::make_report(tmp.path()).unwrap();
+    let md = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+    let line = |start: &str| {
+        md.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("{md}"))
+            .to_string()
+    };
+    let full = line("- full backup wall time");
+    assert!(
+        full.contains("no slower step; first faster step 0.19.0 -> 0.19.1, 0.71"),
+        "{full}"
+    );
+    let restore = line("- restore wall time");
+    assert!(
+        restore.contains("first slower step 0.17.3 -> 0.18.1, 1.49")
+            && restore.contains("; no faster step"),
+        "{restore}"
+    );
+    let terminal = labrun_report::render_terminal(&summary);
+    assert!(
+        terminal
+            .contains("full backup wall time: no slower step; first faster step 0.19.0 -> 0.19.1"),
+        "{terminal}"
+    );
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("first faster step 0.19.0 -&gt; 0.19.1"),
+        "{html}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("summary.json")).unwrap())
+            .unwrap();
+    let rows = json["trends"][0]["rows"].as_array().unwrap();
+    let full = rows
+        .iter()
+        .find(|r| r["phase"] == "backup_full" && r["figure"] == "wall_time")
+        .unwrap();
+    assert_eq!(full["first_better"], 2, "{full}");
+    assert!(full.get("first_worse").is_none(), "{full}");
 }
 
 #[test]

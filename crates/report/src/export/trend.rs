@@ -1,5 +1,5 @@
-//! A release series' trend in the summary: tables and the first worse step
-//! in words (`summary.md`, `report.html`, the same cells), and `trend.svg`,
+//! A release series' trend in the summary: tables and the first worse and
+//! first better steps in words (`summary.md`, `report.html`, the same cells), and `trend.svg`,
 //! one panel per phase and figure: the versions in order on the x axis,
 //! each ratio to the anchor with its interval, the anchor at 1.
 
@@ -34,19 +34,24 @@ fn step_name(t: &Trend, s: &TrendStep) -> String {
     format!("{} -> {}", version(t, &s.from), version(t, &s.to))
 }
 
-/// The row in one line: its first worse step named, or that there is none,
-/// and the steps that stayed inconclusive.
+/// The row in one line: its first worse and first better steps named, or
+/// that there is none, and the steps that stayed inconclusive.
 pub fn line(t: &Trend, r: &TrendRow) -> String {
-    let worse = r.figure.words().0;
-    let mut out = match r.first_worse.map(|i| &r.steps[i]) {
+    let (worse, better) = r.figure.words();
+    let first = |index: Option<usize>, word: &str| match index.map(|i| &r.steps[i]) {
         Some(s) => format!(
-            "{}: first {worse} step {}, {}",
-            r.title(),
+            "first {word} step {}, {}",
             step_name(t, s),
             ratio_cell(s.ratio, s.interval)
         ),
-        None => format!("{}: no {worse} step", r.title()),
+        None => format!("no {word} step"),
     };
+    let mut out = format!(
+        "{}: {}; {}",
+        r.title(),
+        first(r.first_worse, worse),
+        first(r.first_better, better)
+    );
     let open: Vec<String> = r
         .steps
         .iter()
@@ -284,18 +289,21 @@ fn draw(trends: &[Trend]) -> Result<Vec<u8>> {
                     ))
                 }))
                 .map_err(|e| render(&e))?;
-            // The first worse step, marked on its newer version.
-            if let Some(s) = r.first_worse.map(|i| &r.steps[i])
-                && let Some(i) = t.members.iter().position(|m| *m == s.to)
-                && let Some(y) = r.points[i].ratio
-            {
-                chart
-                    .draw_series(std::iter::once(Cross::new(
-                        (i as f64, y),
-                        8,
-                        RED.stroke_width(2),
-                    )))
-                    .map_err(|e| render(&e))?;
+            // The first worse step (red) and the first better (green),
+            // marked on their newer versions.
+            for (step, colour) in [(r.first_worse, RED), (r.first_better, GREEN)] {
+                if let Some(s) = step.map(|i| &r.steps[i])
+                    && let Some(i) = t.members.iter().position(|m| *m == s.to)
+                    && let Some(y) = r.points[i].ratio
+                {
+                    chart
+                        .draw_series(std::iter::once(Cross::new(
+                            (i as f64, y),
+                            8,
+                            colour.stroke_width(2),
+                        )))
+                        .map_err(|e| render(&e))?;
+                }
             }
         }
         root.present().map_err(|e| render(&e))?;
