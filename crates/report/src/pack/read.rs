@@ -5,13 +5,9 @@
 //! each file and the whole run bounded in size.
 
 use super::error::PackError;
-<<<<<<< HEAD
 use super::limits::Limits;
 use super::manifest::{Hashing, MANIFEST_FILE, Manifest, safe_relative_path, sha256_hex};
-=======
-use super::manifest::{Hashing, MANIFEST_FILE, Manifest, is_plain_name, sha256_hex};
 use labrun_dataset::unpack::TarRecords;
->>>>>>> h1
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
