@@ -166,18 +166,7 @@ pub fn list_stream(
         total: 0,
         progress: &mut |_, _| {},
     };
-    match format {
-        ArchiveFormat::Zip => Err(run.error(
-            Fault::Unsupported("a zip is read from a file, not a stream".into()),
-            None,
-        )),
-        ArchiveFormat::Deb => deb::unpack(&mut run, source),
-        tar_format => {
-            let stream =
-                format::decompressed(tar_format, source).map_err(|f| run.error(f, None))?;
-            pipe::pipelined(stream, |s| tar::unpack(&mut run, s))
-        }
-    }?;
+    stream_entries(&mut run, source, format)?;
     Ok(listing.finish())
 }
 
@@ -235,12 +224,33 @@ fn read_entries(
     };
     match format {
         ArchiveFormat::Zip => zip::unpack(&mut run, counted),
-        ArchiveFormat::Deb => deb::unpack(&mut run, counted),
+        _ => stream_entries(
+            &mut run,
+            BufReader::with_capacity(READ_BUFFER, counted),
+            format,
+        ),
+    }
+}
+
+/// The entries of a .deb or a tar read as `source` streams, into `run`'s
+/// sink: one reading for a file ([`read_entries`]) and for a member of
+/// another archive ([`list_stream`]). A zip is read by seeking, from a
+/// file only.
+fn stream_entries<R: io::BufRead + Send>(
+    run: &mut Run,
+    source: R,
+    format: ArchiveFormat,
+) -> Result<(), DatasetError> {
+    match format {
+        ArchiveFormat::Zip => Err(run.error(
+            Fault::Unsupported("a zip is read from a file, not a stream".into()),
+            None,
+        )),
+        ArchiveFormat::Deb => deb::unpack(run, source),
         tar_format => {
-            let counted = BufReader::with_capacity(READ_BUFFER, counted);
             let stream =
-                format::decompressed(tar_format, counted).map_err(|f| run.error(f, None))?;
-            pipe::pipelined(stream, |s| tar::unpack(&mut run, s))
+                format::decompressed(tar_format, source).map_err(|f| run.error(f, None))?;
+            pipe::pipelined(stream, |s| tar::unpack(run, s))
         }
     }
 }
