@@ -20,6 +20,7 @@ pub mod render;
 mod requested;
 mod row;
 mod run;
+pub mod sequential;
 pub mod settings;
 pub mod stats;
 pub mod verdict;

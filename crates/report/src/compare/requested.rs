@@ -16,6 +16,14 @@ pub fn requested(run: &RawRun) -> (Vec<Comparison>, Vec<Warning>) {
     };
     let settings = Settings {
         margin: plan.margin.unwrap_or(Settings::default().margin),
+        // Judged by the sequential rule only when the run says it added
+        // pairs under it; older runs (no file, or one without `looks`) are
+        // judged as before.
+        looks: run
+            .added_pairs
+            .as_ref()
+            .and_then(|a| a.looks)
+            .unwrap_or(super::sequential::FIXED),
         ..Settings::default()
     };
     let mut made = Vec::new();
