@@ -541,7 +541,10 @@ fn added_pairs_under_the_sequential_rule_are_judged_by_it_and_older_runs_as_befo
     };
     let fixed = judged(None);
     let older = judged(Some(&old));
-    assert_eq!(older.rows, fixed.rows, "an older added-pairs.json changes nothing");
+    assert_eq!(
+        older.rows, fixed.rows,
+        "an older added-pairs.json changes nothing"
+    );
     assert_eq!(older.method, fixed.method);
     assert_eq!(older.settings, fixed.settings);
 
@@ -555,6 +558,68 @@ fn added_pairs_under_the_sequential_rule_are_judged_by_it_and_older_runs_as_befo
     assert!((sp - (fp * 21.0).min(1.0)).abs() < 1e-12, "{fp} {sp}");
     let (fi, si) = (f.interval.unwrap(), s.interval.unwrap());
     assert!(si[0] < fi[0] && si[1] > fi[1], "{fi:?} {si:?}");
-    assert!(sequential.method.contains("Sequential"), "{}", sequential.method);
+    assert!(
+        sequential.method.contains("Sequential"),
+        "{}",
+        sequential.method
+    );
     assert_eq!(sequential.settings.looks, 21);
+}
+
+/// The cap `bench --until-conclusive` prints is what the open rows of the
+/// lab's comparisons need: some pairs on a usual host, more than the ceiling
+/// on a very noisy one, none when nothing is open.
+#[test]
+fn the_pairs_a_run_needs_follow_its_spread() {
+    use labrun_evidence::compare::{ComparePair, ComparePlan};
+    use labrun_report::compare::sequential::{CEILING, needed};
+    let tmp = tempfile::tempdir().unwrap();
+    let needs = |name: &str, rsd: f64, slow: f64| {
+        let cand = ToolSpec {
+            slow_factor: slow,
+            slow_phase: Step::RESTORE,
+            ..ToolSpec::new("restic@b")
+        };
+        let text = records("r", &[ToolSpec::new("restic@a"), cand], 3, rsd, 5);
+        let run = write_run(tmp.path(), name, &text, Some(KVM_ENV));
+        let plan = ComparePlan {
+            pairs: vec![ComparePair {
+                phase: Some(Step::RESTORE),
+                figure: Some(Figure::WallTime),
+                ..ComparePair::of("restic@a", "restic@b")
+            }],
+            margin: None,
+            noise_floor: None,
+            series: Vec::new(),
+        };
+        std::fs::write(
+            run.join("raw/compare-plan.json"),
+            serde_json::to_vec(&plan).unwrap(),
+        )
+        .unwrap();
+        let raw = labrun_report::evidence::load(&run).unwrap();
+        needed(&compare::requested(&raw).0, CEILING)
+    };
+    // 8% on each side: 3 A/A pairs stay open (at 3% they already say
+    // `no change`), and the spread asks for some more.
+    let noisy = needs("usual", 0.08, 1.0)
+        .unwrap()
+        .expect("3 A/A pairs at 8% stay open");
+    let less = needs("less", 0.05, 1.0)
+        .unwrap()
+        .expect("3 A/A pairs at 5% stay open");
+    assert!(
+        0 < less && less < noisy && noisy < CEILING,
+        "{less} {noisy}"
+    );
+    assert_eq!(
+        needs("noisiest", 0.5, 1.0),
+        Err(()),
+        "50% noise needs more than the ceiling"
+    );
+    assert_eq!(
+        needs("clear", 0.001, 2.0),
+        Ok(None),
+        "a clear step is decided at once"
+    );
 }

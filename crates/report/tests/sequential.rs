@@ -181,3 +181,27 @@ fn the_cap_grows_with_the_spread_and_stops_at_the_ceiling() {
     assert_eq!(cap(0.2), None);
     assert_eq!(cap(f64::NAN), None);
 }
+
+/// The spread read back from a row's interval is the spread of its pairs,
+/// and the cap of a run is what its open rows' spread asks for.
+#[test]
+fn the_cap_of_a_run_is_read_from_its_open_rows_spread() {
+    use labrun_report::compare::Row;
+    use labrun_report::compare::stats::{LogTest, sample_sd};
+    let mut rng = Seeded(3);
+    let d: Vec<f64> = (0..5).map(|_| rng.normal(0.04, 0.03)).collect();
+    let settings = Settings::default();
+    let test = LogTest::paired(&d).unwrap();
+    let (lo, hi) = test.interval(settings.confidence());
+    let row: Row = serde_json::from_value(serde_json::json!({
+        "phase": "restore", "figure": "wall_time", "unit": "s",
+        "baseline": {"n": 5, "center": 1.0, "rsd": null, "noisy": false},
+        "candidate": {"n": 5, "center": 1.0, "rsd": null, "noisy": false},
+        "pairs": 5, "ratio": test.estimate.exp(), "interval": [lo.exp(), hi.exp()],
+        "test": {"hypothesis": "no_change", "p": 0.3, "p_holm": 0.3, "df": 4.0},
+        "verdict": "inconclusive", "verdict_word": "inconclusive", "conclusive": false
+    }))
+    .expect("a row as compare.json writes it");
+    let sd = sequential::spread(&row, &settings).unwrap();
+    assert!((sd - sample_sd(&d)).abs() < 1e-9, "{sd} {}", sample_sd(&d));
+}

@@ -17,7 +17,7 @@
 //! two-ends bisect rule, trend verdicts) takes its p-value and interval as
 //! they are.
 
-use super::model::Verdict;
+use super::model::{Comparison, Row, Verdict};
 use super::settings::Settings;
 use super::stats::{LogTest, t_quantile};
 use super::verdict::hypothesis;
@@ -67,6 +67,36 @@ pub fn pairs_needed(sd: f64, log_margin: f64, alpha: f64, have: u32, ceiling: u3
         let needed = (z * sd / log_margin).powi(2);
         f64::from(n) >= needed
     })
+}
+
+/// The spread (standard deviation) of a paired row's log-ratios, read back
+/// from its interval: half its log width is the t quantile times sd/sqrt(n),
+/// the row's own arithmetic undone. None for a row without a test.
+pub fn spread(row: &Row, settings: &Settings) -> Option<f64> {
+    let (interval, test, n) = (row.interval?, row.test.as_ref()?, row.pairs?);
+    let half = (interval[1].ln() - interval[0].ln()) / 2.0;
+    let q = t_quantile(1.0 - (1.0 - settings.confidence()) / 2.0, test.df);
+    let sd = half / q * (n as f64).sqrt();
+    sd.is_finite().then_some(sd)
+}
+
+/// What the noise of a run needs: for every open (inconclusive, tested)
+/// row of `comparisons`, the pairs [`pairs_needed`] asks for beyond the
+/// row's own, the most of them. `Ok(None)` when no row is open; `Err(())`
+/// when some row needs more than `ceiling` (or has no spread to read).
+#[allow(clippy::result_unit_err)]
+pub fn needed(comparisons: &[Comparison], ceiling: u32) -> Result<Option<u32>, ()> {
+    let mut most = None;
+    for c in comparisons {
+        let s = &c.settings;
+        for row in c.inconclusive().filter(|r| r.test.is_some()) {
+            let have = u32::try_from(row.pairs.unwrap_or(0)).unwrap_or(u32::MAX);
+            let sd = spread(row, s).ok_or(())?;
+            let cap = pairs_needed(sd, s.log_margin(), s.alpha, have, ceiling).ok_or(())?;
+            most = Some(most.map_or(cap, |m: u32| m.max(cap)));
+        }
+    }
+    Ok(most)
 }
 
 /// One row's verdict at one look, from its paired log-ratios so far: what
