@@ -110,5 +110,21 @@ mod tests {
             ..Settings::default()
         };
         assert!(alpha.validate().unwrap_err().to_string().contains("alpha"));
+        let looks = Settings {
+            looks: 0,
+            ..Settings::default()
+        };
+        assert_eq!(
+            looks.validate().unwrap_err().to_string(),
+            "looks 0 is out of range: use at least 1 (the lab's own cycles), plus one per pair that may be added"
+        );
+    }
+
+    #[test]
+    fn fixed_settings_read_and_write_as_before() {
+        let json = serde_json::to_string(&Settings::default()).unwrap();
+        assert!(!json.contains("looks"), "{json}");
+        let back: Settings = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, Settings::default());
     }
 }
