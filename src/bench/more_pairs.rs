@@ -101,7 +101,9 @@ fn write(host: &HostRun, added: &AddedPairs) -> anyhow::Result<()> {
 /// the ceiling).
 pub fn cap(needed: Result<Option<u32>, ()>, asked: Option<u32>) -> u32 {
     let noise = match needed {
-        Ok(n) => n.unwrap_or(0),
+        // An open row whose spread says its pairs should already decide
+        // still gets one more pair: the estimate is only an estimate.
+        Ok(n) => n.map_or(0, |n| n.max(1)),
         Err(()) => sequential::CEILING,
     };
     match asked {
@@ -151,6 +153,11 @@ mod tests {
         assert_eq!(cap(Err(()), None), sequential::CEILING);
         assert_eq!(cap(Err(()), Some(8)), 8);
         assert_eq!(cap(Ok(None), None), 0);
+        assert_eq!(
+            cap(Ok(Some(0)), None),
+            1,
+            "an open row gets at least one pair"
+        );
     }
 
     #[test]
