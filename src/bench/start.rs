@@ -67,7 +67,7 @@ pub async fn until_conclusive(
     code: ExitCode,
     display: &mut dyn Display,
 ) -> anyhow::Result<ExitCode> {
-    let more = crate::bench::more_pairs::add_until_conclusive(on, host, max, display).await?;
+    let more = crate::bench::more_pairs::add_until_conclusive(on, host, Some(max), display).await?;
     match more {
         None => Ok(code),
         Some(later) if later == ExitCode::from(EXIT_CONNECTION_LOST) => Ok(later),

@@ -39,9 +39,10 @@ pub struct Args {
     #[arg(long, env = "LABRUN_AGENT")]
     pub agent: Option<PathBuf>,
     /// While a comparison the lab asks for (`compare:`) has an inconclusive
-    /// row, add one more cycle of its two tools (one more pair), at most N
-    /// cycles in all.
-    #[arg(long, value_name = "N")]
+    /// row, add one more cycle of its two tools (one more pair), up to as
+    /// many as the noise of the lab's own pairs needs (at most 50), and at
+    /// most N when given (0: no number). Judged by the sequential rule.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
     pub until_conclusive: Option<u32>,
     /// Print only warnings and the summary.
     #[arg(long, conflicts_with = "plain")]

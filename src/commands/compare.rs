@@ -116,6 +116,7 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         margin: args.margin,
         alpha: args.alpha,
         noise: args.noise,
+        ..Settings::default()
     };
     let opened = match open_runs(&args) {
         Ok(opened) => opened,

@@ -98,10 +98,9 @@ pub fn of_run(run: &RawRun) -> (Vec<Trend>, Vec<Warning>) {
     let Some(plan) = &run.compare_plan else {
         return (Vec::new(), Vec::new());
     };
-    let settings = Settings {
-        margin: plan.margin.unwrap_or(Settings::default().margin),
-        ..Settings::default()
-    };
+    // The series' steps are judged like the lab's other comparisons: by
+    // the sequential rule when pairs were added under it.
+    let settings = crate::compare::lab_settings(run);
     let mut warnings = Vec::new();
     let trends = plan
         .series

@@ -491,3 +491,135 @@ fn a_pair_that_names_a_phase_and_figure_is_judged_on_that_row_alone() {
     compare::keep_asked(&mut every, &ComparePair::of("restic@a", "restic@b"));
     assert_eq!(every.rows.len(), all.rows.len());
 }
+
+/// A run whose `raw/added-pairs.json` names the sequential rule's looks is
+/// judged by it (each p-value times the looks, wider intervals, the method
+/// says so); an older file without them, or none, is judged as before.
+#[test]
+fn added_pairs_under_the_sequential_rule_are_judged_by_it_and_older_runs_as_before() {
+    use labrun_evidence::compare::{AddedPairs, ComparePair, ComparePlan};
+    let tmp = tempfile::tempdir().unwrap();
+    let slow = ToolSpec {
+        slow_factor: 1.3,
+        slow_phase: Step::RESTORE,
+        ..ToolSpec::new("restic@b")
+    };
+    let text = records("r", &[ToolSpec::new("restic@a"), slow], 5, 0.03, 11);
+    let run = write_run(tmp.path(), "run", &text, Some(KVM_ENV));
+    let plan = ComparePlan {
+        pairs: vec![ComparePair {
+            phase: Some(Step::RESTORE),
+            figure: Some(Figure::WallTime),
+            ..ComparePair::of("restic@a", "restic@b")
+        }],
+        margin: None,
+        noise_floor: None,
+        series: Vec::new(),
+    };
+    std::fs::write(
+        run.join("raw/compare-plan.json"),
+        serde_json::to_vec(&plan).unwrap(),
+    )
+    .unwrap();
+    let judged = |added: Option<&AddedPairs>| {
+        let path = run.join("raw/added-pairs.json");
+        match added {
+            Some(a) => std::fs::write(&path, serde_json::to_vec(a).unwrap()).unwrap(),
+            None => drop(std::fs::remove_file(&path)),
+        }
+        let raw = labrun_report::evidence::load(&run).unwrap();
+        let (made, warnings) = compare::requested(&raw);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        made.into_iter().next().unwrap()
+    };
+    let old = AddedPairs {
+        max: 20,
+        added: 2,
+        rounds: Vec::new(),
+        looks: None,
+        needed: None,
+    };
+    let fixed = judged(None);
+    let older = judged(Some(&old));
+    assert_eq!(
+        older.rows, fixed.rows,
+        "an older added-pairs.json changes nothing"
+    );
+    assert_eq!(older.method, fixed.method);
+    assert_eq!(older.settings, fixed.settings);
+
+    let sequential = judged(Some(&AddedPairs {
+        looks: Some(21),
+        needed: Some(20),
+        ..old
+    }));
+    let (f, s) = (&fixed.rows[0], &sequential.rows[0]);
+    let (fp, sp) = (f.test.as_ref().unwrap().p, s.test.as_ref().unwrap().p);
+    assert!((sp - (fp * 21.0).min(1.0)).abs() < 1e-12, "{fp} {sp}");
+    let (fi, si) = (f.interval.unwrap(), s.interval.unwrap());
+    assert!(si[0] < fi[0] && si[1] > fi[1], "{fi:?} {si:?}");
+    assert!(
+        sequential.method.contains("Sequential"),
+        "{}",
+        sequential.method
+    );
+    assert_eq!(sequential.settings.looks, 21);
+}
+
+/// The cap `bench --until-conclusive` prints is what the open rows of the
+/// lab's comparisons need: some pairs on a usual host, more than the ceiling
+/// on a very noisy one, none when nothing is open.
+#[test]
+fn the_pairs_a_run_needs_follow_its_spread() {
+    use labrun_evidence::compare::{ComparePair, ComparePlan};
+    use labrun_report::compare::sequential::{CEILING, needed};
+    let tmp = tempfile::tempdir().unwrap();
+    let needs = |name: &str, rsd: f64, slow: f64| {
+        let cand = ToolSpec {
+            slow_factor: slow,
+            slow_phase: Step::RESTORE,
+            ..ToolSpec::new("restic@b")
+        };
+        let text = records("r", &[ToolSpec::new("restic@a"), cand], 3, rsd, 5);
+        let run = write_run(tmp.path(), name, &text, Some(KVM_ENV));
+        let plan = ComparePlan {
+            pairs: vec![ComparePair {
+                phase: Some(Step::RESTORE),
+                figure: Some(Figure::WallTime),
+                ..ComparePair::of("restic@a", "restic@b")
+            }],
+            margin: None,
+            noise_floor: None,
+            series: Vec::new(),
+        };
+        std::fs::write(
+            run.join("raw/compare-plan.json"),
+            serde_json::to_vec(&plan).unwrap(),
+        )
+        .unwrap();
+        let raw = labrun_report::evidence::load(&run).unwrap();
+        needed(&compare::requested(&raw).0, CEILING)
+    };
+    // 8% on each side: 3 A/A pairs stay open (at 3% they already say
+    // `no change`), and the spread asks for some more.
+    let noisy = needs("usual", 0.08, 1.0)
+        .unwrap()
+        .expect("3 A/A pairs at 8% stay open");
+    let less = needs("less", 0.05, 1.0)
+        .unwrap()
+        .expect("3 A/A pairs at 5% stay open");
+    assert!(
+        0 < less && less < noisy && noisy < CEILING,
+        "{less} {noisy}"
+    );
+    assert_eq!(
+        needs("noisiest", 0.5, 1.0),
+        Err(()),
+        "50% noise needs more than the ceiling"
+    );
+    assert_eq!(
+        needs("clear", 0.001, 2.0),
+        Ok(None),
+        "a clear step is decided at once"
+    );
+}

@@ -248,3 +248,49 @@ fn a_run_without_a_series_has_no_trend() {
     let json = std::fs::read_to_string(tmp.path().join("summary.json")).unwrap();
     assert!(!json.contains("trends"));
 }
+
+/// A series' steps are judged by the sequential rule when `bench` added
+/// pairs under it: each step's p-value is the fixed-n one times the looks,
+/// its interval wider; without `looks` nothing changes.
+#[test]
+fn a_series_with_pairs_added_under_the_sequential_rule_is_judged_by_it() {
+    use labrun_evidence::compare::{ADDED_PAIRS, AddedPairs};
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let trend_of = |added: Option<AddedPairs>| {
+        if let Some(a) = added {
+            std::fs::write(
+                tmp.path().join("raw").join(ADDED_PAIRS),
+                serde_json::to_vec(&a).unwrap(),
+            )
+            .unwrap();
+        }
+        let raw = labrun_report::evidence::load(tmp.path()).unwrap();
+        labrun_report::trend::of_run(&raw).0.remove(0)
+    };
+    let old = AddedPairs {
+        max: 10,
+        added: 2,
+        rounds: Vec::new(),
+        looks: None,
+        needed: None,
+    };
+    let fixed = trend_of(None);
+    assert_eq!(trend_of(Some(old.clone())), fixed);
+    let sequential = trend_of(Some(AddedPairs {
+        looks: Some(11),
+        ..old
+    }));
+    let restore = |t: &labrun_report::trend::Trend| {
+        t.rows
+            .iter()
+            .find(|r| r.phase == Step::RESTORE && r.figure == Figure::WallTime)
+            .unwrap()
+            .steps[0]
+            .clone()
+    };
+    let (f, s) = (restore(&fixed), restore(&sequential));
+    let (fp, sp) = (f.p.unwrap(), s.p.unwrap());
+    assert!((sp - (fp * 11.0).min(1.0)).abs() < 1e-12, "{fp} {sp}");
+    assert!(sequential.confidence > fixed.confidence);
+}

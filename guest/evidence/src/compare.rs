@@ -21,6 +21,16 @@ pub struct AddedPairs {
     /// Cycles added, each one more pair of every comparison still open.
     pub added: u32,
     pub rounds: Vec<AddedRound>,
+    /// The looks of the sequential rule (the lab's own cycles, then one per
+    /// pair up to `max`): written by `bench` from the sequential rule on, so
+    /// the verdicts are judged by it. Absent in older runs, which are
+    /// judged as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looks: Option<u32>,
+    /// The pairs the host's noise needs to decide at the margin, estimated
+    /// from the spread of the lab's own pairs (what `bench` printed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

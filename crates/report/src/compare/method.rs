@@ -35,6 +35,18 @@ pub fn text(design: Design, s: &Settings, max_pairs: usize) -> String {
         ),
         Design::Unpaired => String::new(),
     };
+    let sequential = if s.looks > super::sequential::FIXED {
+        format!(
+            " Sequential: pairs were added one at a time until decided, so the verdicts are \
+             judged at {looks} looks fixed in advance (the lab's own cycles, then one per added \
+             pair up to the cap), each at alpha / {looks} (its p-value times {looks}, its \
+             interval at {confidence}): stopping at the first decided look keeps the error rate \
+             at alpha.",
+            looks = s.looks
+        )
+    } else {
+        String::new()
+    };
     format!(
         "{design_text} Margin m = {margin}: `slower` when a one-sided t-test finds the ratio \
          above 1+m ({upper:.4}), `faster` when below 1/(1+m) ({lower:.4}), `no change` when two \
@@ -48,7 +60,7 @@ pub fn text(design: Design, s: &Settings, max_pairs: usize) -> String {
          margin (`no change` only when equal within it), with no interval and no test. A row \
          with one pair, or with no spread to estimate, is `inconclusive`.{rank} Noise: a side \
          whose relative standard deviation exceeds {noise} (the Phoronix Test Suite's \
-         threshold) is flagged `~`. Exit status 1 when any row is `slower` or `larger`.",
+         threshold) is flagged `~`.{sequential} Exit status 1 when any row is `slower` or `larger`.",
         alpha = s.alpha,
         noise = percent(s.noise),
     )

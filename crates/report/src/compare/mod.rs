@@ -20,6 +20,7 @@ pub mod render;
 mod requested;
 mod row;
 mod run;
+pub mod sequential;
 pub mod settings;
 pub mod stats;
 pub mod verdict;
@@ -33,6 +34,6 @@ pub use machines::differences as machine_differences;
 pub use model::{
     COMPARISON_VERSION, Comparison, Design, Row, Side, SideFigure, TestResult, Verdict,
 };
-pub use requested::{keep_asked, noise_floor, requested};
+pub use requested::{keep_asked, lab_settings, noise_floor, requested};
 pub use run::{HTML_FILE, JSON_FILE, MARKDOWN_FILE, Request, compare, to_json, write};
 pub use settings::{Settings, parse_fraction};

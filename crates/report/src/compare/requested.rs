@@ -14,10 +14,7 @@ pub fn requested(run: &RawRun) -> (Vec<Comparison>, Vec<Warning>) {
     let Some(plan) = &run.compare_plan else {
         return (Vec::new(), Vec::new());
     };
-    let settings = Settings {
-        margin: plan.margin.unwrap_or(Settings::default().margin),
-        ..Settings::default()
-    };
+    let settings = lab_settings(run);
     let mut made = Vec::new();
     let mut warnings = Vec::new();
     for pair in &plan.pairs {
@@ -37,6 +34,22 @@ pub fn requested(run: &RawRun) -> (Vec<Comparison>, Vec<Warning>) {
         }
     }
     (made, warnings)
+}
+
+/// What the lab's comparisons and series are judged by: its margin, and the
+/// sequential rule's looks when `bench` added pairs under it. Older runs (no
+/// `added-pairs.json`, or one without `looks`) are judged as before.
+pub fn lab_settings(run: &RawRun) -> Settings {
+    let margin = run.compare_plan.as_ref().and_then(|p| p.margin);
+    Settings {
+        margin: margin.unwrap_or(Settings::default().margin),
+        looks: run
+            .added_pairs
+            .as_ref()
+            .and_then(|a| a.looks)
+            .unwrap_or(super::sequential::FIXED),
+        ..Settings::default()
+    }
 }
 
 /// Only the rows `pair` asks about (all of them when it names no phase or

@@ -124,6 +124,7 @@ pub(super) fn timed_row(
             let (lo, hi) = t.interval(settings.confidence());
             row.interval = Some([lo.exp(), hi.exp()]);
             let (hypothesis, p) = hypothesis(&t, settings.log_margin());
+            let p = super::sequential::spend(p, settings.looks);
             row.test = Some(TestResult {
                 hypothesis,
                 p,

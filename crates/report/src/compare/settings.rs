@@ -14,6 +14,20 @@ pub struct Settings {
     /// A side whose relative standard deviation exceeds this fraction is
     /// flagged noisy (0.035, the Phoronix Test Suite's threshold).
     pub noise: f64,
+    /// How many times the verdicts are judged: 1 for a fixed-n comparison;
+    /// the lab's own cycles plus the cap when `--until-conclusive` adds pairs
+    /// one at a time (the sequential rule, `super::sequential`). Left out of
+    /// the JSON at 1, so fixed-n comparisons read and write as before.
+    #[serde(default = "fixed_looks", skip_serializing_if = "is_fixed")]
+    pub looks: u32,
+}
+
+fn fixed_looks() -> u32 {
+    super::sequential::FIXED
+}
+
+fn is_fixed(looks: &u32) -> bool {
+    *looks == super::sequential::FIXED
 }
 
 impl Default for Settings {
@@ -22,6 +36,7 @@ impl Default for Settings {
             margin: 0.05,
             alpha: 0.05,
             noise: 0.035,
+            looks: super::sequential::FIXED,
         }
     }
 }
@@ -52,6 +67,13 @@ impl Settings {
         if !(self.noise > 0.0 && self.noise.is_finite()) {
             return bad("noise", self.noise, "a percentage above 0, e.g. 3.5%");
         }
+        if self.looks < super::sequential::FIXED {
+            return bad(
+                "looks",
+                f64::from(self.looks),
+                "at least 1 (the lab's own cycles), plus one per pair that may be added",
+            );
+        }
         Ok(())
     }
 
@@ -61,9 +83,10 @@ impl Settings {
         (1.0 + self.margin).ln()
     }
 
-    /// Confidence of the intervals shown (95% for alpha 0.05).
+    /// Confidence of the intervals shown (95% for alpha 0.05), per look
+    /// under the sequential rule so that every look's interval holds at once.
     pub fn confidence(&self) -> f64 {
-        1.0 - self.alpha
+        super::sequential::confidence(1.0 - self.alpha, self.looks)
     }
 }
 
@@ -87,5 +110,21 @@ mod tests {
             ..Settings::default()
         };
         assert!(alpha.validate().unwrap_err().to_string().contains("alpha"));
+        let looks = Settings {
+            looks: 0,
+            ..Settings::default()
+        };
+        assert_eq!(
+            looks.validate().unwrap_err().to_string(),
+            "looks 0 is out of range: use at least 1 (the lab's own cycles), plus one per pair that may be added"
+        );
+    }
+
+    #[test]
+    fn fixed_settings_read_and_write_as_before() {
+        let json = serde_json::to_string(&Settings::default()).unwrap();
+        assert!(!json.contains("looks"), "{json}");
+        let back: Settings = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, Settings::default());
     }
 }
