@@ -751,7 +751,6 @@ fn flush_durable_time_and_unwritten_are_shown_per_tool() {
         assert!(md.contains(&format!("| {column} |")), "{md}");
     }
     assert!(md.contains("3.00 GB"), "{md}");
-    use labrun_report::export::Exporter as _;
     let text = |e: &dyn labrun_report::export::Exporter| {
         String::from_utf8(e.serialize(&s).unwrap()).unwrap()
     };
