@@ -95,6 +95,10 @@ pub struct PhaseColumn {
     /// shown there (times have columns of their own; CPU parts are in the
     /// tree's figure).
     pub terminal: Option<&'static str>,
+    /// Shown (a column, a `summary.json` key) only where some record has
+    /// it: a figure runs from before it existed lack, so their summaries
+    /// stay as they were.
+    pub only_when_measured: bool,
 }
 
 #[derive(Debug)]
@@ -153,6 +157,60 @@ pub const WALL_TIME: Figure = Figure {
         column: "Wall time",
         csv: "wall",
         terminal: None,
+        only_when_measured: false,
+    }),
+};
+
+/// The step plus the flush of what it left unwritten: a tool that defers
+/// its writes to the page cache pays for them here (issue 46).
+pub const DURABLE_TIME: Figure = Figure {
+    name: "durable_time",
+    title: "durable time (step + flush)",
+    unit: Unit::Secs,
+    worse: Worse::Slower,
+    kind: Kind::Timed,
+    read: |r| r.durable_secs(),
+    phase: Some(PhaseColumn {
+        key: "durable_secs",
+        column: "Durable time (step + flush)",
+        csv: "durable",
+        terminal: Some("durable s"),
+        only_when_measured: true,
+    }),
+};
+
+/// The `syncfs` after a step that wrote.
+pub const FLUSH: Figure = Figure {
+    name: "flush",
+    title: "flush",
+    unit: Unit::Secs,
+    worse: Worse::Slower,
+    kind: Kind::Timed,
+    read: |r| Some(r.flush.as_ref()?.secs),
+    phase: Some(PhaseColumn {
+        key: "flush_secs",
+        column: "Flush",
+        csv: "flush",
+        terminal: Some("flush s"),
+        only_when_measured: true,
+    }),
+};
+
+/// What the step left dirty in the page cache (Dirty + Writeback just
+/// before its flush).
+pub const UNWRITTEN: Figure = Figure {
+    name: "unwritten",
+    title: "left unwritten",
+    unit: Unit::Bytes,
+    worse: Worse::Larger,
+    kind: Kind::Timed,
+    read: |r| Some(r.flush.as_ref()?.unwritten_bytes? as f64),
+    phase: Some(PhaseColumn {
+        key: "unwritten_bytes",
+        column: "Left unwritten",
+        csv: "unwritten",
+        terminal: Some("unwritten"),
+        only_when_measured: true,
     }),
 };
 
@@ -168,6 +226,7 @@ pub const USER_CPU: Figure = Figure {
         column: "User CPU",
         csv: "user_cpu",
         terminal: None,
+        only_when_measured: false,
     }),
 };
 
@@ -183,6 +242,7 @@ pub const SYSTEM_CPU: Figure = Figure {
         column: "System CPU",
         csv: "system_cpu",
         terminal: None,
+        only_when_measured: false,
     }),
 };
 
@@ -211,6 +271,7 @@ pub const PEAK_MEMORY: Figure = Figure {
         column: "Peak memory (largest process)",
         csv: "peak_memory",
         terminal: Some("peak MiB"),
+        only_when_measured: false,
     }),
 };
 
@@ -226,6 +287,7 @@ pub const TREE_MEMORY: Figure = Figure {
         column: "Peak memory (whole tree)",
         csv: "tree_memory",
         terminal: Some("tree MiB"),
+        only_when_measured: false,
     }),
 };
 
@@ -254,6 +316,7 @@ pub const TREE_CPU: Figure = Figure {
         column: "CPU (whole tree)",
         csv: "tree_cpu",
         terminal: Some("tree CPU s"),
+        only_when_measured: false,
     }),
 };
 
@@ -269,6 +332,7 @@ pub const DISK_READ: Figure = Figure {
         column: "Disk read (whole tree)",
         csv: "disk_read",
         terminal: Some("disk read"),
+        only_when_measured: false,
     }),
 };
 
@@ -284,6 +348,7 @@ pub const DISK_WRITTEN: Figure = Figure {
         column: "Disk written (whole tree)",
         csv: "disk_written",
         terminal: Some("disk written"),
+        only_when_measured: false,
     }),
 };
 
@@ -331,8 +396,11 @@ pub const FILES: Figure = Figure {
 
 /// Every figure a record gives, in the order samples, phase summaries,
 /// columns and CSV cells list them.
-pub const FIGURES: [&Figure; 12] = [
+pub const FIGURES: [&Figure; 15] = [
     &WALL_TIME,
+    &DURABLE_TIME,
+    &FLUSH,
+    &UNWRITTEN,
     &USER_CPU,
     &SYSTEM_CPU,
     &PEAK_MEMORY,

@@ -35,7 +35,13 @@ impl Serialize for PhaseFigures {
         use serde::ser::SerializeMap;
         let mut map = s.serialize_map(None)?;
         for (f, column) in figures::per_phase() {
-            map.serialize_entry(column.key, &self.get(f))?;
+            let stat = self.get(f);
+            // Absent, not null, for a figure older runs lack: their
+            // summaries read and write as they did.
+            if column.only_when_measured && stat.is_none() {
+                continue;
+            }
+            map.serialize_entry(column.key, &stat)?;
         }
         map.end()
     }

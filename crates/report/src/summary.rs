@@ -155,6 +155,26 @@ impl Summary {
         }
         all
     }
+
+    /// The per-phase figures this run's tables show, in order: every one,
+    /// but those shown only when measured where no phase of any tool has
+    /// them (a run from before flushes keeps the columns it had).
+    pub fn phase_figures(
+        &self,
+    ) -> Vec<(
+        &'static crate::figures::Figure,
+        &'static crate::figures::PhaseColumn,
+    )> {
+        crate::figures::per_phase()
+            .filter(|(f, c)| {
+                !c.only_when_measured
+                    || self
+                        .tools
+                        .iter()
+                        .any(|t| t.phases.iter().any(|p| p.stat(f).is_some()))
+            })
+            .collect()
+    }
 }
 
 impl PhaseSummary {

@@ -623,3 +623,61 @@ fn the_pairs_a_run_needs_follow_its_spread() {
         "a clear step is decided at once"
     );
 }
+
+/// Issue 46, item 4: `compare` can be asked for the durable time (the step
+/// plus its flush). A candidate as fast as its baseline but leaving its
+/// restore for the kernel to write is slower there; a run without flush
+/// records has no durable row.
+#[test]
+fn the_durable_time_can_be_asked_for_and_judges_the_flush() {
+    use labrun_evidence::compare::ComparePair;
+    use labrun_evidence::record::Flush;
+    let tmp = tempfile::tempdir().unwrap();
+    let tools = [ToolSpec::new("restic@a"), ToolSpec::new("restic@b")];
+    let plain = records("r", &tools, 5, 0.02, 5);
+    let without = write_run(tmp.path(), "without", &plain, Some(KVM_ENV));
+    let c = paired(&without, "restic@a", "restic@b").unwrap();
+    assert!(c.row(&Step::RESTORE, Figure::DurableTime).is_none());
+
+    let flushed: Vec<String> = plain
+        .lines()
+        .map(|line| {
+            let mut r: StepRecord = serde_json::from_str(line).unwrap();
+            // The candidate's restore leaves 40 s of writes to the kernel.
+            let secs = if r.tool == "restic@b" && r.step == Step::RESTORE {
+                40.0
+            } else {
+                0.2
+            };
+            r.flush = Some(Flush {
+                path: "/w/target".into(),
+                secs,
+                unwritten_bytes: Some(1 << 20),
+            });
+            serde_json::to_string(&r).unwrap()
+        })
+        .collect();
+    let run = write_run(
+        tmp.path(),
+        "with",
+        &(flushed.join("\n") + "\n"),
+        Some(KVM_ENV),
+    );
+    let mut c = paired(&run, "restic@a", "restic@b").unwrap();
+    let wall = verdict(&c, Step::RESTORE, Figure::WallTime);
+    assert!(
+        matches!(wall, Verdict::NoChange | Verdict::Inconclusive),
+        "{wall:?}"
+    );
+    let figure: Figure = serde_json::from_str("\"durable_time\"").unwrap();
+    let pair = ComparePair {
+        phase: Some(Step::RESTORE),
+        figure: Some(figure),
+        ..ComparePair::of("restic@a", "restic@b")
+    };
+    compare::keep_asked(&mut c, &pair);
+    assert_eq!(c.rows.len(), 1);
+    assert_eq!(c.rows[0].figure, Figure::DurableTime);
+    assert_eq!(c.rows[0].verdict, Verdict::Worse, "{:#?}", c.rows[0]);
+    assert_eq!(c.rows[0].verdict_word, "slower");
+}

@@ -696,3 +696,78 @@ fn without_a_floor_nothing_is_said_of_one() {
         assert!(!text.contains("noise_floor"), "{file}");
     }
 }
+
+/// Issue 46, item 4: a run whose timed backups and restores carry flush
+/// records shows, per tool, the flush, the durable time (step + flush) and
+/// what the step left unwritten, in every format; a run without them (the
+/// snapshots above) shows none of it.
+#[test]
+fn flush_durable_time_and_unwritten_are_shown_per_tool() {
+    let good = std::fs::read_to_string(fixture("two-tools").join("raw/records.jsonl")).unwrap();
+    let mut lines = Vec::new();
+    for line in good.lines() {
+        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let writes = r["step"] == "backup_full" || r["step"] == "restore";
+        if r["timed"] == true && writes {
+            // restic leaves its restore dirty (a long flush); borg does not.
+            let (secs, unwritten) = match (r["tool"].as_str(), r["step"].as_str()) {
+                (Some("restic"), Some("restore")) => (9.0, 3_000_000_000u64),
+                _ => (0.5, 4_096u64),
+            };
+            r["flush"] = serde_json::json!({
+                "path": "/var/lib/labrun/run/target",
+                "secs": secs,
+                "unwritten_bytes": unwritten
+            });
+        }
+        lines.push(r.to_string());
+    }
+    let (_t, run) = raw_with_records(&(lines.join("\n") + "\n"));
+    let s = summarize(&run).unwrap();
+    let restic = s.tools.iter().find(|t| t.tool == "restic").unwrap();
+    let restore = restic.phase(&Step::RESTORE).unwrap();
+    let wall = restore.stat(&figures::WALL_TIME).unwrap().median;
+    assert_eq!(restore.stat(&figures::FLUSH).unwrap().median, 9.0);
+    assert_eq!(
+        restore.stat(&figures::DURABLE_TIME).unwrap().median,
+        wall + 9.0
+    );
+    assert_eq!(
+        restore.stat(&figures::UNWRITTEN).unwrap().median,
+        3_000_000_000.0
+    );
+    for t in &s.tools {
+        let full = t.phase(&Step::BACKUP_FULL).unwrap();
+        assert!(full.stat(&figures::DURABLE_TIME).is_some(), "{}", t.tool);
+    }
+
+    let terminal = render_terminal(&s);
+    for header in ["durable s", "flush s", "unwritten"] {
+        assert!(terminal.contains(header), "{terminal}");
+    }
+    assert!(terminal.contains("3.00 GB"), "{terminal}");
+    let md = labrun_report::export::markdown::render(&s);
+    for column in ["Durable time (step + flush)", "Flush", "Left unwritten"] {
+        assert!(md.contains(&format!("| {column} |")), "{md}");
+    }
+    assert!(md.contains("3.00 GB"), "{md}");
+    let text = |e: &dyn labrun_report::export::Exporter| {
+        String::from_utf8(e.serialize(&s).unwrap()).unwrap()
+    };
+    let csv = text(&labrun_report::export::csv::Csv);
+    for stem in [
+        "durable_median_s",
+        "flush_median_s",
+        "unwritten_median_bytes",
+    ] {
+        assert!(csv.lines().next().unwrap().contains(stem), "{csv}");
+    }
+    let json = text(&labrun_report::export::json::Json);
+    for key in ["\"durable_secs\"", "\"flush_secs\"", "\"unwritten_bytes\""] {
+        assert!(json.contains(key), "{key} in {json}");
+    }
+    let html = text(&labrun_report::export::html::Html);
+    for column in ["Durable time (step + flush)", "Left unwritten"] {
+        assert!(html.contains(column), "{column} in the HTML");
+    }
+}

@@ -84,6 +84,9 @@ impl ComparePair {
 #[serde(rename_all = "snake_case")]
 pub enum Figure {
     WallTime,
+    /// Wall time plus the flush of what the step left unwritten: the time
+    /// until its data was on disk (runs with flush records only).
+    DurableTime,
     /// User + system CPU: the whole tree's (cgroup) where every record of
     /// the row has it, else the tool process's own.
     Cpu,
@@ -99,8 +102,9 @@ pub enum Figure {
 
 impl Figure {
     /// Timed figures, then the deterministic sizes.
-    pub const ALL: [Figure; 6] = [
+    pub const ALL: [Figure; 7] = [
         Figure::WallTime,
+        Figure::DurableTime,
         Figure::Cpu,
         Figure::PeakMemory,
         Figure::TreeMemory,

@@ -87,6 +87,12 @@ pub struct StepRecord {
     /// moved the tree to, restored or verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<HistoryPoint>,
+    /// A timed step that wrote (a backup, a restore): the `syncfs` of the
+    /// file system it wrote, timed after it, so a tool that leaves its
+    /// writes in the page cache pays for them (absent: a step that writes
+    /// nothing, or a record from before flushes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush: Option<Flush>,
 }
 
 impl StepRecord {
@@ -131,7 +137,32 @@ impl StepRecord {
             may_fail: false,
             oom: None,
             history: None,
+            flush: None,
         }
+    }
+}
+
+/// The flush after a timed step that wrote: what it left unwritten and how
+/// long the kernel took to put it on disk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flush {
+    /// The folder whose file system was flushed (the repository after a
+    /// backup, the restore target after a restore).
+    pub path: String,
+    /// Seconds `syncfs` took.
+    pub secs: f64,
+    /// Dirty + Writeback of `/proc/meminfo` just before the flush, in
+    /// bytes: what the step left for the kernel to write (None: the
+    /// kernel did not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwritten_bytes: Option<u64>,
+}
+
+impl StepRecord {
+    /// The step and its flush: the time until its data was on disk (None:
+    /// no flush was measured).
+    pub fn durable_secs(&self) -> Option<f64> {
+        self.flush.as_ref().map(|f| self.wall_secs + f.secs)
     }
 }
 

@@ -10,6 +10,7 @@ pub mod dataset_store;
 pub mod env;
 pub mod error;
 pub mod evidence;
+pub mod flush;
 pub mod interrupt;
 pub mod leftover;
 pub mod measure;

@@ -36,6 +36,7 @@ impl FigureDef for Figure {
     fn def(self) -> &'static figures::Figure {
         match self {
             Figure::WallTime => &figures::WALL_TIME,
+            Figure::DurableTime => &figures::DURABLE_TIME,
             Figure::Cpu => &figures::PROCESS_CPU,
             Figure::PeakMemory => &figures::PEAK_MEMORY,
             Figure::TreeMemory => &figures::TREE_MEMORY,

@@ -26,9 +26,9 @@ pub const RESULT_COLUMNS: [&str; 10] = [
 
 /// The columns of a phase's table, in every format: the tool, every
 /// per-phase figure of the table, the cycles that succeeded.
-pub fn phase_columns() -> Vec<&'static str> {
+pub fn phase_columns(summary: &Summary) -> Vec<&'static str> {
     let mut columns = vec!["Tool"];
-    columns.extend(figures::per_phase().map(|(_, c)| c.column));
+    columns.extend(summary.phase_figures().into_iter().map(|(_, c)| c.column));
     columns.push("Cycles ok");
     columns
 }
@@ -100,7 +100,9 @@ pub fn phase_figure(summary: &Summary, p: &PhaseSummary, figure: &Figure) -> Str
 
 /// Every per-phase figure of a phase, in the table's order.
 pub fn phase_figures(summary: &Summary, p: &PhaseSummary) -> Vec<String> {
-    figures::per_phase()
+    summary
+        .phase_figures()
+        .into_iter()
         .map(|(f, _)| phase_figure(summary, p, f))
         .collect()
 }

@@ -6,7 +6,6 @@
 
 use super::Exporter;
 use crate::error::{ReportError, Result};
-use crate::figures;
 use crate::stats::Stat;
 use crate::summary::{CheckOutcome, Summary};
 
@@ -14,7 +13,7 @@ pub struct Csv;
 
 const STATS: [&str; 3] = ["median", "min", "max"];
 
-fn header() -> Vec<String> {
+fn header(summary: &Summary) -> Vec<String> {
     let mut h: Vec<String> = [
         "run_id",
         "tool",
@@ -28,7 +27,7 @@ fn header() -> Vec<String> {
     let mut figure = |stem: &str, unit: &str| {
         h.extend(STATS.map(|s| format!("{stem}_{s}_{}", unit.to_lowercase())));
     };
-    for (f, c) in figures::per_phase() {
+    for (f, c) in summary.phase_figures() {
         figure(c.csv, f.unit.symbol());
     }
     figure("repo_size_after_full", "bytes");
@@ -56,7 +55,7 @@ impl Exporter for Csv {
         };
         let roles = &summary.roles;
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(header()).map_err(err)?;
+        w.write_record(header(summary)).map_err(err)?;
         for t in &summary.tools {
             for p in &t.phases {
                 let mut row = vec![
@@ -67,7 +66,7 @@ impl Exporter for Csv {
                     p.recorded.to_string(),
                     p.ok.to_string(),
                 ];
-                for (f, _) in figures::per_phase() {
+                for (f, _) in summary.phase_figures() {
                     row.extend(parts(p.stat(f)));
                 }
                 let on = |step: &Option<labrun_evidence::Step>| step.as_ref() == Some(&p.phase);

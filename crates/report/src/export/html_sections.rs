@@ -393,12 +393,12 @@ pub fn phases(s: &Summary) -> Section {
             text(phase.as_str())
         );
         body.push_str(&table(
-            &cells::phase_columns(),
+            &cells::phase_columns(s),
             s.tools.iter().filter_map(|t| {
                 let p: &PhaseSummary = t.phase(&phase)?;
                 let mut row = vec![Cell::plain(cells::tool_label(t))];
                 row.extend(
-                    figures::per_phase().map(|(f, _)| {
+                    s.phase_figures().into_iter().map(|(f, _)| {
                         Cell::figure(cells::phase_figure(s, p, f), median(p.stat(f)))
                     }),
                 );

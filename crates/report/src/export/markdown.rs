@@ -83,7 +83,7 @@ fn page(s: &Summary) -> String {
         let _ = writeln!(out, "### {} (`{phase}`)\n", cells::phase_title(&phase));
         table(
             &mut out,
-            &cells::phase_columns(),
+            &cells::phase_columns(s),
             s.tools.iter().filter_map(|t| {
                 let p = t.phase(&phase)?;
                 let mut row = vec![cells::tool_label(t)];

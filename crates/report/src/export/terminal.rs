@@ -4,7 +4,7 @@
 //! aligned, so it can neither drive the terminal nor break the table.
 
 use super::cells;
-use crate::figures::{self, Figure};
+use crate::figures::Figure;
 use crate::summary::Summary;
 use labrun_evidence::printable::{printable, printable_text};
 
@@ -12,7 +12,9 @@ const GAP: &str = "  ";
 
 /// The results table and warnings as plain text, one line per tool.
 pub fn render_terminal(s: &Summary) -> String {
-    let shown: Vec<(&Figure, &str)> = figures::per_phase()
+    let shown: Vec<(&Figure, &str)> = s
+        .phase_figures()
+        .into_iter()
         .filter_map(|(f, c)| Some((f, c.terminal?)))
         .collect();
     let mut header: Vec<String> = [

@@ -6,6 +6,7 @@ use super::{Halt, Runner, ToolCycle, log_prefix};
 use crate::run::env::{from_process, tool_env};
 use crate::run::error::RunError;
 use crate::run::evidence::{blank_record, unix_ms_now};
+use crate::run::flush::flush;
 use crate::run::interrupt::signal_name;
 use crate::run::measure::{CommandSpec, Measurement, TreeSpec};
 use crate::run::placeholders::{Vars, resolve};
@@ -50,6 +51,9 @@ impl<'p> Runner<'p> {
         rec.snapshot = snapshot.map(str::to_string);
         // A backup killed on purpose made no snapshot to ask the id of.
         let killed = rec.planned_kill.as_ref().is_some_and(|k| k.killed);
+        if rec.ok && rec.timed && !killed {
+            self.flush_written(r, &vars, &mut rec)?;
+        }
         let mut made = None;
         let step = r.name.clone();
         let ok = self.finish_tool_record(rec, |runner, rec| {
@@ -93,6 +97,36 @@ impl<'p> Runner<'p> {
             snapshot: made,
             killed,
         })
+    }
+
+    /// After a timed step that wrote, the flush of the file system it wrote
+    /// (the repository's after a backup, the target's after a restore)
+    /// goes in its record. A flush that fails is a warning: the step's own
+    /// figures stand.
+    fn flush_written(
+        &mut self,
+        r: &RunStep,
+        vars: &Vars,
+        rec: &mut StepRecord,
+    ) -> Result<(), Halt> {
+        let wrote = if r.makes.is_some() {
+            &vars.location.path
+        } else if r.restores.is_some() {
+            &vars.target
+        } else {
+            return Ok(());
+        };
+        // A repository only a server reaches has no folder here to flush.
+        if wrote.is_empty() {
+            return Ok(());
+        }
+        match flush(Path::new(wrote)) {
+            Ok(f) => rec.flush = Some(f),
+            Err(why) => self.warn_once(format!(
+                "{why}: the step's durable time is not measured (its wall time is)"
+            ))?,
+        }
+        Ok(())
     }
 
     /// Runs one command of a tool cycle and fills a record with what it cost.
