@@ -42,7 +42,7 @@ fn a_restore_that_overwrites_and_deletes_passes_with_the_older_files_removed() {
     ));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let records = lab.records();
-    let fill = record(&records, "restore_over");
+    let fill = record(&records, "fill_restore");
     assert!(fill.ok && !fill.timed, "{fill:?}");
     let v = record(&records, "verify");
     let outcome = v.verify.as_ref().expect("a verify outcome");
@@ -72,7 +72,9 @@ fn a_restore_that_leaves_old_content_fails_verification() {
     let lab = Lab::new();
     // `-n`: no file that exists is overwritten, so the changed files keep
     // s1's content.
-    let out = lab.run(&over_plan("cp -a -n {repo}/snapshots/{snapshot}/. {target}"));
+    let out = lab.run(&over_plan(
+        "cp -a -n {repo}/snapshots/{snapshot}/. {target}",
+    ));
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     let records = lab.records();
     let v = record(&records, "verify");
@@ -90,7 +92,7 @@ fn over_a_changed_tree_is_refused_with_what_to_do() {
     let out = lab.run(&plan);
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     let records = lab.records();
-    let fill = record(&records, "restore_over");
+    let fill = record(&records, "fill_restore");
     let error = fill.error.as_deref().unwrap_or_default();
     assert!(!fill.ok && error.contains("generated source"), "{fill:?}");
 }

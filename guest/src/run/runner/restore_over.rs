@@ -18,7 +18,7 @@ impl<'p> Runner<'p> {
         older: &str,
         older_tree: Option<&str>,
     ) -> Result<bool, Halt> {
-        let name = Step::named(format!("{}_over", restore.name));
+        let name = Step::named(format!("fill_{}", restore.name));
         // Only the generated tree is kept whole for the run (the pristine
         // copy); a changed tree exists only as the source, which moved on.
         if older_tree != Some(GENERATED) || !self.pristine.is_dir() {
