@@ -293,6 +293,8 @@ fn the_restore_over_lab_restores_s2_over_s1_with_each_tools_own_mode() {
         assert_eq!(tool.artifact, pinned.artifact, "{}", tool.name);
         assert!(tool.commands.contains_key("restore_over"), "{}", tool.name);
     }
+    let text = lab.describe(None);
+    assert!(text.contains("restores s2 over s1's tree"), "{text}");
     let restic = &lab.tools[0].commands["restore_over"];
     let argv = serde_json::to_string(restic).unwrap();
     assert!(
