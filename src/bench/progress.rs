@@ -86,6 +86,16 @@ pub fn step_line(r: &StepRecord) -> String {
         } else {
             "  RESTORE MISMATCH"
         });
+        // A restore over an older tree: what the tool's mode did with the
+        // files only that tree had (kept is its mode, not a failure).
+        match v.older_files {
+            Some(labrun_evidence::OlderFiles::Kept) => line.push_str(&format!(
+                ", kept {} older file(s) it does not hold",
+                v.extra
+            )),
+            Some(labrun_evidence::OlderFiles::Removed) => line.push_str(", older files removed"),
+            None => {}
+        }
     }
     if let Some(k) = r.planned_kill.as_ref() {
         line.push_str(&if k.killed {
@@ -294,6 +304,23 @@ mod tests {
         assert!(line.contains("14.0 s"), "{line}");
         assert!(line.contains("peak 195 MiB"), "{line}");
         assert!(line.contains("restore verified"), "{line}");
+        assert!(!line.contains("older"), "{line}");
+        // A restore over an older tree says what the tool left of it.
+        let mut over = r.clone();
+        over.verify = Some(VerifyOutcome {
+            passed: true,
+            extra: 3,
+            older_files: Some(labrun_evidence::OlderFiles::Kept),
+            ..VerifyOutcome::default()
+        });
+        let line = step_line(&over);
+        assert!(line.contains("verified, kept 3 older file(s)"), "{line}");
+        over.verify = Some(VerifyOutcome {
+            passed: true,
+            older_files: Some(labrun_evidence::OlderFiles::Removed),
+            ..VerifyOutcome::default()
+        });
+        assert!(step_line(&over).contains("older files removed"), "{line}");
         r.tree = Some(labrun_evidence::TreeMeters {
             resident_peak_bytes: Some(230 << 20),
             leftovers: vec!["gpg-agent (pid 77)".into()],

@@ -463,7 +463,10 @@ fn describe_steps(s: &mut String, steps: &[labrun_evidence::ProtocolStep], inden
                     parts.push(format!("makes {l}"));
                 }
                 if let Some(l) = &r.restores {
-                    parts.push(format!("restores {l}"));
+                    parts.push(match &r.over {
+                        Some(older) => format!("restores {l} over {older}'s tree"),
+                        None => format!("restores {l}"),
+                    });
                 }
                 if let Some(l) = &r.snapshot {
                     parts.push(format!("on {l}"));

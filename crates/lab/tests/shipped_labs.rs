@@ -271,3 +271,34 @@ fn the_data_shapes_lab_runs_the_default_labs_tools_on_each_profile() {
     }
     assert_eq!(seen, DatasetProfile::ALL);
 }
+
+#[test]
+fn the_restore_over_lab_restores_s2_over_s1_with_each_tools_own_mode() {
+    let lab = Lab::load(&repo_root().join("labs/restore-over.yaml")).unwrap();
+    let default = Lab::load(&repo_root().join("lab.yaml")).unwrap();
+    assert!(lab.validate().is_empty(), "{:?}", lab.validate());
+    assert_eq!(lab.vm, default.vm);
+    let plan = lab.to_plan("r", &PlanOverrides::default()).unwrap();
+    let over: Vec<_> = labrun_evidence::protocol::flat(&plan.protocol)
+        .filter_map(|s| s.as_run())
+        .filter(|r| r.over.is_some())
+        .collect();
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert_eq!(over[0].restores.as_deref(), Some("s2"));
+    assert_eq!(over[0].over.as_deref(), Some("s1"));
+    let tools: Vec<_> = plan.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(tools, ["restic", "borg", "kopia"]);
+    for (tool, pinned) in lab.tools.iter().zip(&default.tools) {
+        // The default lab's pinned bytes, and a restore_over of its own.
+        assert_eq!(tool.artifact, pinned.artifact, "{}", tool.name);
+        assert!(tool.commands.contains_key("restore_over"), "{}", tool.name);
+    }
+    let text = lab.describe(None);
+    assert!(text.contains("restores s2 over s1's tree"), "{text}");
+    let restic = &lab.tools[0].commands["restore_over"];
+    let argv = serde_json::to_string(restic).unwrap();
+    assert!(
+        argv.contains("--delete") && argv.contains("always"),
+        "{argv}"
+    );
+}

@@ -41,8 +41,8 @@ pub use plan::{
 };
 pub use protocol::{EachCommit, ProtocolStep, RunStep};
 pub use record::{
-    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, OomKill, StepRecord,
-    TimelineRow, TreeMeters, VerifyOutcome,
+    ExitStatus, HistoryPoint, MetadataCheck, MetadataKind, MetadataStatus, OlderFiles, OomKill,
+    StepRecord, TimelineRow, TreeMeters, VerifyOutcome,
 };
 pub use step::Step;
 pub use storage::{Network, Server, StoragePlan, StorageRecord};

@@ -389,6 +389,24 @@ pub struct VerifyOutcome {
     /// verifies, so their records read as they always have.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metadata: Vec<MetadataCheck>,
+    /// A restore over an older tree (`over:`): what the tool did with the
+    /// files the older tree had and the restored snapshot does not. Left
+    /// out of the JSON for a restore into an empty target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_files: Option<OlderFiles>,
+}
+
+/// What a restore over an older tree left of the files only that tree had:
+/// a tool's documented mode decides (borg's `extract` never deletes), so
+/// keeping them is reported, not failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OlderFiles {
+    /// Every file of the restored snapshot is right and none else is left.
+    Removed,
+    /// Every file of the restored snapshot is right; the older tree's extra
+    /// files are still there (`extra` counts them).
+    Kept,
 }
 
 /// One kind of metadata a copy or restore may keep or lose.

@@ -252,7 +252,10 @@ impl<'a> Walk<'a> {
             ));
         }
         self.runs.insert(r.name.clone());
-        for label in [&r.makes, &r.restores, &r.snapshot].into_iter().flatten() {
+        for label in [&r.makes, &r.restores, &r.over, &r.snapshot]
+            .into_iter()
+            .flatten()
+        {
             if let Err(why) = check_label(label) {
                 self.problem(at, why);
             }
@@ -273,7 +276,7 @@ impl<'a> Walk<'a> {
                 None => self.make(at, Made::One(label.into())),
             }
         }
-        for label in [&r.restores, &r.snapshot].into_iter().flatten() {
+        for label in [&r.restores, &r.over, &r.snapshot].into_iter().flatten() {
             self.uses(at, label, block);
         }
         self.restored |= r.restores.is_some();

@@ -57,6 +57,8 @@ pub(super) struct StepMap {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     restores: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    over: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     snapshot: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timed: Option<bool>,
@@ -147,6 +149,7 @@ impl TryFrom<StepForm> for ProtocolStep {
             (None, Some(word)) => {
                 let only_name = m.makes.is_none()
                     && m.restores.is_none()
+                    && m.over.is_none()
                     && m.snapshot.is_none()
                     && m.timed.is_none()
                     && m.drop_cache.is_none()
@@ -174,6 +177,11 @@ impl TryFrom<StepForm> for ProtocolStep {
                         "step {name}: `makes`, `restores` and `snapshot` exclude one another (one snapshot per step)"
                     ));
                 }
+                if m.over.is_some() && m.restores.is_none() {
+                    return Err(format!(
+                        "step {name}: `over:` names the older snapshot a restore goes over: add `restores:` with the snapshot it restores"
+                    ));
+                }
                 let kill = kill_point(&name, m.kill_after_secs, m.kill_after)?;
                 let timed = m.timed.unwrap_or(true);
                 Ok(ProtocolStep::Run(RunStep {
@@ -181,6 +189,7 @@ impl TryFrom<StepForm> for ProtocolStep {
                     command,
                     makes: m.makes,
                     restores: m.restores,
+                    over: m.over,
                     snapshot: m.snapshot,
                     timed,
                     drop_cache: m.drop_cache.unwrap_or(timed),
@@ -275,6 +284,7 @@ impl From<ProtocolStep> for StepForm {
                 run: Some(r.command),
                 makes: r.makes,
                 restores: r.restores,
+                over: r.over,
                 snapshot: r.snapshot,
                 timed: Some(r.timed),
                 drop_cache: Some(r.drop_cache),

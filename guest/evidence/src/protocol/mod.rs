@@ -85,6 +85,10 @@ pub struct RunStep {
     /// Restores this snapshot into `{target}` (emptied first); a `verify`
     /// after it compares what it restored with the snapshot's tree.
     pub restores: Option<String>,
+    /// With `restores:`, the label of an earlier snapshot whose tree fills
+    /// `{target}` first: the restore goes over older data, and its verify
+    /// says whether the tool kept or removed the files only that tree had.
+    pub over: Option<String>,
     /// Works on this snapshot otherwise (`forget`, `diff`): `{snapshot}` is
     /// its id.
     pub snapshot: Option<String>,
@@ -126,6 +130,7 @@ impl RunStep {
             command: command.to_string(),
             makes: None,
             restores: None,
+            over: None,
             snapshot: None,
             timed: true,
             drop_cache: true,
@@ -147,6 +152,7 @@ impl RunStep {
         RunStep {
             makes: at(&self.makes),
             restores: at(&self.restores),
+            over: at(&self.over),
             snapshot: at(&self.snapshot),
             ..self.clone()
         }

@@ -177,3 +177,20 @@ fn block_form_mistakes() {
         assert!(e.contains(says), "{json}: {e}");
     }
 }
+
+#[test]
+fn a_restore_over_an_older_snapshot_round_trips_and_is_checked() {
+    let s = parse(r#"{"run":"restore","restores":"s2","over":"s1"}"#).unwrap();
+    assert_eq!(s.as_run().unwrap().over.as_deref(), Some("s1"));
+    let json = serde_json::to_string(&s).unwrap();
+    assert_eq!(parse(&json).unwrap(), s);
+    let e = parse(r#"{"run":"restore","over":"s1"}"#).unwrap_err();
+    assert!(e.contains("add `restores:`"), "{e}");
+    let e = parse(r#"{"do":"verify","over":"s1"}"#).unwrap_err();
+    assert!(e.contains("takes only a `name`"), "{e}");
+    let ok = r#"["source",{"run":"init"},{"run":"backup","makes":"s1"},"change",{"run":"backup","name":"b2","makes":"s2"},{"run":"restore","restores":"s2","over":"s1"},"verify"]"#;
+    assert_eq!(problems(ok, false), Vec::<String>::new());
+    let never_made = r#"["source",{"run":"init"},{"run":"backup","makes":"s2"},{"run":"restore","restores":"s2","over":"s1"},"verify"]"#;
+    let found = problems(never_made, false);
+    assert!(found.iter().any(|p| p.contains("s1")), "{found:?}");
+}

@@ -26,6 +26,8 @@ struct CycleState {
     snapshots: BTreeMap<String, Snapshot>,
     /// The manifest of what the last restore put in `{target}`.
     restored: Option<String>,
+    /// The last restore went over an older snapshot's tree (`over:`).
+    restored_over: bool,
     /// Change rounds so far.
     changes: u64,
     /// A git history's series (opened at the first `commit`) and the commit
@@ -45,6 +47,7 @@ impl<'p> Runner<'p> {
             source: GENERATED.to_string(),
             snapshots: BTreeMap::new(),
             restored: None,
+            restored_over: false,
             changes: 0,
             series: None,
             at_commit: 0,
@@ -157,7 +160,8 @@ impl<'p> Runner<'p> {
                     self.source_reusable = false;
                 }
                 let differs = differs(&manifest);
-                self.verify_tree(tc, name, &manifest, &differs, done_with)?
+                let over = std::mem::take(&mut state.restored_over);
+                self.verify_tree(tc, name, &manifest, &differs, over, done_with)?
             }
             ProtocolStep::Run(r) => {
                 if r.optional && !tc.tool.commands.contains_key(&r.command) {
@@ -195,6 +199,13 @@ impl<'p> Runner<'p> {
         if let Some(label) = &r.restores {
             self.empty_target(tc)?;
             state.restored = state.snapshots.get(label).map(|s| s.tree.clone());
+            state.restored_over = r.over.is_some();
+            if let Some(older) = &r.over {
+                let tree = state.snapshots.get(older).map(|s| s.tree.clone());
+                if !self.fill_target_over(tc, r, older, tree.as_deref())? {
+                    return Ok(false);
+                }
+            }
         }
         let outcome = self.tool_step(tc, r, snapshot.as_deref())?;
         if let (true, false, Some(label)) = (outcome.ok, outcome.killed, &r.makes) {

@@ -54,6 +54,7 @@ mod history;
 #[cfg(test)]
 mod interpreter_tests;
 pub(crate) mod real_tree;
+mod restore_over;
 mod same_tree;
 mod source_tree;
 mod tool_step;

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 impl<'p> Runner<'p> {
     /// The verify step of a restore: hashes `{target}` and compares it with
     /// the manifest named `manifest`; `differs` opens the error of a
-    /// mismatch. The trees in `done_with` are removed on another thread while
+    /// mismatch; `over`: the restore went over an older tree, whose extra
+    /// files the tool's mode may keep (reported, not failed). The trees in `done_with` are removed on another thread while
     /// it hashes and after (the caller has checked for a stop request).
     pub(super) fn verify_tree(
         &mut self,
@@ -19,6 +20,7 @@ impl<'p> Runner<'p> {
         name: &Step,
         manifest: &str,
         differs: &str,
+        over: bool,
         done_with: Vec<PathBuf>,
     ) -> Result<bool, Halt> {
         // Beside the hashing, and on until the next timed step needs the disk.
@@ -70,7 +72,10 @@ impl<'p> Runner<'p> {
         });
         rec.wall_secs = started.elapsed().as_secs_f64();
         match result {
-            InProcess::Done(Ok(outcome)) => {
+            InProcess::Done(Ok(mut outcome)) => {
+                if over {
+                    judge_older_files(&mut outcome);
+                }
                 rec.ok = outcome.passed;
                 rec.files = Some(outcome.files_checked);
                 rec.bytes = Some(outcome.bytes_checked);
@@ -96,6 +101,22 @@ impl<'p> Runner<'p> {
         self.append(&rec)?;
         Ok(ok)
     }
+}
+
+/// A restore over an older tree: every file of the snapshot present and
+/// right passes, and whether the older tree's extra files are still there
+/// is said (`older_files`) rather than failed: a tool's documented mode
+/// decides it (borg's `extract` never deletes). A missing or changed file
+/// still fails.
+fn judge_older_files(outcome: &mut labrun_evidence::VerifyOutcome) {
+    if outcome.missing > 0 || outcome.changed > 0 {
+        return;
+    }
+    outcome.older_files = Some(match outcome.extra {
+        0 => labrun_evidence::OlderFiles::Removed,
+        _ => labrun_evidence::OlderFiles::Kept,
+    });
+    outcome.passed = true;
 }
 
 /// A private tree's verify outcome as the evidence may hold it: each
