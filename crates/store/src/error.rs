@@ -19,6 +19,14 @@ pub enum StoreError {
     )]
     BadRun { path: PathBuf, detail: String },
     #[error(
+        "cannot import {path}: it is a variants run (several runs in one), which the store does not take yet; import each variant's run folder (variants/<name>/ inside it) instead"
+    )]
+    VariantsRun { path: PathBuf },
+    #[error(
+        "cannot import {path}: it is still running (no end recorded yet); wait for `labrun bench` to finish (or `labrun bench --attach` it), then run `labrun import` again"
+    )]
+    StillRunning { path: PathBuf },
+    #[error(
         "the results store {path} failed: {source}; nothing of this run was imported (check free disk space and permissions, then run `labrun import` again)"
     )]
     Database {

@@ -8,9 +8,11 @@
 //! two imports of the same run keep one (the digest is the primary key).
 
 mod error;
+mod location;
 mod migrations;
 
 pub use error::StoreError;
+pub use location::{DB_FILE, default_db_path};
 pub use migrations::{MIGRATIONS, latest};
 
 use labrun_report::Sample;
@@ -56,6 +58,12 @@ impl Store {
     /// Opens (or creates) the store whose database is `db_path`; packs go
     /// in `packs/` beside it.
     pub fn open(db_path: &Path) -> Result<Self, StoreError> {
+        if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Keep {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
         let conn = Connection::open(db_path).map_err(|e| db_err(db_path, e))?;
         // Two importers at once wait for each other rather than fail.
         conn.busy_timeout(std::time::Duration::from_secs(30))
@@ -122,7 +130,11 @@ impl Store {
             detail,
         };
         if run.is_dir() {
-            refuse_unfinished(run).map_err(bad)?;
+            if still_running(run).map_err(bad)? {
+                return Err(StoreError::StillRunning {
+                    path: run.to_path_buf(),
+                });
+            }
         }
         let scratch = tempfile::tempdir().map_err(|e| bad(e.to_string()))?;
         let pack_path = if run.is_dir() {
@@ -138,11 +150,9 @@ impl Store {
             .ok_or_else(|| bad("it is neither a run folder nor a pack".into()))?
             .to_string();
         if labrun_report::variants::is_variants_run(opened.dir()) {
-            return Err(bad(
-                "it is a variants run (several runs in one), which the store does not take yet: \
-                 import each variant's run folder (variants/<name>/ inside it) instead"
-                    .into(),
-            ));
+            return Err(StoreError::VariantsRun {
+                path: run.to_path_buf(),
+            });
         }
         let raw = labrun_report::evidence::load(opened.dir()).map_err(|e| bad(e.to_string()))?;
         if raw.records.is_empty() {
@@ -349,16 +359,12 @@ impl Store {
 
 /// A run folder `bench` may still be writing is not imported: its samples
 /// would be a part of the run's, kept as if whole.
-fn refuse_unfinished(run: &Path) -> Result<(), String> {
+fn still_running(run: &Path) -> Result<bool, String> {
     use labrun_report::runs::RunStatus;
-    match labrun_report::runs::status(run, true, std::time::SystemTime::now())? {
-        RunStatus::Running | RunStatus::LostConnection => Err(
-            "it is still running or its end was not recorded yet; wait for `labrun bench` to \
-             finish (or `labrun bench --attach` it)"
-                .into(),
-        ),
-        _ => Ok(()),
-    }
+    Ok(matches!(
+        labrun_report::runs::status(run, true, std::time::SystemTime::now())?,
+        RunStatus::Running | RunStatus::LostConnection
+    ))
 }
 
 fn db_err(path: &Path, source: rusqlite::Error) -> StoreError {
