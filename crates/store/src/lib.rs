@@ -129,12 +129,10 @@ impl Store {
             path: run.to_path_buf(),
             detail,
         };
-        if run.is_dir() {
-            if still_running(run).map_err(bad)? {
-                return Err(StoreError::StillRunning {
-                    path: run.to_path_buf(),
-                });
-            }
+        if run.is_dir() && still_running(run).map_err(bad)? {
+            return Err(StoreError::StillRunning {
+                path: run.to_path_buf(),
+            });
         }
         let scratch = tempfile::tempdir().map_err(|e| bad(e.to_string()))?;
         let pack_path = if run.is_dir() {
