@@ -12,7 +12,7 @@ AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 # path; recipes resolve paths in the shell instead.
 q = '$(subst ','\'',$(1))'
 
-.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-agent-files bench-agent-tree bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push
+.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-agent-files bench-agent-tree bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push bench-store
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -161,5 +161,12 @@ bench-scale: setup build
 ## bench-report: `report` time per record at two sizes of records.jsonl (20, 60 MB,
 ## or LABRUN_BENCH_REPORT_MB=a,b) and their ratio (1 is linear)
 LABRUN_BENCH_REPORT_MB ?= 20,60
+# The results store: import 250, 500 and 1,000 synthetic runs of the default
+# lab's shape (a committed pack, its identity varied), then list them; prints
+# per-run import time and its ratio between sizes (linear is 1.0).
+BENCH_STORE_PACK ?= docs/fidelity/default-20261201T144749Z-2ab023.tar.gz
+bench-store:
+	$(CARGO) run --release -p labrun-store --example bench_store -- "$(BENCH_STORE_PACK)" 250 500 1000
+
 bench-report:
 	LABRUN_BENCH_REPORT_MB=$(LABRUN_BENCH_REPORT_MB) $(CARGO) test --release -p labrun-report --test report_scale -- --ignored --nocapture

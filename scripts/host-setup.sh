@@ -12,6 +12,8 @@ packages=(
   restic borgbackup duplicity openssh-server time zstd lz4 file git procps
   # the stand-in cloud image the tests build (sfdisk; losetup, mount)
   fdisk mount
+  # the results store's PostgreSQL tests start a server on a loopback port
+  postgresql
   # the remote-hypervisor test fixture: a network namespace with a veth pair
   # (ip); its sshd, virt-ssh-helper and session libvirtd come with
   # openssh-server and libvirt-daemon-system above

@@ -85,6 +85,8 @@ pub enum Command {
     Pack(commands::pack::Args),
     /// The runs under results/ (or a folder), newest first, and which compare.
     Runs(commands::runs::Args),
+    /// Finished runs (packs or run folders) into the results store, each once.
+    Import(commands::import::Args),
     /// Man pages and shell completions from this definition (`make install`).
     #[command(hide = true)]
     Generate(commands::generate::Args),

@@ -32,6 +32,7 @@ pub mod request;
 pub mod run_facts;
 pub mod session_file;
 pub mod start;
+pub mod store_import;
 pub mod tail;
 pub mod target_checks;
 pub mod timestamp;

@@ -44,6 +44,12 @@ pub struct Args {
     /// most N when given (0: no number). Judged by the sequential rule.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
     pub until_conclusive: Option<u32>,
+    /// Leave the run out of the results store (by default it is imported
+    /// when the run ends; `labrun import` adds it later).
+    #[arg(long)]
+    pub no_import: bool,
+    #[command(flatten)]
+    pub db: crate::commands::import::DbArg,
     /// Print only warnings and the summary.
     #[arg(long, conflicts_with = "plain")]
     pub quiet: bool,
@@ -61,16 +67,41 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let req = request(ctx, &args);
+    let before = crate::bench::store_import::run_folders(&args.results);
     let result = match &args.attach {
         Some(id) => crate::bench::attach::attach(&req, id, display.as_mut()).await,
         None => crate::bench::start::start(&req, display.as_mut()).await,
     };
+    if result.is_ok() && !args.no_import {
+        import_at_end(&args, &before).await;
+    }
     if args.down
         && let Err(e) = crate::commands::down::take_down(ctx).await
     {
         safe_eprintln!("labrun: warning: `--down` failed: {e:#}; run `labrun down`");
     }
     result
+}
+
+/// The runs this `bench` wrote, into the results store; a failure is a
+/// warning and the run stays in its folder.
+async fn import_at_end(args: &Args, before: &std::collections::BTreeSet<PathBuf>) {
+    let db = match args.db.path() {
+        Ok(db) => db,
+        Err(e) => {
+            safe_eprintln!("labrun: warning: runs not imported: {e:#}");
+            return;
+        }
+    };
+    let (results, before) = (args.results.clone(), before.clone());
+    let warnings = tokio::task::spawn_blocking(move || {
+        crate::bench::store_import::import_new(&db, &results, &before)
+    })
+    .await
+    .unwrap_or_else(|e| vec![format!("not imported: {e}")]);
+    for w in warnings {
+        safe_eprintln!("labrun: warning: {w}");
+    }
 }
 
 /// What the run needs from the command line.

@@ -10,6 +10,7 @@ pub mod fetch;
 pub mod fetch_dataset;
 pub mod generate;
 pub mod image;
+pub mod import;
 pub mod pack;
 pub mod pin;
 pub mod pin_series;
@@ -40,6 +41,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Compare(a) => compare::run(ctx, a).await,
         Command::Pack(a) => pack::run(ctx, a).await,
         Command::Runs(a) => runs::run(ctx, a).await,
+        Command::Import(a) => import::run(ctx, a).await,
         Command::Generate(a) => generate::run(a),
     }
 }

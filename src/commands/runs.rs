@@ -17,12 +17,27 @@ pub struct Args {
     /// One JSON array on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// List the runs of this results store (SQLite file) instead of a
+    /// folder's; `labrun import` fills it.
+    #[arg(
+        long = "db",
+        env = "LABRUN_DB",
+        value_name = "FILE",
+        conflicts_with = "dir"
+    )]
+    pub db: Option<PathBuf>,
+    /// With --db: only runs that ran this tool.
+    #[arg(long, requires = "db")]
+    pub tool: Option<String>,
 }
 
 /// Where `bench` writes its runs unless told otherwise.
 const RESULTS: &str = "results";
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    if let (None, Some(db)) = (&args.dir, args.db.clone()) {
+        return from_store(db, args).await;
+    }
     let given = args.dir.is_some();
     let dir = args.dir.unwrap_or_else(|| PathBuf::from(RESULTS));
     let read = dir.clone();
@@ -125,4 +140,31 @@ fn table(listed: &[Listed]) -> String {
         );
     }
     out
+}
+
+/// The runs of a results store, oldest import first.
+async fn from_store(db: PathBuf, args: Args) -> anyhow::Result<ExitCode> {
+    let filter = labrun_store::RunFilter {
+        tool: args.tool.clone(),
+        run_id_prefix: None,
+    };
+    let stored = tokio::task::spawn_blocking(move || {
+        labrun_store::Store::open(&db).and_then(|s| s.runs(&filter))
+    })
+    .await??;
+    if stored.is_empty() {
+        safe_println!("no runs in the store (`labrun import PACK|RUN_DIR` adds them)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in &stored {
+        let digest = r.digest.get(..12).unwrap_or(&r.digest);
+        safe_println!(
+            "{}  {}  {}  {}",
+            digest,
+            r.run_id,
+            r.imported_at,
+            r.tools.join(",")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@ mod groups;
 mod status;
 
 pub use entry::{RunEntry, ToolVersion};
-pub use status::{ESTIMATE_FILE, RunStatus, SESSION_FILE};
+pub use status::{ESTIMATE_FILE, RunStatus, SESSION_FILE, status};
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};

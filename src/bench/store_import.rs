@@ -1,0 +1,111 @@
+//! `bench` imports the runs it wrote into the results store when it ends.
+//! The run folders written during this `bench` are the ones absent before
+//! it began. An import that fails is a warning, never a lost run: the
+//! folder stays where it is, and the warning says how to import it later.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The run folders in `results` now (none when it does not exist yet).
+pub fn run_folders(results: &Path) -> BTreeSet<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(results) else {
+        return BTreeSet::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| p.join(labrun_report::RAW_DIR).is_dir())
+        .collect()
+}
+
+/// Imports each folder in `results` that `before` did not hold; returns the
+/// warnings to print (one per run that could not be imported).
+pub fn import_new(db: &Path, results: &Path, before: &BTreeSet<PathBuf>) -> Vec<String> {
+    let new: Vec<PathBuf> = run_folders(results)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    if new.is_empty() {
+        return Vec::new();
+    }
+    let later = |dir: &Path| {
+        format!(
+            "the run stays in {}; import it later with `labrun import '{}' --db '{}'`",
+            dir.display(),
+            dir.display(),
+            db.display()
+        )
+    };
+    let mut store = match labrun_store::Store::open(db) {
+        Ok(s) => s,
+        Err(e) => {
+            return new
+                .iter()
+                .map(|d| format!("not imported: {e}; {}", later(d)))
+                .collect();
+        }
+    };
+    new.iter()
+        .filter_map(|d| {
+            store
+                .import(d)
+                .err()
+                .map(|e| format!("not imported: {e}; {}", later(d)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_folder(results: &Path, name: &str) -> PathBuf {
+        let dir = results.join(name);
+        std::fs::create_dir_all(dir.join("raw")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn only_folders_written_since_are_imported_and_a_failure_keeps_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let results = tmp.path().join("results");
+        run_folder(&results, "old");
+        let before = run_folders(&results);
+        // An empty raw/ is no run the store takes: the import fails, and
+        // the warning names the folder it stays in and how to import it.
+        let new = run_folder(&results, "new");
+        let db = tmp.path().join("store/runs.sqlite");
+        let warnings = import_new(&db, &results, &before);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("labrun import"), "{warnings:?}");
+        assert!(
+            warnings[0].contains(&new.display().to_string()),
+            "{warnings:?}"
+        );
+        assert!(!warnings[0].contains("/old"), "{warnings:?}");
+        assert!(new.join("raw").is_dir());
+    }
+
+    #[test]
+    fn a_new_pack_run_folder_is_imported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let results = tmp.path().join("results");
+        std::fs::create_dir_all(&results).unwrap();
+        let before = run_folders(&results);
+        let pack = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/fidelity/default-20261201T144749Z-2ab023.tar.gz");
+        let opened = labrun_report::pack::open(&pack).unwrap();
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(opened.dir())
+            .arg(results.join("run"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let db = tmp.path().join("runs.sqlite");
+        assert!(import_new(&db, &results, &before).is_empty());
+        let store = labrun_store::Store::open(&db).unwrap();
+        assert_eq!(store.runs(&Default::default()).unwrap().len(), 1);
+    }
+}
