@@ -28,6 +28,7 @@ pub mod figures;
 pub mod format;
 pub mod history;
 mod host_noise;
+pub mod machine_class;
 pub mod meter_cost;
 pub mod pack;
 pub mod phase_figures;
@@ -46,6 +47,7 @@ pub use error::{ReportError, Result};
 pub use evidence::{RAW_DIR, TOOL_SOURCES_FILE, ToolSource};
 pub use export::terminal::render_terminal;
 pub use export::{Exporter, exporters, write_all};
+pub use machine_class::MachineClass;
 pub use sample::{Sample, SampleMetadata};
 pub use stats::Stat;
 pub use summary::{
