@@ -3,6 +3,7 @@
 //! it began. An import that fails is a warning, never a lost run: the
 //! folder stays where it is, and the warning says how to import it later.
 
+use labrun_store::Location;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -19,41 +20,55 @@ pub fn run_folders(results: &Path) -> BTreeSet<PathBuf> {
         .collect()
 }
 
-/// Imports each folder in `results` that `before` did not hold; returns the
-/// warnings to print (one per run that could not be imported).
-pub fn import_new(db: &Path, results: &Path, before: &BTreeSet<PathBuf>) -> Vec<String> {
+/// What became of each new run folder.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// One line per run imported.
+    pub imported: Vec<String>,
+    /// One line per run that could not be imported, with how to do it later.
+    pub warnings: Vec<String>,
+}
+
+/// Imports each folder in `results` that `before` did not hold.
+pub fn import_new(store: &Location, results: &Path, before: &BTreeSet<PathBuf>) -> Outcome {
     let new: Vec<PathBuf> = run_folders(results)
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
+    let mut outcome = Outcome::default();
     if new.is_empty() {
-        return Vec::new();
+        return outcome;
     }
     let later = |dir: &Path| {
         format!(
-            "the run stays in {}; import it later with `labrun import '{}' --db '{}'`",
+            "the run stays in {}; import it later with `labrun import '{}' --db '{store}'`",
             dir.display(),
             dir.display(),
-            db.display()
         )
     };
-    let mut store = match labrun_store::Store::open(db) {
+    let mut opened = match labrun_store::Store::connect(store) {
         Ok(s) => s,
         Err(e) => {
-            return new
+            outcome.warnings = new
                 .iter()
                 .map(|d| format!("not imported: {e}; {}", later(d)))
                 .collect();
+            return outcome;
         }
     };
-    new.iter()
-        .filter_map(|d| {
-            store
-                .import(d)
-                .err()
-                .map(|e| format!("not imported: {e}; {}", later(d)))
-        })
-        .collect()
+    for d in &new {
+        match opened.import(d, None) {
+            Ok(i) => outcome.imported.push(format!(
+                "run {} imported into the results store {store} as sha256:{}",
+                d.display(),
+                &i.digest()[..12]
+            )),
+            Err(e) => outcome
+                .warnings
+                .push(format!("not imported: {e}; {}", later(d))),
+        }
+    }
+    outcome
 }
 
 #[cfg(test)]
@@ -75,8 +90,8 @@ mod tests {
         // An empty raw/ is no run the store takes: the import fails, and
         // the warning names the folder it stays in and how to import it.
         let new = run_folder(&results, "new");
-        let db = tmp.path().join("store/runs.sqlite");
-        let warnings = import_new(&db, &results, &before);
+        let db = Location::Sqlite(tmp.path().join("store/runs.sqlite"));
+        let warnings = import_new(&db, &results, &before).warnings;
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("labrun import"), "{warnings:?}");
         assert!(
@@ -103,9 +118,11 @@ mod tests {
             .status()
             .unwrap();
         assert!(status.success());
-        let db = tmp.path().join("runs.sqlite");
-        assert!(import_new(&db, &results, &before).is_empty());
-        let store = labrun_store::Store::open(&db).unwrap();
+        let db = Location::Sqlite(tmp.path().join("runs.sqlite"));
+        let outcome = import_new(&db, &results, &before);
+        assert!(outcome.warnings.is_empty(), "{:?}", outcome.warnings);
+        assert_eq!(outcome.imported.len(), 1);
+        let mut store = labrun_store::Store::connect(&db).unwrap();
         assert_eq!(store.runs(&Default::default()).unwrap().len(), 1);
     }
 }

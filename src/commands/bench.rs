@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long)]
     pub no_import: bool,
     #[command(flatten)]
-    pub db: crate::commands::import::DbArg,
+    pub db: crate::store_location::DbArg,
     /// Print only warnings and the summary.
     #[arg(long, conflicts_with = "plain")]
     pub quiet: bool,
@@ -86,20 +86,31 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 /// The runs this `bench` wrote, into the results store; a failure is a
 /// warning and the run stays in its folder.
 async fn import_at_end(args: &Args, before: &std::collections::BTreeSet<PathBuf>) {
-    let db = match args.db.path() {
+    let db = match args.db.location() {
         Ok(db) => db,
         Err(e) => {
             safe_eprintln!("labrun: warning: runs not imported: {e:#}");
             return;
         }
     };
-    let (results, before) = (args.results.clone(), before.clone());
-    let warnings = tokio::task::spawn_blocking(move || {
-        crate::bench::store_import::import_new(&db, &results, &before)
+    let (results, before, store) = (args.results.clone(), before.clone(), db.clone());
+    let outcome = tokio::task::spawn_blocking(move || {
+        crate::bench::store_import::import_new(&store, &results, &before)
     })
     .await
-    .unwrap_or_else(|e| vec![format!("not imported: {e}")]);
-    for w in warnings {
+    .unwrap_or_else(|e| crate::bench::store_import::Outcome {
+        warnings: vec![format!("not imported: {e}")],
+        ..Default::default()
+    });
+    for line in &outcome.imported {
+        safe_println!("{line}");
+    }
+    if !outcome.imported.is_empty() {
+        safe_println!(
+            "the dashboard of every run in it: `labrun site OUT --db '{db}'` (then open OUT/index.html)"
+        );
+    }
+    for w in outcome.warnings {
         safe_eprintln!("labrun: warning: {w}");
     }
 }

@@ -18,12 +18,24 @@ const NOT_COMPARED: u8 = 2;
 #[derive(clap::Args)]
 pub struct Args {
     /// The run folder (results/<run-id>) or its pack: both tools' run, or
-    /// the baseline's when RUN_B is given.
+    /// the baseline's when RUN_B is given. With --db: a run of the store, by
+    /// its digest (or a prefix) or run id.
     pub run: PathBuf,
     /// A second run folder or pack, the candidate's: an unpaired comparison.
     /// compare.md and compare.json go into the candidate's folder; for a
     /// pack, into a folder named after its run beside the pack.
     pub run_b: Option<PathBuf>,
+    /// RUN and RUN_B are runs of this results store (an SQLite file or
+    /// `postgres://USER@HOST:PORT/DB`; `--db` alone: the default store).
+    /// Their packs are written to results/from-store/, and the comparison
+    /// beside them.
+    #[arg(
+        long = "db",
+        value_name = "FILE|URL",
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
+    pub db: Option<String>,
     /// The baseline tool, e.g. `restic@0.14.0`.
     #[arg(long, requires = "candidate", required_unless_present = "tool")]
     pub baseline: Option<String>,
@@ -103,12 +115,36 @@ impl Args {
 }
 
 /// The baseline's run, then the candidate's if it is another.
-fn open_runs(args: &Args) -> Result<Vec<OpenedRun>, labrun_report::pack::PackError> {
-    let mut opened = vec![labrun_report::pack::open(&args.run)?];
-    if let Some(run_b) = &args.run_b {
+fn open_runs(
+    run: &std::path::Path,
+    run_b: Option<&PathBuf>,
+) -> Result<Vec<OpenedRun>, labrun_report::pack::PackError> {
+    let mut opened = vec![labrun_report::pack::open(run)?];
+    if let Some(run_b) = run_b {
         opened.push(labrun_report::pack::open(run_b)?);
     }
     Ok(opened)
+}
+
+/// Where the packs of runs compared from the store are written.
+const FROM_STORE: &str = "results/from-store";
+
+/// The packs of the store's runs `ids` names, written to [`FROM_STORE`].
+async fn packs_from_store(db: &str, ids: Vec<String>) -> anyhow::Result<Vec<PathBuf>> {
+    let location = crate::store_location::location_of(Some(db))?;
+    let mut store = crate::store_location::open(location).await?;
+    tokio::task::spawn_blocking(move || {
+        let out = PathBuf::from(FROM_STORE);
+        std::fs::create_dir_all(&out)
+            .map_err(|e| anyhow::anyhow!("cannot make {}: {e}", out.display()))?;
+        ids.iter()
+            .map(|id| {
+                let run = store.resolve(id).map_err(anyhow::Error::msg)?;
+                Ok(store.write_pack(&run.digest, &out)?)
+            })
+            .collect()
+    })
+    .await?
 }
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
@@ -118,7 +154,24 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         noise: args.noise,
         ..Settings::default()
     };
-    let opened = match open_runs(&args) {
+    let (run_path, run_b_path) = match &args.db {
+        None => (args.run.clone(), args.run_b.clone()),
+        Some(db) => {
+            let mut ids = vec![args.run.to_string_lossy().into_owned()];
+            ids.extend(args.run_b.iter().map(|r| r.to_string_lossy().into_owned()));
+            match packs_from_store(db, ids).await {
+                Ok(mut packs) => {
+                    let first = packs.remove(0);
+                    (first, packs.pop())
+                }
+                Err(e) => {
+                    safe_eprintln!("labrun: error: {e:#}");
+                    return Ok(ExitCode::from(NOT_COMPARED));
+                }
+            }
+        }
+    };
+    let opened = match open_runs(&run_path, run_b_path.as_ref()) {
         Ok(opened) => opened,
         Err(e) => {
             safe_eprintln!("labrun: error: {e}");

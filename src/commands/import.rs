@@ -1,9 +1,11 @@
-//! `labrun import PACK|RUN_DIR... [--db FILE]`: finished runs into the
-//! results store, each once (by its pack's manifest digest). The store's
-//! own crate does the work ([`labrun_store`]); this file only prints.
+//! `labrun import PACK|RUN_DIR... [--db FILE|URL] [--from ORIGIN]`: finished
+//! runs into the results store, each once (by its pack's manifest digest).
+//! The store's own crate does the work ([`labrun_store`]); this file only
+//! prints.
 
 use crate::context::Context;
-use labrun_store::{Imported, Store};
+use crate::store_location::DbArg;
+use labrun_store::Imported;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -14,50 +16,30 @@ pub struct Args {
     pub runs: Vec<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
-}
-
-/// The store to use: shared by every command that reads or writes it.
-#[derive(clap::Args, Clone)]
-pub struct DbArg {
-    /// The results store's SQLite file. Default: the data folder's
-    /// (`/var/lib/labrun/runs.sqlite` for root, else
-    /// `$XDG_DATA_HOME/labrun/runs.sqlite`).
-    #[arg(long = "db", env = "LABRUN_DB", value_name = "FILE")]
-    pub db: Option<PathBuf>,
-}
-
-impl DbArg {
-    pub fn path(&self) -> anyhow::Result<PathBuf> {
-        match &self.db {
-            Some(p) => Ok(p.clone()),
-            None => labrun_store::default_db_path().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no folder for the results store: neither HOME nor XDG_DATA_HOME is set; pass --db FILE or set LABRUN_DB"
-                )
-            }),
-        }
-    }
+    /// Where the runs came from (e.g. who sent the packs, or their
+    /// machine's name), kept with each; default: this machine's host name.
+    #[arg(long = "from", value_name = "ORIGIN")]
+    pub origin: Option<String>,
 }
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let db = args.db.path()?;
-    let runs = args.runs;
-    let results = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<_>> {
-        let mut store = Store::open(&db)?;
-        Ok(runs
-            .into_iter()
+    let location = args.db.location()?;
+    let (runs, origin) = (args.runs, args.origin);
+    let mut store = crate::store_location::open(location.clone()).await?;
+    let results = tokio::task::spawn_blocking(move || {
+        runs.into_iter()
             .map(|r| {
-                let result = store.import(&r);
+                let result = store.import(&r, origin.as_deref());
                 (r, result)
             })
-            .collect())
+            .collect::<Vec<_>>()
     })
-    .await??;
+    .await?;
     let mut failed = 0;
     for (run, result) in results {
         match result {
             Ok(Imported::Added { digest, samples }) => safe_println!(
-                "imported {} ({samples} samples) as sha256:{digest}",
+                "imported {} ({samples} samples) as sha256:{digest} into {location}",
                 run.display()
             ),
             Ok(Imported::AlreadyPresent { digest }) => safe_println!(
@@ -66,7 +48,7 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             ),
             Err(e) => {
                 failed += 1;
-                safe_eprintln!("{e}");
+                safe_eprintln!("labrun: error: {e}");
             }
         }
     }

@@ -17,18 +17,43 @@ pub struct Args {
     /// One JSON array on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// List the runs of this results store (SQLite file) instead of a
-    /// folder's; `labrun import` fills it.
+    /// List the runs of a results store instead of a folder's: an SQLite
+    /// file or `postgres://USER@HOST:PORT/DB`; `--db` alone: the default
+    /// store. `labrun import` and `bench` fill it.
     #[arg(
         long = "db",
         env = "LABRUN_DB",
-        value_name = "FILE",
+        value_name = "FILE|URL",
+        num_args = 0..=1,
+        default_missing_value = "",
         conflicts_with = "dir"
     )]
-    pub db: Option<PathBuf>,
-    /// With --db: only runs that ran this tool.
+    pub db: Option<String>,
+    #[command(flatten)]
+    pub filter: StoreFilter,
+}
+
+/// Which of a store's runs to list (each only with --db).
+#[derive(clap::Args)]
+pub struct StoreFilter {
+    /// Only runs that ran this tool.
     #[arg(long, requires = "db")]
     pub tool: Option<String>,
+    /// Only runs of the lab of this `name:` (`--lab` names a lab file).
+    #[arg(long = "lab-name", value_name = "NAME", requires = "db")]
+    pub lab_name: Option<String>,
+    /// Only runs whose dataset's description holds this, e.g. `synthetic`.
+    #[arg(long, requires = "db")]
+    pub dataset: Option<String>,
+    /// Only runs whose machine class holds this, e.g. `tcg` or `4 vCPU`.
+    #[arg(long, requires = "db")]
+    pub machine: Option<String>,
+    /// Only runs finished on or after this UTC date or time (`2026-12-01`).
+    #[arg(long, requires = "db")]
+    pub since: Option<String>,
+    /// Only runs finished before this UTC date or time.
+    #[arg(long, requires = "db")]
+    pub until: Option<String>,
 }
 
 /// Where `bench` writes its runs unless told otherwise.
@@ -143,28 +168,71 @@ fn table(listed: &[Listed]) -> String {
 }
 
 /// The runs of a results store, oldest import first.
-async fn from_store(db: PathBuf, args: Args) -> anyhow::Result<ExitCode> {
+async fn from_store(db: String, args: Args) -> anyhow::Result<ExitCode> {
+    let location = crate::store_location::location_of(Some(&db))?;
+    let f = args.filter;
     let filter = labrun_store::RunFilter {
-        tool: args.tool.clone(),
-        run_id_prefix: None,
+        tool: f.tool,
+        lab: f.lab_name,
+        dataset: f.dataset,
+        machine: f.machine,
+        since: f.since,
+        until: f.until,
+        ..Default::default()
     };
-    let stored = tokio::task::spawn_blocking(move || {
-        labrun_store::Store::open(&db).and_then(|s| s.runs(&filter))
-    })
-    .await??;
-    if stored.is_empty() {
-        safe_println!("no runs in the store (`labrun import PACK|RUN_DIR` adds them)");
+    let mut store = crate::store_location::open(location.clone()).await?;
+    let stored = tokio::task::spawn_blocking(move || store.runs(&filter)).await??;
+    if args.json {
+        let json = serde_json::to_string_pretty(&stored.iter().map(as_json).collect::<Vec<_>>())?;
+        println!("{}", labrun_evidence::printable::printable_json(&json));
         return Ok(ExitCode::SUCCESS);
     }
+    if stored.is_empty() {
+        safe_println!(
+            "no runs in the store {location} match (`labrun import PACK|RUN_DIR` adds runs)"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    safe_println!("DIGEST        FINISHED              RUN  TOOLS  MACHINE  FROM");
     for r in &stored {
         let digest = r.digest.get(..12).unwrap_or(&r.digest);
+        let tools: Vec<String> = r
+            .tools
+            .iter()
+            .map(|t| match &t.version {
+                Some(v) => format!("{}@{v}", t.name),
+                None => t.name.clone(),
+            })
+            .collect();
         safe_println!(
-            "{}  {}  {}  {}",
-            digest,
+            "{digest}  {}  {}  {}  {}  {}",
+            r.finished_at.as_deref().unwrap_or("?"),
             r.run_id,
-            r.imported_at,
-            r.tools.join(",")
+            tools.join(","),
+            r.machine_class.as_deref().unwrap_or("?"),
+            r.origin.as_deref().unwrap_or("?"),
         );
     }
+    safe_println!(
+        "{} run(s); compare two with `labrun compare DIGEST DIGEST --db ... --tool NAME`",
+        stored.len()
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// One stored run for `--json`.
+fn as_json(r: &labrun_store::StoredRun) -> serde_json::Value {
+    serde_json::json!({
+        "digest": r.digest,
+        "run_id": r.run_id,
+        "lab": r.lab,
+        "lab_sha256": r.lab_digest,
+        "tools": r.tools.iter().map(|t| serde_json::json!({"name": t.name, "version": t.version})).collect::<Vec<_>>(),
+        "dataset": r.dataset,
+        "machine_class": r.machine_class,
+        "acceleration": r.acceleration,
+        "finished_at": r.finished_at,
+        "imported_at": r.imported_at,
+        "origin": r.origin,
+    })
 }

@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<Result<_, _>>()?;
         let start = Instant::now();
         for r in &runs {
-            store.import(r)?;
+            store.import(r, None)?;
         }
         let import = start.elapsed();
         let start = Instant::now();

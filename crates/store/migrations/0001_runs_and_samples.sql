@@ -15,12 +15,12 @@ CREATE TABLE run_tools (
 );
 CREATE TABLE samples (
     digest  TEXT NOT NULL REFERENCES runs(digest),
-    seq     INTEGER NOT NULL,
+    seq     BIGINT NOT NULL,
     metric  TEXT NOT NULL,
     value   DOUBLE PRECISION NOT NULL,
     unit    TEXT NOT NULL,
     tool    TEXT NOT NULL,
-    cycle   INTEGER NOT NULL,
+    cycle   BIGINT NOT NULL,
     step    TEXT NOT NULL,
     ok      BOOLEAN NOT NULL,
     timed   BOOLEAN NOT NULL,

@@ -1,16 +1,18 @@
 use std::path::PathBuf;
 
+/// `store` is the SQLite file's path or the PostgreSQL URL (which never
+/// holds a password: one is refused).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(
-        "{path} is not a labrun results store ({detail}); point --db at another file, or move this one away to start a new store"
+        "{store} is not a labrun results store ({detail}); point --db at another store, or move this one away to start a new one"
     )]
-    Foreign { path: PathBuf, detail: String },
+    Foreign { store: String, detail: String },
     #[error(
-        "the results store {path} is at schema version {found}, newer than this labrun's {supported}; use a newer labrun, or point --db at another store"
+        "the results store {store} is at schema version {found}, newer than this labrun's {supported}; use a newer labrun, or point --db at another store"
     )]
     Newer {
-        path: PathBuf,
+        store: String,
         found: u32,
         supported: u32,
     },
@@ -27,19 +29,41 @@ pub enum StoreError {
     )]
     StillRunning { path: PathBuf },
     #[error(
-        "the results store {path} failed: {source}; nothing of this run was imported (check free disk space and permissions, then run `labrun import` again)"
+        "the results store {store} failed: {detail}; nothing of this run was imported (check free disk space and permissions, then run `labrun import` again)"
     )]
-    Database {
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
+    Database { store: String, detail: String },
     #[error(
-        "cannot keep the pack in {path}: {source}; nothing of this run was imported (check free disk space and permissions, then run `labrun import` again)"
+        "cannot use {path} for the results store: {source}; check free disk space and permissions, or point --db elsewhere"
     )]
     Keep {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    #[error("the store URL {url} cannot be used: {detail}")]
+    BadUrl { url: String, detail: String },
+    #[error(
+        "cannot reach the PostgreSQL server of {url}: {detail}; check that it runs and that the URL's host and port are right (e.g. postgres://USER@HOST:5432/DB)"
+    )]
+    Unreachable { url: String, detail: String },
+    #[error(
+        "the PostgreSQL server of {url} has no database {database}; create it (`createdb -h HOST -U USER {database}`) or name another in the URL"
+    )]
+    NoDatabase { url: String, database: String },
+    #[error(
+        "the PostgreSQL server of {url} refused user {user}: {detail}; put the password in PGPASSWORD or the pgpass file (~/.pgpass, mode 0600), never in the URL"
+    )]
+    Refused {
+        url: String,
+        user: String,
+        detail: String,
+    },
+    #[error(
+        "the results store {store} holds no pack of run sha256:{digest}{why}; import the run's pack or folder again"
+    )]
+    NoPack {
+        store: String,
+        digest: String,
+        why: &'static str,
     },
 }

@@ -1,27 +1,38 @@
 //! The results store: every finished run, imported once by its pack's
-//! manifest digest, with its tools, dataset, environment and every sample of
-//! every figure, so a comparison can be recomputed from the store alone.
-//! The packs are kept content-addressed beside the database
-//! (`packs/<digest>.tar.gz`), so the database can always be rebuilt.
+//! manifest digest, with its lab, tools, dataset, machine class and every
+//! sample of every figure, so a comparison can be recomputed from the store
+//! alone; and the pack itself, so the store can always be rebuilt.
+//!
+//! One interface, two databases ([`backend`]): an SQLite file by default
+//! (nothing to set up), a PostgreSQL server for a team (`--db
+//! postgres://...`). The same schema ([`migrations`]) and the same
+//! statements ([`queries`]) on both.
 //!
 //! One run is one transaction: a failure leaves nothing of it behind, and
 //! two imports of the same run keep one (the digest is the primary key).
 
+mod backend;
 mod error;
 mod location;
 mod migrations;
+mod pgpass;
+mod queries;
+mod run_facts;
+#[cfg(feature = "test-postgres")]
+pub mod test_support;
 
 pub use error::StoreError;
-pub use location::{DB_FILE, default_db_path};
+pub use location::{DB_FILE, Location, default_db_path};
 pub use migrations::{MIGRATIONS, latest};
 
+use backend::{Backend, Value};
 use labrun_report::Sample;
-use rusqlite::{Connection, OptionalExtension, params};
+use run_facts::RunFacts;
 use std::path::{Path, PathBuf};
 
 /// SQLite's `application_id` for labrun stores: tells ours from any other
 /// SQLite file ("LBRN").
-const APPLICATION_ID: i32 = 0x4C42_524E;
+pub(crate) const APPLICATION_ID: i32 = 0x4C42_524E;
 
 /// What an import did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,99 +43,90 @@ pub enum Imported {
     AlreadyPresent { digest: String },
 }
 
-/// One run as `labrun runs` lists it.
+impl Imported {
+    pub fn digest(&self) -> &str {
+        match self {
+            Imported::Added { digest, .. } | Imported::AlreadyPresent { digest } => digest,
+        }
+    }
+}
+
+/// One tool of a stored run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTool {
+    pub name: String,
+    pub version: Option<String>,
+}
+
+/// One run as the store keeps it (without its samples).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRun {
     pub digest: String,
     pub run_id: String,
-    pub tools: Vec<String>,
+    pub tools: Vec<StoredTool>,
     pub imported_at: String,
+    pub lab: Option<String>,
+    pub lab_digest: Option<String>,
+    /// The plan's dataset, as JSON.
+    pub dataset: Option<String>,
+    /// [`labrun_report::MachineClass`]'s key.
+    pub machine_class: Option<String>,
+    pub acceleration: Option<String>,
+    pub finished_at: Option<String>,
+    /// Where the run came from (`labrun import --from`, else the machine
+    /// that imported it).
+    pub origin: Option<String>,
 }
 
-/// Which runs to list; `None` matches every run.
+/// Which runs to list; each `None` matches every run.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
     pub tool: Option<String>,
     pub run_id_prefix: Option<String>,
+    pub lab: Option<String>,
+    /// A part of the dataset's description (e.g. `synthetic`, `"seed":7`).
+    pub dataset: Option<String>,
+    /// A part of the machine class (e.g. `tcg`, `4 vCPU`).
+    pub machine: Option<String>,
+    /// Finished at or after (RFC 3339 or a prefix of it: `2026-12-01`).
+    pub since: Option<String>,
+    /// Finished before.
+    pub until: Option<String>,
+    pub digest_prefix: Option<String>,
 }
 
 pub struct Store {
-    db_path: PathBuf,
-    packs_dir: PathBuf,
-    conn: Connection,
+    location: Location,
+    backend: Box<dyn Backend>,
 }
 
 impl Store {
-    /// Opens (or creates) the store whose database is `db_path`; packs go
-    /// in `packs/` beside it.
+    /// Opens (or creates) the SQLite store `db_path`.
     pub fn open(db_path: &Path) -> Result<Self, StoreError> {
-        if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::Keep {
-                path: parent.to_path_buf(),
-                source,
-            })?;
-        }
-        let conn = Connection::open(db_path).map_err(|e| db_err(db_path, e))?;
-        // Two importers at once wait for each other rather than fail.
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(|e| db_err(db_path, e))?;
-        let packs_dir = db_path
-            .parent()
-            .unwrap_or_else(|| Path::new("."))
-            .join("packs");
-        let mut store = Store {
-            db_path: db_path.to_path_buf(),
-            packs_dir,
-            conn,
+        Self::connect(&Location::Sqlite(db_path.to_path_buf()))
+    }
+
+    /// Opens the store at `location`, bringing its schema up to date.
+    pub fn connect(location: &Location) -> Result<Self, StoreError> {
+        let backend: Box<dyn Backend> = match location {
+            Location::Sqlite(path) => Box::new(backend::sqlite::Sqlite::open(path)?),
+            Location::Postgres(url) => Box::new(backend::postgres::Postgres::connect(url)?),
         };
-        store.migrate()?;
+        let mut store = Store {
+            location: location.clone(),
+            backend,
+        };
+        store.backend.migrate()?;
         Ok(store)
     }
 
-    fn migrate(&mut self) -> Result<(), StoreError> {
-        let path = self.db_path.clone();
-        let foreign = |detail: String| StoreError::Foreign {
-            path: path.clone(),
-            detail,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| foreign(e.to_string()))?;
-        let app_id: i32 = tx
-            .query_row("PRAGMA application_id", [], |r| r.get(0))
-            .map_err(|e| foreign(e.to_string()))?;
-        let tables: i64 = tx
-            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-            .map_err(|e| foreign(e.to_string()))?;
-        if app_id != APPLICATION_ID && (app_id != 0 || tables != 0) {
-            return Err(foreign("it is another program's SQLite file".into()));
-        }
-        let version: u32 = tx
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| db_err(&path, e))?;
-        if version > latest() {
-            return Err(StoreError::Newer {
-                path,
-                found: version,
-                supported: latest(),
-            });
-        }
-        for sql in &MIGRATIONS[version as usize..] {
-            tx.execute_batch(sql).map_err(|e| db_err(&path, e))?;
-        }
-        // PRAGMAs take no parameters; both values are this crate's numbers.
-        tx.execute_batch(&format!(
-            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {};",
-            latest()
-        ))
-        .map_err(|e| db_err(&path, e))?;
-        tx.commit().map_err(|e| db_err(&path, e))
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
     /// Imports a finished run: a pack, or a run folder (packed first, so
-    /// both get the same address).
-    pub fn import(&mut self, run: &Path) -> Result<Imported, StoreError> {
+    /// both get the same address). `origin` says where it came from.
+    pub fn import(&mut self, run: &Path, origin: Option<&str>) -> Result<Imported, StoreError> {
         let bad = |detail: String| StoreError::BadRun {
             path: run.to_path_buf(),
             detail,
@@ -156,144 +158,148 @@ impl Store {
         if raw.records.is_empty() {
             return Err(bad("it holds no step records".into()));
         }
-        let plan = raw.plan.clone().unwrap_or_default();
-        let run_id = plan
-            .run_id
-            .clone()
-            .unwrap_or_else(|| raw.records[0].run_id.clone());
+        let facts = RunFacts::read(opened.dir(), &raw);
         let samples = labrun_report::sample::from_records(&raw.records);
-        self.keep_pack(&pack_path, &digest)?;
+        // The pack was opened and checked from this file; its bytes go in
+        // the same transaction as its rows.
+        let pack = std::fs::read(&pack_path).map_err(|e| bad(e.to_string()))?;
+        let origin = origin.map(str::to_string).or_else(this_machine);
 
-        let path = self.db_path.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| db_err(&path, e))?;
-        let dataset = plan.dataset.as_ref().map(|d| d.to_string());
-        let environment = raw
-            .environment
-            .as_ref()
-            .and_then(|e| serde_json::to_string(e).ok());
-        let added = tx
-            .execute(
-                "INSERT INTO runs (digest, run_id, dataset, environment, imported_at) \
-                 VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%SZ','now')) \
-                 ON CONFLICT (digest) DO NOTHING",
-                params![digest, run_id, dataset, environment],
-            )
-            .map_err(|e| db_err(&path, e))?;
-        if added == 0 {
-            return Ok(Imported::AlreadyPresent { digest });
-        }
-        for tool in &plan.tools {
-            tx.execute(
-                "INSERT INTO run_tools (digest, name, version) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT DO NOTHING",
-                params![digest, tool.name, tool.version],
-            )
-            .map_err(|e| db_err(&path, e))?;
-        }
-        {
-            let mut insert = tx
-                .prepare(
-                    "INSERT INTO samples (digest, seq, metric, value, unit, tool, cycle, step, ok, timed) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                )
-                .map_err(|e| db_err(&path, e))?;
-            for (seq, s) in samples.iter().enumerate() {
-                let step =
-                    serde_json::to_string(&s.metadata.step).map_err(|e| bad(e.to_string()))?;
-                insert
-                    .execute(params![
-                        digest,
-                        seq as i64,
-                        s.metric,
-                        s.value,
-                        s.unit,
-                        s.metadata.tool,
-                        s.metadata.cycle,
-                        step,
-                        s.metadata.ok,
-                        s.metadata.timed
-                    ])
-                    .map_err(|e| db_err(&path, e))?;
+        self.backend.begin()?;
+        let result = self.insert(&digest, &facts, &samples, pack, origin);
+        match result {
+            Ok(imported) => {
+                self.backend.commit()?;
+                Ok(imported)
+            }
+            Err(e) => {
+                self.backend.rollback();
+                Err(e)
             }
         }
-        tx.commit().map_err(|e| db_err(&path, e))?;
+    }
+
+    fn insert(
+        &mut self,
+        digest: &str,
+        facts: &RunFacts,
+        samples: &[Sample],
+        pack: Vec<u8>,
+        origin: Option<String>,
+    ) -> Result<Imported, StoreError> {
+        let db = &mut self.backend;
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let added = db.execute(
+            queries::INSERT_RUN,
+            &[
+                digest.into(),
+                facts.run_id.clone().into(),
+                facts.dataset.clone().into(),
+                facts.environment.clone().into(),
+                now.into(),
+                facts.lab.clone().into(),
+                facts.lab_digest.clone().into(),
+                facts.machine_class.clone().into(),
+                facts.acceleration.clone().into(),
+                facts.finished_at.clone().into(),
+                origin.into(),
+            ],
+        )?;
+        db.execute(queries::INSERT_PACK, &[digest.into(), Value::Bytes(pack)])?;
+        if added == 0 {
+            return Ok(Imported::AlreadyPresent {
+                digest: digest.to_string(),
+            });
+        }
+        for (name, version) in &facts.tools {
+            db.execute(
+                queries::INSERT_TOOL,
+                &[digest.into(), name.clone().into(), version.clone().into()],
+            )?;
+        }
+        for (seq, s) in samples.iter().enumerate() {
+            let step = serde_json::to_string(&s.metadata.step).map_err(|e| StoreError::BadRun {
+                path: PathBuf::from(&facts.run_id),
+                detail: e.to_string(),
+            })?;
+            db.execute(
+                queries::INSERT_SAMPLE,
+                &[
+                    digest.into(),
+                    Value::Int(seq as i64),
+                    s.metric.clone().into(),
+                    s.value.into(),
+                    s.unit.clone().into(),
+                    s.metadata.tool.clone().into(),
+                    Value::Int(i64::from(s.metadata.cycle)),
+                    step.into(),
+                    s.metadata.ok.into(),
+                    s.metadata.timed.into(),
+                ],
+            )?;
+        }
         Ok(Imported::Added {
-            digest,
+            digest: digest.to_string(),
             samples: samples.len(),
         })
     }
 
-    /// Copies the pack to `packs/<digest>.tar.gz` (beside, then renamed), so
-    /// the store can be rebuilt from its packs.
-    fn keep_pack(&self, pack: &Path, digest: &str) -> Result<(), StoreError> {
-        let keep_err = |source| StoreError::Keep {
-            path: self.packs_dir.clone(),
-            source,
+    /// The pack of run `digest`, byte for byte as imported.
+    pub fn pack(&mut self, digest: &str) -> Result<Vec<u8>, StoreError> {
+        let store = self.location.to_string();
+        let no_pack = |why| StoreError::NoPack {
+            store: store.clone(),
+            digest: digest.to_string(),
+            why,
         };
-        let target = self.packs_dir.join(format!("{digest}.tar.gz"));
-        if target.is_file() {
-            return Ok(());
+        let rows = self.backend.query(queries::PACK, &[digest.into()])?;
+        match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
+            Some(v) => v.bytes().ok_or_else(|| no_pack(" (its pack is not bytes)")),
+            None if self.contains(digest)? => Err(no_pack(
+                " (it was imported by an older labrun, which kept packs beside the database)",
+            )),
+            None => Err(no_pack("")),
         }
-        std::fs::create_dir_all(&self.packs_dir).map_err(keep_err)?;
-        let tmp = tempfile::NamedTempFile::new_in(&self.packs_dir).map_err(keep_err)?;
-        std::fs::copy(pack, tmp.path()).map_err(keep_err)?;
-        tmp.persist(&target).map_err(|e| keep_err(e.error))?;
-        Ok(())
     }
 
-    /// Where the pack of run `digest` is kept.
-    pub fn pack_path(&self, digest: &str) -> PathBuf {
-        self.packs_dir.join(format!("{digest}.tar.gz"))
+    /// Writes the pack of run `digest` into `dir` as `<digest>.tar.gz`.
+    pub fn write_pack(&mut self, digest: &str, dir: &Path) -> Result<PathBuf, StoreError> {
+        let bytes = self.pack(digest)?;
+        let path = dir.join(format!("{digest}.tar.gz"));
+        std::fs::write(&path, bytes).map_err(|source| StoreError::Keep {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
     }
 
     /// Every sample of run `digest`, in the order the run recorded them.
-    pub fn samples(&self, digest: &str) -> Result<Vec<Sample>, StoreError> {
-        let path = &self.db_path;
-        let mut q = self
-            .conn
-            .prepare(
-                "SELECT s.metric, s.value, s.unit, s.tool, s.cycle, s.step, s.ok, s.timed, r.run_id \
-                 FROM samples s JOIN runs r ON r.digest = s.digest \
-                 WHERE s.digest = ?1 ORDER BY s.seq",
-            )
-            .map_err(|e| db_err(path, e))?;
-        let rows = q
-            .query_map(params![digest], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, f64>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, u32>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, bool>(6)?,
-                    r.get::<_, bool>(7)?,
-                    r.get::<_, String>(8)?,
-                ))
-            })
-            .map_err(|e| db_err(path, e))?;
-        let mut samples = Vec::new();
+    pub fn samples(&mut self, digest: &str) -> Result<Vec<Sample>, StoreError> {
+        let store = self.location.to_string();
+        let unreadable = |what: &str| StoreError::Foreign {
+            store: store.clone(),
+            detail: format!("a sample's {what} does not read"),
+        };
+        let rows = self.backend.query(queries::SAMPLES, &[digest.into()])?;
+        let mut samples = Vec::with_capacity(rows.len());
         for row in rows {
-            let (metric, value, unit, tool, cycle, step, ok, timed, run_id) =
-                row.map_err(|e| db_err(path, e))?;
-            let step = serde_json::from_str(&step).map_err(|e| StoreError::Foreign {
-                path: path.clone(),
-                detail: format!("a sample's step does not read: {e}"),
-            })?;
+            let [metric, value, unit, tool, cycle, step, ok, timed, run_id] =
+                <[Value; 9]>::try_from(row).map_err(|_| unreadable("row"))?;
+            let step = step.text().ok_or_else(|| unreadable("step"))?;
             samples.push(Sample {
-                metric,
-                value,
-                unit,
+                metric: metric.text().ok_or_else(|| unreadable("metric"))?,
+                value: value.real().ok_or_else(|| unreadable("value"))?,
+                unit: unit.text().ok_or_else(|| unreadable("unit"))?,
                 metadata: labrun_report::SampleMetadata {
-                    tool,
-                    cycle,
-                    step,
-                    run_id,
-                    ok,
-                    timed,
+                    tool: tool.text().ok_or_else(|| unreadable("tool"))?,
+                    cycle: cycle
+                        .int()
+                        .and_then(|c| u32::try_from(c).ok())
+                        .ok_or_else(|| unreadable("cycle"))?,
+                    step: serde_json::from_str(&step).map_err(|_| unreadable("step"))?,
+                    run_id: run_id.text().ok_or_else(|| unreadable("run id"))?,
+                    ok: ok.bool().ok_or_else(|| unreadable("ok"))?,
+                    timed: timed.bool().ok_or_else(|| unreadable("timed"))?,
                 },
             });
         }
@@ -301,57 +307,107 @@ impl Store {
     }
 
     /// The runs that match `filter`, oldest import first.
-    pub fn runs(&self, filter: &RunFilter) -> Result<Vec<StoredRun>, StoreError> {
-        let path = &self.db_path;
-        // Filters are bound parameters: strings from packs are data, never SQL.
-        let mut q = self
-            .conn
-            .prepare(
-                "SELECT r.digest, r.run_id, r.imported_at FROM runs r \
-                 WHERE (?1 IS NULL OR EXISTS (SELECT 1 FROM run_tools t WHERE t.digest = r.digest AND t.name = ?1)) \
-                 AND (?2 IS NULL OR substr(r.run_id, 1, length(?2)) = ?2) \
-                 ORDER BY r.imported_at, r.run_id, r.digest",
-            )
-            .map_err(|e| db_err(path, e))?;
-        let rows: Vec<(String, String, String)> = q
-            .query_map(params![filter.tool, filter.run_id_prefix], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .map_err(|e| db_err(path, e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| db_err(path, e))?;
-        let mut tools_q = self
-            .conn
-            .prepare("SELECT name FROM run_tools WHERE digest = ?1 ORDER BY name")
-            .map_err(|e| db_err(path, e))?;
+    pub fn runs(&mut self, filter: &RunFilter) -> Result<Vec<StoredRun>, StoreError> {
+        // Filters are bound parameters: strings from users and packs are
+        // data, never SQL.
+        let params: Vec<Value> = [
+            &filter.tool,
+            &filter.run_id_prefix,
+            &filter.lab,
+            &filter.dataset,
+            &filter.machine,
+            &filter.since,
+            &filter.until,
+            &filter.digest_prefix,
+        ]
+        .into_iter()
+        .map(|f| f.clone().filter(|s| !s.is_empty()).into())
+        .collect();
+        let rows = self.backend.query(queries::RUNS, &params)?;
         let mut out = Vec::with_capacity(rows.len());
-        for (digest, run_id, imported_at) in rows {
-            let tools = tools_q
-                .query_map(params![digest], |r| r.get(0))
-                .map_err(|e| db_err(path, e))?
-                .collect::<Result<Vec<String>, _>>()
-                .map_err(|e| db_err(path, e))?;
+        for row in rows {
+            let mut v = row.into_iter().map(Value::text);
+            let mut next = || v.next().flatten();
+            let digest = next().unwrap_or_default();
+            let run_id = next().unwrap_or_default();
+            let imported_at = next().unwrap_or_default();
+            let tools = self
+                .backend
+                .query(queries::TOOLS, &[digest.clone().into()])?
+                .into_iter()
+                .map(|t| {
+                    let mut t = t.into_iter().map(Value::text);
+                    StoredTool {
+                        name: t.next().flatten().unwrap_or_default(),
+                        version: t.next().flatten(),
+                    }
+                })
+                .collect();
             out.push(StoredRun {
                 digest,
                 run_id,
                 tools,
                 imported_at,
+                lab: next(),
+                lab_digest: next(),
+                dataset: next(),
+                machine_class: next(),
+                acceleration: next(),
+                finished_at: next(),
+                origin: next(),
             });
         }
         Ok(out)
     }
 
+    /// The one run `id` names: a digest or its prefix (`sha256:` optional),
+    /// or a run id. Several or none is an error that lists what matched.
+    pub fn resolve(&mut self, id: &str) -> Result<StoredRun, String> {
+        let id = id.strip_prefix("sha256:").unwrap_or(id);
+        let by = |filter: RunFilter, this: &mut Self| this.runs(&filter).map_err(|e| e.to_string());
+        let mut found = by(
+            RunFilter {
+                digest_prefix: Some(id.to_string()),
+                ..RunFilter::default()
+            },
+            self,
+        )?;
+        if found.is_empty() {
+            found = by(
+                RunFilter {
+                    run_id_prefix: Some(id.to_string()),
+                    ..RunFilter::default()
+                },
+                self,
+            )?
+            .into_iter()
+            .filter(|r| r.run_id == id)
+            .collect();
+        }
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => Err(format!(
+                "no run in the store {} is {id}; `labrun runs --db ...` lists them",
+                self.location
+            )),
+            n => Err(format!(
+                "{n} runs in the store {} match {id} ({}); give more of the digest",
+                self.location,
+                found
+                    .iter()
+                    .map(|r| format!("sha256:{}", &r.digest[..r.digest.len().min(12)]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
     /// Whether the store holds run `digest`.
-    pub fn contains(&self, digest: &str) -> Result<bool, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT 1 FROM runs WHERE digest = ?1",
-                params![digest],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|o| o.is_some())
-            .map_err(|e| db_err(&self.db_path, e))
+    pub fn contains(&mut self, digest: &str) -> Result<bool, StoreError> {
+        Ok(!self
+            .backend
+            .query(queries::HAS_RUN, &[digest.into()])?
+            .is_empty())
     }
 }
 
@@ -365,9 +421,10 @@ fn still_running(run: &Path) -> Result<bool, String> {
     ))
 }
 
-fn db_err(path: &Path, source: rusqlite::Error) -> StoreError {
-    StoreError::Database {
-        path: path.to_path_buf(),
-        source,
-    }
+/// This machine's host name: a run's origin when the importer names none.
+fn this_machine() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
 }

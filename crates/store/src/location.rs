@@ -4,6 +4,39 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
+/// Which store: an SQLite file, or a PostgreSQL server by URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// `postgres://` or `postgresql://` URL, without a password.
+    Postgres(String),
+}
+
+impl Location {
+    /// `--db VALUE`: a PostgreSQL URL, else a path to an SQLite file.
+    pub fn parse(value: &str) -> Self {
+        if value.starts_with("postgres://") || value.starts_with("postgresql://") {
+            Location::Postgres(value.to_string())
+        } else {
+            Location::Sqlite(PathBuf::from(value))
+        }
+    }
+
+    /// The default store (see [`default_db_path`]).
+    pub fn default_sqlite() -> Option<Self> {
+        default_db_path().map(Location::Sqlite)
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(p) => write!(f, "{}", p.display()),
+            Location::Postgres(url) => f.write_str(url),
+        }
+    }
+}
+
 /// The database file's name inside the data folder.
 pub const DB_FILE: &str = "runs.sqlite";
 
