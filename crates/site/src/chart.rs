@@ -10,8 +10,8 @@ use labrun_report::export::html_markup::text;
 use labrun_report::figures::Unit;
 use std::fmt::Write;
 
-const WIDTH: f64 = 760.0;
-const HEIGHT: f64 = 270.0;
+const WIDTH: f64 = 620.0;
+const HEIGHT: f64 = 250.0;
 const LEFT: f64 = 90.0;
 const RIGHT: f64 = 30.0;
 const TOP: f64 = 34.0;

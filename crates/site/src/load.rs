@@ -54,6 +54,13 @@ fn one(store: &Store, stored: &StoredRun) -> Result<SiteRun, String> {
         return Err("its identity is not a SHA-256 digest".into());
     }
     let pack = store.pack_path(&stored.digest);
+    // A missing file would be read as a run folder: say what is missing.
+    if !pack.is_file() {
+        return Err(format!(
+            "its kept pack {} is missing; import the run again to keep it",
+            pack.display()
+        ));
+    }
     let opened = labrun_report::pack::open(&pack).map_err(|e| {
         format!(
             "its kept pack {} does not read ({e}); import the run again to keep it",

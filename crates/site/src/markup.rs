@@ -68,10 +68,6 @@ pub fn paragraph(t: &str) -> String {
     format!("<p>{}</p>\n", text(t))
 }
 
-pub fn heading(t: &str) -> String {
-    format!("<h3>{}</h3>\n", text(t))
-}
-
 /// A link as a paragraph of its own.
 pub fn link(href: &str, t: &str) -> String {
     format!("<p><a href=\"{}\">{}</a></p>\n", text(href), text(t))

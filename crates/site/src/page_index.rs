@@ -106,7 +106,7 @@ fn cell(line: &Line, runs: &[SiteRun]) -> Cell {
             if n == 1 { "" } else { "s" },
             r.version_of(&line.key.tool)
                 .map_or(String::new(), |v| format!("{v} ")),
-            r.date()
+            r.date().get(..10).unwrap_or("-")
         ),
         None => "-".into(),
     };

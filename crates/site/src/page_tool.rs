@@ -6,7 +6,7 @@
 use crate::chart::{ChartPoint, trend_svg};
 use crate::lines::Line;
 use crate::load::SiteRun;
-use crate::markup::{Cell, heading, link, page, paragraph, section, table};
+use crate::markup::{Cell, link, page, paragraph, section, table};
 use crate::names;
 
 /// From a tool's page (`tools/`) to the site's root.
@@ -42,9 +42,12 @@ pub fn render(tool: &str, lines: &[&Line], runs: &[SiteRun]) -> String {
     page(&format!("labrun site: {tool}"), &sections)
 }
 
+/// `0.19.1, 2026-12-02T05:11:07Z`: adjacent runs may share a version.
 fn point_label(run: &SiteRun, tool: &str) -> String {
-    run.version_of(tool)
-        .map_or_else(|| run.date(), str::to_string)
+    match run.version_of(tool) {
+        Some(v) => format!("{v}, {}", run.date()),
+        None => run.date(),
+    }
 }
 
 fn report_href(run: &SiteRun) -> String {
@@ -94,69 +97,72 @@ fn flagged(lines: &[&Line], runs: &[SiteRun]) -> String {
 
 fn line_body(line: &Line, runs: &[SiteRun]) -> String {
     let tool = &line.key.tool;
-    let mut out = String::new();
+    let anchor = names::line_anchor(&line.key.dataset, &line.key.class);
+    let mut out =
+        String::from("<div class=\"charts\" style=\"display:flex;flex-wrap:wrap;gap:0 1.5rem\">\n");
     for series in &line.series {
-        let unit = series.measure.unit();
         let points: Vec<ChartPoint> = line
             .runs
             .iter()
             .zip(&series.points)
             .map(|(&i, stat)| ChartPoint {
-                label: point_label(&runs[i], tool),
+                label: runs[i]
+                    .version_of(tool)
+                    .map_or_else(|| runs[i].date(), str::to_string),
                 stat: *stat,
                 href: report_href(&runs[i]),
                 digest: runs[i].digest.clone(),
             })
             .collect();
-        out.push_str(&heading(series.measure.title));
         out.push_str(&format!(
-            "<figure id=\"{}-{}\">{}</figure>\n",
-            names::line_anchor(&line.key.dataset, &line.key.class),
+            "<figure id=\"{anchor}-{}\">{}</figure>\n",
             series.measure.id,
-            trend_svg(series.measure.title, unit, &points, &series.changes)
+            trend_svg(
+                series.measure.title,
+                series.measure.unit(),
+                &points,
+                &series.changes
+            )
         ));
-        let rows: Vec<Vec<Cell>> = line
-            .runs
-            .iter()
-            .enumerate()
-            .map(|(n, &i)| {
-                let run = &runs[i];
-                let stat = series.points[n];
+    }
+    out.push_str("</div>\n");
+    let mut header = vec!["version", "date"];
+    header.extend(line.series.iter().map(|s| s.measure.title));
+    header.push("report");
+    let rows: Vec<Vec<Cell>> = line
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(n, &i)| {
+            let run = &runs[i];
+            let mut row = vec![
+                Cell::Text(run.version_of(tool).unwrap_or("-").into()),
+                Cell::Text(run.date()),
+            ];
+            row.extend(line.series.iter().map(|series| {
+                let unit = series.measure.unit();
+                let shown = series.points[n].map_or_else(|| "-".into(), |s| unit.range(&s));
                 let change = n
                     .checked_sub(1)
                     .and_then(|p| series.changes.get(p))
                     .and_then(Option::as_ref);
-                vec![
-                    Cell::Text(run.version_of(tool).unwrap_or("-").into()),
-                    Cell::Text(run.date()),
-                    Cell::Figure {
-                        text: stat.map_or_else(|| "-".into(), |s| unit.range(&s)),
-                        sort: stat.map(|s| s.median),
+                match change {
+                    Some(c) if c.flagged() => {
+                        Cell::Flag(format!("{shown}; {} {}", c.word, c.ratio_text()))
+                    }
+                    _ => Cell::Figure {
+                        text: shown,
+                        sort: series.points[n].map(|s| s.median),
                     },
-                    match change {
-                        Some(c) if c.flagged() => {
-                            Cell::Flag(format!("{}, {}", c.word, c.ratio_text()))
-                        }
-                        Some(c) => Cell::Text(format!("{}, {}", c.word, c.ratio_text())),
-                        None => Cell::Text("-".into()),
-                    },
-                    Cell::Link {
-                        href: report_href(run),
-                        text: run.run_id.clone(),
-                    },
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "version",
-                "date",
-                "median, range",
-                "against the run before",
-                "report",
-            ],
-            &rows,
-        ));
-    }
+                }
+            }));
+            row.push(Cell::Link {
+                href: report_href(run),
+                text: run.run_id.clone(),
+            });
+            row
+        })
+        .collect();
+    out.push_str(&table(&header, &rows));
     out
 }
