@@ -30,7 +30,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let tool = TOOLS[i % TOOLS.len()];
             let mut s = Synth::new(tool, &format!("1.{}.0", i / TOOLS.len()), i);
             // Every tenth release is slower: the site has flags to draw.
-            s.slowdown = if (i / TOOLS.len()) % 10 == 9 { 1.5 } else { 1.0 };
+            s.slowdown = if (i / TOOLS.len()) % 10 == 9 {
+                1.5
+            } else {
+                1.0
+            };
             store.import(&template.make(&tmp.path().join("runs"), &s))?;
         }
         let start = Instant::now();

@@ -108,6 +108,10 @@ pub fn of(runs: &[SiteRun], settings: &Settings) -> Vec<Line> {
         .collect()
 }
 
+/// A run's place in its line: version (when the line orders by it), date,
+/// digest, and the run's index.
+type OrderKey<'a> = (Option<Vec<u64>>, Option<u64>, &'a str, usize);
+
 /// By version when every run of the line names one that reads as numbers
 /// (`0.19.1`, `v1.4.5`, `0.14.0-1`), else by date; then by date and digest,
 /// so the order is total and the same on every build.
@@ -117,7 +121,7 @@ fn order(runs: &[SiteRun], tool: &str, members: &mut [usize]) {
         .map(|&i| runs[i].version_of(tool).and_then(version_key))
         .collect();
     let by_version = keys.iter().all(Option::is_some);
-    let mut keyed: Vec<(Option<Vec<u64>>, Option<u64>, &str, usize)> = members
+    let mut keyed: Vec<OrderKey> = members
         .iter()
         .zip(keys)
         .map(|(&i, k)| {

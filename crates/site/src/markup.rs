@@ -54,9 +54,9 @@ pub fn table(header: &[&str], rows: &[Vec<Cell>]) -> String {
         out.push_str("</tr>\n");
     }
     if rows.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<tr><td colspan=\"{}\">none</td></tr>\n",
+            "<tr><td colspan=\"{}\">none</td></tr>",
             header.len().max(1)
         );
     }
