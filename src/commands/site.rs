@@ -52,3 +52,40 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     );
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> Context {
+        Context {
+            lab_path: "lab.yaml".into(),
+            mirror: None,
+            cache_dir: "/nonexistent/cache".into(),
+            state_root: "/nonexistent/state".into(),
+            host: None,
+            force_host: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_that_does_not_exist_is_not_made_and_the_error_says_to_import() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("runs.sqlite");
+        let out = tmp.path().join("site");
+        let err = run(
+            &context(),
+            Args {
+                out: out.clone(),
+                db: DbArg {
+                    db: Some(db.clone()),
+                },
+            },
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("import runs first"), "{err}");
+        assert!(!db.exists(), "no empty store is made");
+        assert!(!out.exists(), "no site is written");
+    }
+}
