@@ -12,7 +12,7 @@ AGENT := $(TARGET_DIR)/$(AGENT_TARGET)/release/labrun-agent
 # path; recipes resolve paths in the shell instead.
 q = '$(subst ','\'',$(1))'
 
-.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-agent-files bench-agent-tree bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push bench-store
+.PHONY: test test-fast setup lint agent build install install-files bench bench-agent bench-agent-files bench-agent-tree bench-unpack bench-vm bench-overhead bench-scale bench-pool bench-report bench-push bench-store bench-site site
 
 # Two tiers. A test that needs a VM, libvirt or QEMU, a network namespace,
 # root (a mount, a cgroup) or a toolchain build (Go/cargo builds), or that
@@ -167,6 +167,20 @@ LABRUN_BENCH_REPORT_MB ?= 20,60
 BENCH_STORE_PACK ?= docs/fidelity/default-20261201T144749Z-2ab023.tar.gz
 bench-store:
 	$(CARGO) run --release -p labrun-store --example bench_store -- "$(BENCH_STORE_PACK)" 250 500 1000
+
+# The site: build it from 250, 500 and 1,000 synthetic runs (a committed
+# run of the default lab, one tool kept, its version and speed varied) in
+# one process, side by side; prints the time per run and its ratio between
+# sizes (linear is 1.0). Target: 1,000 runs under a minute.
+bench-site:
+	$(CARGO) run --release -p labrun-site --example bench_site -- 250 500 1000
+
+## site: the project's own site (SITE=site/ by default, git-ignored) from the
+## runs committed under docs/, through a throwaway store; open SITE/index.html
+SITE ?= site
+site:
+	$(CARGO) build --release -p labrun --bin labrun
+	bash scripts/site.sh $(call q,$(LABRUN)) $(call q,$(SITE))
 
 bench-report:
 	LABRUN_BENCH_REPORT_MB=$(LABRUN_BENCH_REPORT_MB) $(CARGO) test --release -p labrun-report --test report_scale -- --ignored --nocapture

@@ -87,6 +87,8 @@ pub enum Command {
     Runs(commands::runs::Args),
     /// Finished runs (packs or run folders) into the results store, each once.
     Import(commands::import::Args),
+    /// A static site of the results store: tools x datasets x machine classes, trends, tools side by side.
+    Site(commands::site::Args),
     /// Man pages and shell completions from this definition (`make install`).
     #[command(hide = true)]
     Generate(commands::generate::Args),

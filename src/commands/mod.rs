@@ -16,6 +16,7 @@ pub mod pin;
 pub mod pin_series;
 pub mod report;
 pub mod runs;
+pub mod site;
 pub mod ssh;
 pub mod status;
 pub mod up;
@@ -42,6 +43,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Pack(a) => pack::run(ctx, a).await,
         Command::Runs(a) => runs::run(ctx, a).await,
         Command::Import(a) => import::run(ctx, a).await,
+        Command::Site(a) => site::run(ctx, a).await,
         Command::Generate(a) => generate::run(a),
     }
 }

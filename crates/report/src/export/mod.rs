@@ -9,7 +9,7 @@ pub mod escape;
 pub mod fidelity;
 pub mod history;
 pub mod html;
-pub(crate) mod html_markup;
+pub mod html_markup;
 mod html_sections;
 pub mod json;
 pub mod markdown;

@@ -1,0 +1,146 @@
+//! The store's runs as the site shows them: each read from its kept pack
+//! exactly as `labrun report` reads it (the pack checked against its
+//! manifest, the evidence loaded, the summary made), with its dataset and
+//! its machine class ([`MachineClass::of`], the one rule).
+
+use labrun_report::evidence::RawRun;
+use labrun_report::{MachineClass, Summary};
+use labrun_store::{RunFilter, Store, StoredRun};
+
+/// One run of the store, read.
+pub struct SiteRun {
+    /// The pack's manifest digest (hex): the run's identity and its folder
+    /// in the site (`runs/<digest>/`).
+    pub digest: String,
+    pub run_id: String,
+    /// When its first step started (the records' clock), if recorded.
+    pub started_unix_ms: Option<u64>,
+    /// The dataset as the plan gave it, one line: runs of different
+    /// datasets are never put in one line or verdict.
+    pub dataset: String,
+    pub class: MachineClass,
+    pub summary: Summary,
+    /// The evidence itself: compare's rule reads it.
+    pub raw: RawRun,
+}
+
+/// A run of the store the site could not show, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub digest: String,
+    pub reason: String,
+}
+
+/// Every run of the store, read; the ones that do not read are left out,
+/// each with its reason (the store and its packs are never changed).
+pub fn all(store: &Store) -> Result<(Vec<SiteRun>, Vec<Skipped>), labrun_store::StoreError> {
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    for stored in store.runs(&RunFilter::default())? {
+        match one(store, &stored) {
+            Ok(run) => runs.push(run),
+            Err(reason) => skipped.push(Skipped {
+                digest: stored.digest,
+                reason,
+            }),
+        }
+    }
+    Ok((runs, skipped))
+}
+
+fn one(store: &Store, stored: &StoredRun) -> Result<SiteRun, String> {
+    // The digest names a folder of the site: only a SHA-256 in hex may.
+    if stored.digest.len() != 64 || !stored.digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("its identity is not a SHA-256 digest".into());
+    }
+    let pack = store.pack_path(&stored.digest);
+    // A missing file would be read as a run folder: say what is missing.
+    if !pack.is_file() {
+        return Err(format!(
+            "its kept pack {} is missing; import the run again to keep it",
+            pack.display()
+        ));
+    }
+    let opened = labrun_report::pack::open(&pack).map_err(|e| {
+        format!(
+            "its kept pack {} does not read ({e}); import the run again to keep it",
+            pack.display()
+        )
+    })?;
+    let raw = labrun_report::evidence::load(opened.dir()).map_err(|e| e.to_string())?;
+    let summary = labrun_report::summarize_raw(raw.clone());
+    let dataset = raw
+        .plan
+        .as_ref()
+        .and_then(|p| p.dataset.as_ref())
+        .map_or_else(|| "dataset not recorded".to_string(), dataset_label);
+    let class = raw
+        .environment
+        .as_ref()
+        .map(MachineClass::of)
+        .unwrap_or_default();
+    let started_unix_ms = raw
+        .records
+        .iter()
+        .map(|r| r.started_unix_ms)
+        .filter(|&ms| ms > 0)
+        .min();
+    Ok(SiteRun {
+        digest: stored.digest.clone(),
+        run_id: summary.run_id.clone(),
+        started_unix_ms,
+        dataset,
+        class,
+        summary,
+        raw,
+    })
+}
+
+/// The plan's dataset as one line: `key=value` pairs in the plan's key
+/// order, or the value itself.
+pub fn dataset_label(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl SiteRun {
+    /// The version the run's plan gave `tool`, if any.
+    pub fn version_of(&self, tool: &str) -> Option<&str> {
+        self.summary
+            .tools
+            .iter()
+            .find(|t| t.tool == tool)
+            .and_then(|t| t.version.as_deref())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The tools the run measured (a noise floor's A/A copy is not one).
+    pub fn tools(&self) -> impl Iterator<Item = &str> {
+        self.summary
+            .tools
+            .iter()
+            .filter(|t| t.noise_floor_of.is_none())
+            .map(|t| t.tool.as_str())
+    }
+
+    /// `2026-12-01T14:47:49Z`, or `-` when the records have no clock.
+    pub fn date(&self) -> String {
+        self.started_unix_ms.map_or_else(
+            || "-".to_string(),
+            |ms| {
+                let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+                humantime::format_rfc3339_seconds(t).to_string()
+            },
+        )
+    }
+}

@@ -1,0 +1,91 @@
+//! `labrun site OUT [--db FILE]`: a static site of the results store. The
+//! site's own crate does the work ([`labrun_site`]); this file only reads
+//! the arguments and prints.
+
+use crate::commands::import::DbArg;
+use crate::context::Context;
+use labrun_store::Store;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The folder to write the site into: new, empty, or a site an earlier
+    /// `labrun site` wrote (replaced whole). Any other folder is refused.
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let db = args.db.path()?;
+    if !db.is_file() {
+        anyhow::bail!(
+            "no results store at {}: import runs first (`labrun import PACK|RUN_DIR --db {}`), or pass the store with --db FILE or LABRUN_DB",
+            db.display(),
+            db.display()
+        );
+    }
+    let out = args.out;
+    let built = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let store = Store::open(&db)?;
+        Ok(labrun_site::build(&store, &out)?)
+    })
+    .await??;
+    for s in &built.skipped {
+        safe_eprintln!(
+            "warning: run sha256:{} left out of the site: {}",
+            s.digest,
+            s.reason
+        );
+    }
+    safe_println!(
+        "wrote {} pages of {} runs to {}",
+        built.pages.len(),
+        built.runs,
+        built.out.display()
+    );
+    safe_println!(
+        "open {}",
+        built.out.join(labrun_site::names::INDEX).display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> Context {
+        Context {
+            lab_path: "lab.yaml".into(),
+            mirror: None,
+            cache_dir: "/nonexistent/cache".into(),
+            state_root: "/nonexistent/state".into(),
+            host: None,
+            force_host: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_that_does_not_exist_is_not_made_and_the_error_says_to_import() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("runs.sqlite");
+        let out = tmp.path().join("site");
+        let err = run(
+            &context(),
+            Args {
+                out: out.clone(),
+                db: DbArg {
+                    db: Some(db.clone()),
+                },
+            },
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("import runs first"), "{err}");
+        assert!(!db.exists(), "no empty store is made");
+        assert!(!out.exists(), "no site is written");
+    }
+}
