@@ -2,9 +2,9 @@
 //! site's own crate does the work ([`labrun_site`]); this file only reads
 //! the arguments and prints.
 
-use crate::commands::import::DbArg;
 use crate::context::Context;
-use labrun_store::Store;
+use crate::store_location::DbArg;
+use labrun_store::{Location, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,18 +19,20 @@ pub struct Args {
 }
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let db = args.db.path()?;
-    if !db.is_file() {
+    let db = args.db.location()?;
+    if let Location::Sqlite(file) = &db
+        && !file.is_file()
+    {
         anyhow::bail!(
-            "no results store at {}: import runs first (`labrun import PACK|RUN_DIR --db {}`), or pass the store with --db FILE or LABRUN_DB",
-            db.display(),
-            db.display()
+            "no results store at {}: import runs first (`labrun import PACK|RUN_DIR --db {}`), or pass the store with --db FILE|URL or LABRUN_DB",
+            file.display(),
+            file.display()
         );
     }
     let out = args.out;
     let built = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let store = Store::open(&db)?;
-        Ok(labrun_site::build(&store, &out)?)
+        let mut store = Store::connect(&db)?;
+        Ok(labrun_site::build(&mut store, &out)?)
     })
     .await??;
     for s in &built.skipped {
@@ -78,7 +80,7 @@ mod tests {
             Args {
                 out: out.clone(),
                 db: DbArg {
-                    db: Some(db.clone()),
+                    db: Some(db.display().to_string()),
                 },
             },
         )

@@ -35,10 +35,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             } else {
                 1.0
             };
-            store.import(&template.make(&tmp.path().join("runs"), &s))?;
+            store.import(&template.make(&tmp.path().join("runs"), &s), None)?;
         }
         let start = Instant::now();
-        let built = labrun_site::build(&store, &tmp.path().join("site"))?;
+        let built = labrun_site::build(&mut store, &tmp.path().join("site"))?;
         let took = start.elapsed().as_secs_f64();
         assert_eq!(built.runs, n, "every synthetic run is shown");
         let each = took / n as f64;

@@ -11,7 +11,7 @@
 //! the site opens from `file://` or any web server and loads nothing from
 //! elsewhere. Strings from packs pass the report's one escaping rule.
 //!
-//! The store is read through `runs`, `pack_path` only; each run's lab,
+//! The store is read through `runs` and `pack` only; each run's lab,
 //! tools, dataset and environment come from its kept pack, read as
 //! `labrun report` reads it.
 
@@ -52,7 +52,7 @@ pub struct Built {
 
 /// Writes the site of every run in `store` to `out`, replacing an earlier
 /// site there; any other existing folder is refused before any work.
-pub fn build(store: &Store, out: &Path) -> Result<Built, SiteError> {
+pub fn build(store: &mut Store, out: &Path) -> Result<Built, SiteError> {
     let target = out_dir::Target::check(out)?;
     let settings = Settings::default();
     let (runs, skipped) = load::all(store)?;

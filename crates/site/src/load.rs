@@ -33,7 +33,7 @@ pub struct Skipped {
 
 /// Every run of the store, read; the ones that do not read are left out,
 /// each with its reason (the store and its packs are never changed).
-pub fn all(store: &Store) -> Result<(Vec<SiteRun>, Vec<Skipped>), labrun_store::StoreError> {
+pub fn all(store: &mut Store) -> Result<(Vec<SiteRun>, Vec<Skipped>), labrun_store::StoreError> {
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
     for stored in store.runs(&RunFilter::default())? {
@@ -48,24 +48,19 @@ pub fn all(store: &Store) -> Result<(Vec<SiteRun>, Vec<Skipped>), labrun_store::
     Ok((runs, skipped))
 }
 
-fn one(store: &Store, stored: &StoredRun) -> Result<SiteRun, String> {
+fn one(store: &mut Store, stored: &StoredRun) -> Result<SiteRun, String> {
     // The digest names a folder of the site: only a SHA-256 in hex may.
     if stored.digest.len() != 64 || !stored.digest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err("its identity is not a SHA-256 digest".into());
     }
-    let pack = store.pack_path(&stored.digest);
-    // A missing file would be read as a run folder: say what is missing.
-    if !pack.is_file() {
-        return Err(format!(
-            "its kept pack {} is missing; import the run again to keep it",
-            pack.display()
-        ));
-    }
+    // The pack comes out of the store into a scratch folder of its own,
+    // read there as `labrun report` reads any pack.
+    let scratch = tempfile::tempdir().map_err(|e| format!("no scratch folder: {e}"))?;
+    let pack = store
+        .write_pack(&stored.digest, scratch.path())
+        .map_err(|e| e.to_string())?;
     let opened = labrun_report::pack::open(&pack).map_err(|e| {
-        format!(
-            "its kept pack {} does not read ({e}); import the run again to keep it",
-            pack.display()
-        )
+        format!("its kept pack does not read ({e}); import the run again to keep it")
     })?;
     let raw = labrun_report::evidence::load(opened.dir()).map_err(|e| e.to_string())?;
     let summary = labrun_report::summarize_raw(raw.clone());

@@ -171,7 +171,7 @@ fn site(dir: &Path) -> PathBuf {
     }
     walk(&repo_root().join("docs"), &mut packs);
     for pack in packs {
-        match store.import(&pack) {
+        match store.import(&pack, None) {
             Ok(_) | Err(StoreError::VariantsRun { .. }) => {}
             Err(e) => panic!("{}: {e}", pack.display()),
         }
@@ -189,11 +189,11 @@ fn site(dir: &Path) -> PathBuf {
         let mut s = Synth::new("restic", version, i);
         s.slowdown = slowdown;
         store
-            .import(&template.make(&dir.join("synthetic"), &s))
+            .import(&template.make(&dir.join("synthetic"), &s), None)
             .unwrap();
     }
     let out = dir.join("site");
-    labrun_site::build(&store, &out).unwrap();
+    labrun_site::build(&mut store, &out).unwrap();
     out
 }
 

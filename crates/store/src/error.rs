@@ -59,7 +59,7 @@ pub enum StoreError {
         detail: String,
     },
     #[error(
-        "the results store {store} holds no pack of run sha256:{digest}{why}; import the run's pack or folder again"
+        "the results store {store} holds no pack of run sha256:{digest}{why}; import the run again from its pack or folder"
     )]
     NoPack {
         store: String,

@@ -72,7 +72,13 @@ fn tools_of(
             .collect();
     }
     let printed = raw.environment.as_ref().map(|e| &e.tool_versions);
-    let mut names: Vec<&str> = raw.records.iter().map(|r| r.tool.as_str()).collect();
+    // A step of no tool (the dataset's) has an empty name.
+    let mut names: Vec<&str> = raw
+        .records
+        .iter()
+        .map(|r| r.tool.as_str())
+        .filter(|n| !n.is_empty())
+        .collect();
     names.sort_unstable();
     names.dedup();
     names
