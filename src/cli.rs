@@ -89,6 +89,8 @@ pub enum Command {
     Import(commands::import::Args),
     /// A static site of the results store: tools x datasets x machine classes, trends, tools side by side.
     Site(commands::site::Args),
+    /// One tool across every run of the results store: a trend per dataset and machine class, each step judged.
+    Trend(commands::trend::Args),
     /// Man pages and shell completions from this definition (`make install`).
     #[command(hide = true)]
     Generate(commands::generate::Args),

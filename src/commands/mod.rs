@@ -19,6 +19,7 @@ pub mod runs;
 pub mod site;
 pub mod ssh;
 pub mod status;
+pub mod trend;
 pub mod up;
 
 use crate::cli::Command;
@@ -44,6 +45,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Runs(a) => runs::run(ctx, a).await,
         Command::Import(a) => import::run(ctx, a).await,
         Command::Site(a) => site::run(ctx, a).await,
+        Command::Trend(a) => trend::run(ctx, a).await,
         Command::Generate(a) => generate::run(a),
     }
 }

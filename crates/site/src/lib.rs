@@ -26,11 +26,13 @@ mod out_dir;
 mod page_dataset;
 mod page_index;
 mod page_tool;
+mod trend_text;
 
 pub use error::SiteError;
 pub use load::Skipped;
 pub use measure::{MEASURES, Measure};
 pub use out_dir::MARKER;
+pub use trend_text::trend;
 
 use labrun_report::Exporter as _;
 use labrun_report::compare::Settings;

@@ -526,3 +526,35 @@ fn a_postgres_store_gives_the_same_site_as_an_sqlite_one() {
         assert_eq!(std::fs::read(&pa).ok(), std::fs::read(&pb).ok(), "{page:?}");
     }
 }
+
+/// `labrun trend TOOL`: the tool's runs in version order, the planted
+/// slower release named as the first worse step of the times it slows, a
+/// faster one as the first better step, and nothing for a tool not run.
+#[test]
+fn the_trend_of_a_tool_names_its_first_worse_and_first_better_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut slow = Synth::new("synthtool", "0.11.0", 1);
+    slow.slowdown = 1.6;
+    let runs = [
+        Synth::new("synthtool", "0.10.0", 0),
+        slow,
+        Synth::new("synthtool", "0.12.0", 2),
+    ];
+    let mut store = store_with(tmp.path(), false, &runs);
+    let text = labrun_site::trend(&mut store, "synthtool")
+        .unwrap()
+        .expect("the tool ran");
+    assert!(text.contains("runs: 0.10.0 -> 0.11.0 -> 0.12.0"), "{text}");
+    assert!(
+        text.contains("first worse step: 0.10.0 -> 0.11.0 (slower"),
+        "{text}"
+    );
+    assert!(
+        text.contains("first better step: 0.11.0 -> 0.12.0 (faster"),
+        "{text}"
+    );
+    assert_eq!(
+        labrun_site::trend(&mut store, "no-such-tool").unwrap(),
+        None
+    );
+}
