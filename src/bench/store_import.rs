@@ -57,15 +57,16 @@ pub fn import_new(store: &Location, results: &Path, before: &BTreeSet<PathBuf>) 
         }
     };
     for d in &new {
-        match opened.import(d, None) {
-            Ok(i) => outcome.imported.push(format!(
-                "run {} imported into the results store {store} as sha256:{}",
-                d.display(),
-                &i.digest()[..12]
-            )),
-            Err(e) => outcome
-                .warnings
-                .push(format!("not imported: {e}; {}", later(d))),
+        for (label, result) in opened.import_all(d, None) {
+            match result {
+                Ok(i) => outcome.imported.push(format!(
+                    "run {label} imported into the results store {store} as sha256:{}",
+                    &i.digest()[..12]
+                )),
+                Err(e) => outcome
+                    .warnings
+                    .push(format!("not imported: {e}; {}", later(d))),
+            }
         }
     }
     outcome

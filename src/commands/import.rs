@@ -11,7 +11,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Packs (`*.tar.gz`) or run folders (the ones holding `raw/`).
+    /// Packs (`*.tar.gz`) or run folders (the ones holding `raw/`); a
+    /// variants run is imported as each of its variants' runs.
     #[arg(required = true, value_name = "PACK|RUN_DIR")]
     pub runs: Vec<PathBuf>,
     #[command(flatten)]
@@ -27,11 +28,8 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let (runs, origin) = (args.runs, args.origin);
     let mut store = crate::store_location::open(location.clone()).await?;
     let results = tokio::task::spawn_blocking(move || {
-        runs.into_iter()
-            .map(|r| {
-                let result = store.import(&r, origin.as_deref());
-                (r, result)
-            })
+        runs.iter()
+            .flat_map(|r| store.import_all(r, origin.as_deref()))
             .collect::<Vec<_>>()
     })
     .await?;
@@ -39,13 +37,11 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     for (run, result) in results {
         match result {
             Ok(Imported::Added { digest, samples }) => safe_println!(
-                "imported {} ({samples} samples) as sha256:{digest} into {location}",
-                run.display()
+                "imported {run} ({samples} samples) as sha256:{digest} into {location}"
             ),
-            Ok(Imported::AlreadyPresent { digest }) => safe_println!(
-                "{} is in the store already (sha256:{digest})",
-                run.display()
-            ),
+            Ok(Imported::AlreadyPresent { digest }) => {
+                safe_println!("{run} is in the store already (sha256:{digest})")
+            }
             Err(e) => {
                 failed += 1;
                 safe_eprintln!("labrun: error: {e}");

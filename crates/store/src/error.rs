@@ -21,7 +21,7 @@ pub enum StoreError {
     )]
     BadRun { path: PathBuf, detail: String },
     #[error(
-        "cannot import {path}: it is a variants run (several runs in one), which the store does not take yet; import each variant's run folder (variants/<name>/ inside it) instead"
+        "cannot import {path} as one run: it is a variants run (several runs in one); `labrun import` takes it as each variant's run"
     )]
     VariantsRun { path: PathBuf },
     #[error(

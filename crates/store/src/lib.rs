@@ -124,8 +124,74 @@ impl Store {
         &self.location
     }
 
+    /// Imports a finished run as [`Store::import`] does, and a variants run
+    /// (several runs in one folder or pack) as each of its variants' runs.
+    /// One result per run, labelled with the path and, for a variant, its
+    /// name; each run is its own transaction.
+    pub fn import_all(
+        &mut self,
+        run: &Path,
+        origin: Option<&str>,
+    ) -> Vec<(String, Result<Imported, StoreError>)> {
+        let label = run.display().to_string();
+        let opened;
+        let dir = if run.is_dir() {
+            run
+        } else {
+            match labrun_report::pack::open(run) {
+                Ok(o) => {
+                    opened = o;
+                    opened.dir()
+                }
+                Err(e) => {
+                    let err = StoreError::BadRun {
+                        path: run.to_path_buf(),
+                        detail: e.to_string(),
+                    };
+                    return vec![(label, Err(err))];
+                }
+            }
+        };
+        if !labrun_report::variants::is_variants_run(dir) {
+            return vec![(label, self.import(run, origin))];
+        }
+        let variants = dir.join("variants");
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&variants)
+            .into_iter()
+            .flatten()
+            .flatten()
+            // A variant is a plain folder with its own evidence; links are
+            // not followed out of the folder we were given.
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .filter(|p| p.join(labrun_report::RAW_DIR).is_dir())
+            .collect();
+        names.sort();
+        if names.is_empty() {
+            let err = StoreError::BadRun {
+                path: run.to_path_buf(),
+                detail: "it is a variants run whose variants/ holds no run".into(),
+            };
+            return vec![(label, Err(err))];
+        }
+        names
+            .into_iter()
+            .map(|variant| {
+                let name = variant
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (
+                    format!("{label} (variant {name})"),
+                    self.import(&variant, origin),
+                )
+            })
+            .collect()
+    }
+
     /// Imports a finished run: a pack, or a run folder (packed first, so
-    /// both get the same address). `origin` says where it came from.
+    /// both get the same address). `origin` says where it came from. A
+    /// variants run is refused: [`Store::import_all`] takes it.
     pub fn import(&mut self, run: &Path, origin: Option<&str>) -> Result<Imported, StoreError> {
         let bad = |detail: String| StoreError::BadRun {
             path: run.to_path_buf(),

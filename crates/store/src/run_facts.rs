@@ -93,6 +93,8 @@ fn tools_of(
 /// The lab's name from a run id `NAME-YYYYMMDDTHHMMSSZ-HEX6` (`Lab::run_id`);
 /// `None` for an id of another shape.
 pub(crate) fn lab_of(run_id: &str) -> Option<String> {
+    // A variant's run is `RUN.VARIANT` (a lab's name has no `.`).
+    let run_id = run_id.split_once('.').map_or(run_id, |(run, _)| run);
     let mut parts = run_id.rsplitn(3, '-');
     let (hex6, stamp, name) = (parts.next()?, parts.next()?, parts.next()?);
     let stamp_ok = stamp.len() == 16
@@ -130,6 +132,14 @@ mod tests {
         assert_eq!(
             lab_of("restic-series-20261201T144749Z-2ab023").as_deref(),
             Some("restic-series")
+        );
+        assert_eq!(
+            lab_of("data-shapes-20261202T124302Z-bf7b19.media").as_deref(),
+            Some("data-shapes")
+        );
+        assert_eq!(
+            lab_of("network-20261202T082714Z-f68979.rest-25ms").as_deref(),
+            Some("network")
         );
         assert_eq!(lab_of("hand-made"), None);
         assert_eq!(lab_of("x-2026120XT144749Z-2ab023"), None);

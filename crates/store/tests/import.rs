@@ -116,6 +116,7 @@ on_both!(
     a_run_folder_and_its_pack_are_one_run,
     a_run_folder_still_being_written_is_refused,
     a_run_is_resolved_by_digest_prefix_or_run_id,
+    a_variants_run_is_imported_as_each_variants_run,
     the_origin_is_kept,
 );
 
@@ -436,6 +437,39 @@ fn a_run_is_resolved_by_digest_prefix_or_run_id(fresh: &Fresh) {
     // The empty prefix names every run: refused, listing them.
     let many = store.resolve("").unwrap_err();
     assert!(many.contains("give more of the digest"), "{many}");
+}
+
+fn a_variants_run_is_imported_as_each_variants_run(fresh: &Fresh) {
+    let mut store = fresh.open();
+    let pack = committed_packs()
+        .into_iter()
+        .find(|p| {
+            let opened = labrun_report::pack::open(p).unwrap();
+            labrun_report::variants::is_variants_run(opened.dir())
+        })
+        .expect("a committed variants pack");
+    let results = store.import_all(&pack, None);
+    assert!(results.len() >= 2, "{results:?}");
+    for (label, result) in &results {
+        assert!(label.contains("(variant "), "{label}");
+        assert!(
+            matches!(result, Ok(Imported::Added { .. })),
+            "{label}: {result:?}"
+        );
+    }
+    let runs = store.runs(&RunFilter::default()).unwrap();
+    assert_eq!(runs.len(), results.len());
+    for r in &runs {
+        assert!(r.lab.is_some(), "{}", r.run_id);
+        assert!(!store.samples(&r.digest).unwrap().is_empty());
+    }
+    // Again: each variant is there already.
+    for (_, result) in store.import_all(&pack, None) {
+        assert!(matches!(result, Ok(Imported::AlreadyPresent { .. })));
+    }
+    // A single run through import_all is one result.
+    let single = store.import_all(&first_pack(), None);
+    assert_eq!(single.len(), 1);
 }
 
 fn the_origin_is_kept(fresh: &Fresh) {
