@@ -48,6 +48,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             each * 1e3,
             built.pages.len()
         );
+        // The store's questions over the same runs: the listing, and one
+        // tool's trend (which reads that tool's runs' packs).
+        let start = Instant::now();
+        let listed = store.runs(&Default::default())?;
+        let list = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let trend = labrun_site::trend(&mut store, TOOLS[0])?;
+        let trend_took = start.elapsed().as_secs_f64();
+        assert_eq!(listed.len(), n);
+        assert!(trend.is_some());
+        println!(
+            "{n} runs: runs listed in {:.1} ms, trend of {} ({} of its runs) in {:.2} s",
+            list * 1e3,
+            TOOLS[0],
+            n.div_ceil(TOOLS.len()),
+            trend_took
+        );
     }
     for (n, each) in sizes.iter().zip(&per_run).skip(1) {
         println!(

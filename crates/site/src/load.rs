@@ -34,9 +34,17 @@ pub struct Skipped {
 /// Every run of the store, read; the ones that do not read are left out,
 /// each with its reason (the store and its packs are never changed).
 pub fn all(store: &mut Store) -> Result<(Vec<SiteRun>, Vec<Skipped>), labrun_store::StoreError> {
+    matching(store, &RunFilter::default())
+}
+
+/// The runs of the store `filter` selects, read as [`all`] reads them.
+pub fn matching(
+    store: &mut Store,
+    filter: &RunFilter,
+) -> Result<(Vec<SiteRun>, Vec<Skipped>), labrun_store::StoreError> {
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
-    for stored in store.runs(&RunFilter::default())? {
+    for stored in store.runs(filter)? {
         match one(store, &stored) {
             Ok(run) => runs.push(run),
             Err(reason) => skipped.push(Skipped {

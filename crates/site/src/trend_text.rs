@@ -12,7 +12,12 @@ use std::fmt::Write as _;
 /// The trend of `tool` over every run of the store; `None` when no run of
 /// the store measured it.
 pub fn trend(store: &mut Store, tool: &str) -> Result<Option<String>, crate::SiteError> {
-    let (runs, skipped) = load::all(store)?;
+    // Only the tool's runs are read: the store selects them.
+    let filter = labrun_store::RunFilter {
+        tool: Some(tool.to_string()),
+        ..Default::default()
+    };
+    let (runs, skipped) = load::matching(store, &filter)?;
     let lines: Vec<Line> = lines::of(&runs, &Settings::default())
         .into_iter()
         .filter(|l| l.key.tool == tool)
