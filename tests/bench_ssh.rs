@@ -36,7 +36,9 @@ fn labrun(lab: &Path, results: &Path, extra: &[&str]) -> Command {
         .arg("restic,borg")
         .arg("--results")
         .arg(results)
-        .args(extra);
+        .args(extra)
+        // The run goes into a store of the test's, not the machine's.
+        .env("LABRUN_DB", common::test_store(results));
     c
 }
 
@@ -125,6 +127,14 @@ fn bench_over_ssh_runs_every_cycle_and_summarizes() {
     assert!(text.contains("estimated duration"), "{text}");
     let run = only_run_dir(&results);
     assert_complete(&run, 2);
+    // The run went into the results store (the test's: LABRUN_DB), and
+    // bench said so and how to see it.
+    assert!(text.contains("imported into the results store"), "{text}");
+    assert!(text.contains("labrun site OUT --db"), "{text}");
+    let mut store = labrun_store::Store::open(&common::test_store(&results)).expect("the store");
+    let stored = store.runs(&Default::default()).expect("its runs");
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(stored[0].run_id, run.file_name().unwrap().to_string_lossy());
     // The plan held the tools' passwords; a target machine lives on.
     let remote = remote_run(dir.path(), &run);
     assert!(remote.is_dir() && !remote.join("plan.json").exists());

@@ -19,6 +19,8 @@ fn installed(bin: &Path, cwd: &Path, args: &[&str]) -> Output {
         .args(args)
         .current_dir(cwd)
         .env_remove("LABRUN_AGENT")
+        // Runs go into a store of the test's, not the machine's.
+        .env("LABRUN_DB", cwd.join("runs.sqlite"))
         .output()
         .expect("run the installed labrun")
 }

@@ -71,6 +71,8 @@ impl Lab {
             .arg("--cache")
             .arg(CACHE)
             .args(args)
+            // Runs go into a store of the test's, not the machine's.
+            .env("LABRUN_DB", self.root.join("store.sqlite"))
             .stdin(Stdio::null());
         c
     }

@@ -44,6 +44,12 @@ pub fn target_lab(
     path
 }
 
+/// The results store a test's `bench` imports into: beside its results
+/// folder (inside it, it would be one more entry among the runs).
+pub fn test_store(results: &Path) -> std::path::PathBuf {
+    results.parent().unwrap_or(results).join("store.sqlite")
+}
+
 /// `labrun -f LAB bench --plain --tools TOOLS EXTRA... --results RESULTS`, which must
 /// succeed (else the test fails with its output and the server's log);
 /// gives stdout and stderr as one text.
@@ -55,6 +61,8 @@ pub fn bench_ok(lab: &Path, results: &Path, tools: &str, extra: &[&str], sshd: &
         .args(extra)
         .arg("--results")
         .arg(results)
+        // The run goes into a store of the test's, not the machine's.
+        .env("LABRUN_DB", test_store(results))
         .output()
         .expect("run labrun");
     let text = format!(
