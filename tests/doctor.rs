@@ -104,3 +104,40 @@ fn doctor_of_an_ssh_target_lab_says_there_is_nothing_to_check() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("runs on an SSH target"), "{text}");
 }
+
+/// From a folder without a lab (`/`), doctor describes the host for the
+/// protocol's machine instead of failing on the missing lab file, and its
+/// exit code follows its FAIL lines.
+#[test]
+fn doctor_without_a_lab_describes_the_host() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_labrun"))
+        .arg("doctor")
+        .env_remove("LABRUN_LAB")
+        .current_dir("/")
+        .output()
+        .expect("run labrun doctor");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("no lab file at lab.yaml"), "{text}");
+    for fact in ["QEMU", "libvirt", "acceleration:", "disk:"] {
+        assert!(text.contains(fact), "no {fact} line:\n{text}");
+    }
+    let blocked = text.lines().any(|l| l.starts_with("FAIL"));
+    assert_eq!(out.status.success(), !blocked, "{text}");
+}
+
+/// A lab file that cannot be read says why once (the cause was printed
+/// twice: in the message and again as its source).
+#[test]
+fn a_missing_lab_file_says_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_labrun"))
+        .args(["-f", "missing.yaml", "check"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run labrun check");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    assert!(err.contains("-f FILE"), "{err}");
+}

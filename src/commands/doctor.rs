@@ -55,6 +55,9 @@ impl Line {
 }
 
 pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
+    if !ctx.lab_path.exists() {
+        return host_only(ctx).await;
+    }
     let lab = labrun_lab::Lab::load(&ctx.lab_path)?;
     if !matches!(lab.machine(), labrun_lab::Machine::Vm(_)) {
         safe_println!(
@@ -118,6 +121,35 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// No lab file: what this host gives the protocol's machine (4 vCPU,
+/// 3 GiB on `qemu:///system`), so doctor answers from any folder; a lab's
+/// own needs come with `-f LAB`.
+async fn host_only(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let cfg = VmConfig::new("doctor", ctx.lab_path.clone());
+    let mut out = format!(
+        "labrun doctor: no lab file at {} (pass one with `-f LAB` for its own needs); what this host gives the protocol's machine ({}), libvirt at {}\n",
+        ctx.lab_path.display(),
+        cfg.shape(),
+        cfg.uri
+    );
+    let lines = local_facts(&cfg, ctx);
+    for l in &lines {
+        out.push_str(&l.render());
+    }
+    let blocked = lines.iter().any(|l| matches!(l.mark, Mark::Fail));
+    out.push_str(if blocked {
+        "a run cannot start here: see the FAIL lines above\n"
+    } else {
+        "nothing here stops a run of a lab that asks for no more than this\n"
+    });
+    safe_print!("{out}");
+    Ok(if blocked {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

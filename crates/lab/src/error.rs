@@ -53,12 +53,14 @@ impl Problem {
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
     #[error(
-        "cannot read the lab file {}: {source} (pass another with `-f FILE` or LABRUN_LAB)",
+        "cannot read the lab file {}: {cause} (pass another with `-f FILE` or LABRUN_LAB)",
         path.display()
     )]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        /// In the message itself, not as a source: a chain printer would
+        /// say it twice.
+        cause: std::io::Error,
     },
 
     #[error(

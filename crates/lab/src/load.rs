@@ -27,9 +27,9 @@ pub struct LabSource {
 impl Lab {
     /// Reads, parses and validates the lab file at `path`.
     pub fn load(path: &Path) -> Result<Lab, LabError> {
-        let read_err = |source| LabError::Read {
+        let read_err = |cause| LabError::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let size = std::fs::metadata(path).map_err(read_err)?.len();
         if size > MAX_LAB_BYTES {
