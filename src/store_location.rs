@@ -37,3 +37,18 @@ pub fn location_of(value: Option<&str>) -> anyhow::Result<Location> {
 pub async fn open(location: Location) -> anyhow::Result<labrun_store::Store> {
     Ok(tokio::task::spawn_blocking(move || labrun_store::Store::connect(&location)).await??)
 }
+
+/// Opens a store a command only reads: a missing SQLite file is refused
+/// (opening would make an empty store and answer about nothing).
+pub async fn open_existing(location: Location) -> anyhow::Result<labrun_store::Store> {
+    if let Location::Sqlite(file) = &location
+        && !file.is_file()
+    {
+        anyhow::bail!(
+            "no results store at {}: import runs first (`labrun import PACK|RUN_DIR --db {}`), or pass the store with --db FILE|URL or LABRUN_DB",
+            file.display(),
+            file.display()
+        );
+    }
+    open(location).await
+}

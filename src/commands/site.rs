@@ -4,7 +4,6 @@
 
 use crate::context::Context;
 use crate::store_location::DbArg;
-use labrun_store::{Location, Store};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,21 +19,9 @@ pub struct Args {
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let db = args.db.location()?;
-    if let Location::Sqlite(file) = &db
-        && !file.is_file()
-    {
-        anyhow::bail!(
-            "no results store at {}: import runs first (`labrun import PACK|RUN_DIR --db {}`), or pass the store with --db FILE|URL or LABRUN_DB",
-            file.display(),
-            file.display()
-        );
-    }
+    let mut store = crate::store_location::open_existing(db).await?;
     let out = args.out;
-    let built = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-        let mut store = Store::connect(&db)?;
-        Ok(labrun_site::build(&mut store, &out)?)
-    })
-    .await??;
+    let built = tokio::task::spawn_blocking(move || labrun_site::build(&mut store, &out)).await??;
     for s in &built.skipped {
         safe_eprintln!(
             "warning: run sha256:{} left out of the site: {}",

@@ -5,7 +5,6 @@
 
 use crate::context::Context;
 use crate::store_location::DbArg;
-use labrun_store::Location;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -19,16 +18,7 @@ pub struct Args {
 
 pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let db = args.db.location()?;
-    if let Location::Sqlite(file) = &db
-        && !file.is_file()
-    {
-        anyhow::bail!(
-            "no results store at {}: import runs first (`labrun import PACK|RUN_DIR --db {}`), or pass the store with --db FILE|URL or LABRUN_DB",
-            file.display(),
-            file.display()
-        );
-    }
-    let mut store = crate::store_location::open(db.clone()).await?;
+    let mut store = crate::store_location::open_existing(db.clone()).await?;
     let tool = args.tool.clone();
     let text = tokio::task::spawn_blocking(move || labrun_site::trend(&mut store, &tool)).await??;
     match text {
