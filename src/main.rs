@@ -16,6 +16,7 @@ mod folders;
 mod host_check;
 mod lab_vm;
 mod real_tree;
+mod track;
 
 use clap::Parser;
 use std::process::ExitCode;

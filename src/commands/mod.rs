@@ -18,6 +18,7 @@ pub mod report;
 pub mod runs;
 pub mod ssh;
 pub mod status;
+pub mod track;
 pub mod up;
 
 use crate::cli::Command;
@@ -42,6 +43,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Pack(a) => pack::run(ctx, a).await,
         Command::Runs(a) => runs::run(ctx, a).await,
         Command::Import(a) => import::run(ctx, a).await,
+        Command::Track(a) => track::run(ctx, a).await,
         Command::Generate(a) => generate::run(a),
     }
 }
