@@ -160,6 +160,21 @@ pub async fn run(
         }
         steps.push(step);
     }
+    // A step found earlier that is no longer one (points tracked since lie
+    // inside it, and a finer step among them is flagged) keeps its record:
+    // its bisection is evidence.
+    let still: BTreeSet<(String, String)> = steps
+        .iter()
+        .map(|s| (s.from.clone(), s.to.clone()))
+        .collect();
+    steps.extend(
+        state
+            .steps
+            .iter()
+            .filter(|s| !still.contains(&(s.from.clone(), s.to.clone())))
+            .filter(|s| s.found != Found::Pending)
+            .cloned(),
+    );
     state.steps = steps;
     persist(state, folder)?;
     for i in 0..state.steps.len() {
@@ -399,6 +414,30 @@ mod tests {
         assert_eq!(named.asked.len(), 1);
         assert_eq!(imported.len(), 3);
         assert_eq!(again, state);
+
+        // Every commit now: the step between neighbours is named without a
+        // bisection, and the earlier bisection's finding is kept.
+        let done = track(
+            &mut again,
+            dir.path(),
+            &line,
+            Cadence::Every(1),
+            &mut table,
+            &mut named,
+            &mut imported,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            done,
+            Done {
+                tracked: 4,
+                new_steps: 1
+            }
+        );
+        assert_eq!(named.asked.len(), 1);
+        let found: Vec<_> = again.steps.iter().map(|s| (&s.from, &s.to)).collect();
+        assert_eq!(found, [(&line[3], &line[4]), (&line[3], &line[6])]);
     }
 
     #[tokio::test]
