@@ -77,6 +77,8 @@ pub enum Command {
     Bench(commands::bench::Args),
     /// The first commit of a tool's source where a figure got worse beyond the margin (a series tool built from git).
     Bisect(commands::bisect::Args),
+    /// Follow a tool's branch: benchmark each new commit against the lab's anchor, import it, bisect each step slower (a series tool built from git; for a timer or cron).
+    Track(commands::track::Args),
     /// Re-make the summary of a run from its raw evidence.
     Report(commands::report::Args),
     /// Verdicts between two tools of a run, or two runs: slower, faster, no change, inconclusive.

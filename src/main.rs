@@ -17,6 +17,7 @@ mod host_check;
 mod lab_vm;
 mod real_tree;
 mod store_location;
+mod track;
 
 use clap::Parser;
 use std::process::ExitCode;

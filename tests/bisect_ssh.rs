@@ -12,57 +12,6 @@ use labrun_ssh::test_support::Sshd;
 use std::path::Path;
 use std::process::Command;
 
-/// The lab: the toy as a series template built from the repository's
-/// commits (named by a `file://` URL, as a remote repository would be:
-/// labrun lists and builds them from its own copy), installed per commit
-/// under the test's folder.
-fn toy_lab(dir: &Path, sshd: &Sshd, repo: &Path, first: &str) -> std::path::PathBuf {
-    let t = sshd.target();
-    let lab = format!(
-        r#"name: toy-bisect
-target:
-  host: 127.0.0.1
-  port: {port}
-  user: {user}
-  key: {key}
-  host_key: "{host_key}"
-  workdir: {work}
-dataset: {{kind: synthetic, seed: 7, scale: 0.001}}
-cycles: 3
-tools:
-  - name: toy
-    version: "{{version}}"
-    versions:
-      - {{version: {first}, sha256: {zeros}}}
-    install: {bin}/{{version}}/toy
-    artifact:
-      source:
-        git: {{repo: "file://{repo}", commit: "{{version}}"}}
-        build:
-          go: {{package: ., binary: toy, toolchain: go1.26.8}}
-      sha256: "{{sha256}}"
-    commands:
-      version: ["{{bin}}", version]
-      init: ["{{bin}}", init, "{{repo}}"]
-      backup:
-        argv: ["{{bin}}", backup, "{{repo}}", "{{snapshot}}"]
-        cwd: "{{source}}"
-      restore: ["{{bin}}", restore, "{{repo}}", "{{snapshot}}", "{{target}}"]
-"#,
-        port = t.port,
-        user = t.user,
-        key = t.client_key.display(),
-        host_key = t.host_key,
-        work = dir.join("remote").display(),
-        bin = dir.join("bin").display(),
-        repo = repo.display(),
-        zeros = "0".repeat(64),
-    );
-    let path = dir.join("lab.yaml");
-    std::fs::write(&path, lab).expect("write lab");
-    path
-}
-
 fn bisect(lab: &Path, dir: &Path, results: &str, extra: &[&str]) -> (i32, String) {
     bisect_between(lab, dir, results, ["v1", "v3"], extra)
 }
@@ -126,7 +75,7 @@ fn bisect_finds_the_planted_commit_and_says_when_a_probe_is_inconclusive() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = dir.path().join("toy");
     let ids = toy_repo::write(&repo);
-    let lab = toy_lab(dir.path(), &sshd, &repo, &ids[0]);
+    let lab = toy_repo::lab(dir.path(), &sshd, &repo, &ids[0]);
 
     // One pair has no interval: the bad end cannot be told from good, and
     // the bisection says so instead of guessing.
@@ -199,7 +148,7 @@ fn a_good_commit_that_does_not_build_stops_the_search() {
     let repo = dir.path().join("toy");
     let ids = toy_repo::write(&repo);
     let (broken, fixed) = toy_repo::break_then_fix(&repo);
-    let lab = toy_lab(dir.path(), &sshd, &repo, &ids[0]);
+    let lab = toy_repo::lab(dir.path(), &sshd, &repo, &ids[0]);
     let (code, text) = bisect_between(&lab, dir.path(), "results", [&broken, &fixed], &[]);
     assert_eq!(code, 1, "{text}");
     assert!(

@@ -46,6 +46,9 @@ pub struct LabProber {
     /// The digest of each commit built so far: the good commit is in every
     /// probe, and is built (or looked up) once.
     pub digests: BTreeMap<String, String>,
+    /// The results store each probe's `labrun bench` imports its run into
+    /// (`--db`); None: bench's own default (`LABRUN_DB`, the data folder).
+    pub db: Option<labrun_store::Location>,
 }
 
 impl super::Prober for LabProber {
@@ -213,6 +216,9 @@ impl LabProber {
             .arg(self.cycles.to_string())
             .arg("--results")
             .arg(&self.runs);
+        if let Some(db) = &self.db {
+            cmd.arg("--db").arg(db.to_string());
+        }
         if self.until_conclusive > 0 {
             cmd.arg("--until-conclusive")
                 .arg(self.until_conclusive.to_string());

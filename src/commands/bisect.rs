@@ -76,7 +76,7 @@ impl From<FigureArg> for Figure {
     }
 }
 
-fn margin(text: &str) -> Result<f64, String> {
+pub(crate) fn margin(text: &str) -> Result<f64, String> {
     match parse_fraction(text)? {
         v if v > 0.0 && v <= 1.0 => Ok(v),
         _ => Err("the margin must be above 0% and at most 100%, e.g. 5%".into()),
@@ -98,24 +98,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let lab_text = std::fs::read_to_string(&ctx.lab_path).with_context(|| {
-        format!(
-            "cannot read {}; give the lab file with -f",
-            ctx.lab_path.display()
-        )
-    })?;
-    let lab = Lab::load(&ctx.lab_path)?;
-    if lab.compare.is_some() {
-        bail!(
-            "{} has a `compare:` block: bisect writes its own pair (the good commit against each probe); remove it from the lab you bisect with",
-            ctx.lab_path.display()
-        );
-    }
-    // Checked before anything is fetched or built: every probe's pair asks
-    // about this phase.
-    if let Some(why) = lab.not_timed(&Step::named(args.phase.clone())) {
-        bail!("--phase: {why}");
-    }
+    let (lab_text, lab) = probe_lab(ctx, &args.phase)?;
     let copy = git_copy(ctx, &lab, &args.tool)?;
     let commits = git::commits_between(&copy, &args.good, &args.bad)?;
     let figure = Figure::from(args.figure);
@@ -165,6 +148,7 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             ctx.mirror.clone(),
         ))?,
         digests: Default::default(),
+        db: None,
     };
     let end = bisect::run(&mut state, &folder, &mut prober, &mut |e| show(&copy, e)).await?;
     let text = bisect::conclusion(&state, &end);
@@ -190,6 +174,31 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The lab every probe is written from (its text and its loaded form),
+/// checked before anything is fetched or built: no `compare:` of its own
+/// (each probe writes its pair), and `phase` timed.
+pub(crate) fn probe_lab(ctx: &Context, phase: &str) -> anyhow::Result<(String, Lab)> {
+    let lab_text = std::fs::read_to_string(&ctx.lab_path).with_context(|| {
+        format!(
+            "cannot read {}; give the lab file with -f",
+            ctx.lab_path.display()
+        )
+    })?;
+    let lab = Lab::load(&ctx.lab_path)?;
+    if lab.compare.is_some() {
+        bail!(
+            "{} has a `compare:` block: bisect and track write their own pair (each probe against the good commit or the anchor); remove it from the lab you bisect or track with",
+            ctx.lab_path.display()
+        );
+    }
+    // Checked before anything is fetched or built: every probe's pair asks
+    // about this phase.
+    if let Some(why) = lab.not_timed(&Step::named(phase.to_string())) {
+        bail!("--phase: {why}");
+    }
+    Ok((lab_text, lab))
+}
+
 /// The first bad commit named: its date and subject, and the files it
 /// changed (or why git could not tell them).
 struct FirstBad {
@@ -208,16 +217,16 @@ impl FirstBad {
 }
 
 /// Repository text on one terminal line (a file name may hold a newline).
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     crate::terminal::one_line(s).into_owned()
 }
 
 /// Repository text in one Markdown table cell.
-fn cell(s: &str) -> String {
+pub(crate) fn cell(s: &str) -> String {
     one_line(s).replace('|', "\\|")
 }
 
-fn show(copy: &GitCache, event: Event) {
+pub(crate) fn show(copy: &GitCache, event: Event) {
     match event {
         Event::Continued { probes } => {
             safe_println!("continuing: {probes} probe(s) on record are reused")
@@ -238,7 +247,7 @@ fn show(copy: &GitCache, event: Event) {
     }
 }
 
-fn describe(outcome: &Outcome) -> String {
+pub(crate) fn describe(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Skipped { why } => format!("skipped: {why}"),
         other => {
@@ -304,7 +313,7 @@ fn markdown(state: &State, conclusion: &str, found: Option<&FirstBad>, copy: &Gi
 /// labrun's copy of the git repository the tool's source builds come from
 /// (a URL or a local path): the one its builds read, so each probe's commit
 /// is there already.
-fn git_copy(ctx: &Context, lab: &Lab, tool: &str) -> anyhow::Result<GitCache> {
+pub(crate) fn git_copy(ctx: &Context, lab: &Lab, tool: &str) -> anyhow::Result<GitCache> {
     let Some(series) = lab.series().iter().find(|s| s.tool == tool) else {
         bail!(
             "`{tool}` is not a series tool of the lab: bisect needs `versions:` on it and its artifact built from `source: {{git: {{repo: ..., commit: \"{{version}}\"}}}}`"

@@ -19,6 +19,7 @@ pub mod runs;
 pub mod site;
 pub mod ssh;
 pub mod status;
+pub mod track;
 pub mod trend;
 pub mod up;
 
@@ -46,6 +47,7 @@ pub async fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitCod
         Command::Import(a) => import::run(ctx, a).await,
         Command::Site(a) => site::run(ctx, a).await,
         Command::Trend(a) => trend::run(ctx, a).await,
+        Command::Track(a) => track::run(ctx, a).await,
         Command::Generate(a) => generate::run(a),
     }
 }

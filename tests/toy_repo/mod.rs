@@ -4,6 +4,7 @@
 //! bisection has a known answer. Tags `v1` (the first commit), `v2` (the
 //! fourth, last fast one) and `v3` (the eighth).
 
+use labrun_ssh::test_support::Sshd;
 use std::path::Path;
 use std::process::Command;
 
@@ -165,4 +166,55 @@ pub fn break_then_fix(dir: &Path) -> (String, String) {
     std::fs::write(&main, good).expect("main.go");
     git(&["commit", "-q", "-a", "-m", "fixed"]);
     (broken, git(&["rev-parse", "HEAD"]))
+}
+
+/// The lab (`bisect` and `track` test with it): the toy as a series template built from the repository's
+/// commits (named by a `file://` URL, as a remote repository would be:
+/// labrun lists and builds them from its own copy), installed per commit
+/// under the test's folder.
+pub fn lab(dir: &Path, sshd: &Sshd, repo: &Path, first: &str) -> std::path::PathBuf {
+    let t = sshd.target();
+    let lab = format!(
+        r#"name: toy-bisect
+target:
+  host: 127.0.0.1
+  port: {port}
+  user: {user}
+  key: {key}
+  host_key: "{host_key}"
+  workdir: {work}
+dataset: {{kind: synthetic, seed: 7, scale: 0.001}}
+cycles: 3
+tools:
+  - name: toy
+    version: "{{version}}"
+    versions:
+      - {{version: {first}, sha256: {zeros}}}
+    install: {bin}/{{version}}/toy
+    artifact:
+      source:
+        git: {{repo: "file://{repo}", commit: "{{version}}"}}
+        build:
+          go: {{package: ., binary: toy, toolchain: go1.26.8}}
+      sha256: "{{sha256}}"
+    commands:
+      version: ["{{bin}}", version]
+      init: ["{{bin}}", init, "{{repo}}"]
+      backup:
+        argv: ["{{bin}}", backup, "{{repo}}", "{{snapshot}}"]
+        cwd: "{{source}}"
+      restore: ["{{bin}}", restore, "{{repo}}", "{{snapshot}}", "{{target}}"]
+"#,
+        port = t.port,
+        user = t.user,
+        key = t.client_key.display(),
+        host_key = t.host_key,
+        work = dir.join("remote").display(),
+        bin = dir.join("bin").display(),
+        repo = repo.display(),
+        zeros = "0".repeat(64),
+    );
+    let path = dir.join("lab.yaml");
+    std::fs::write(&path, lab).expect("write lab");
+    path
 }
