@@ -259,19 +259,6 @@ fn redacted(url: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_password_never_reaches_a_message() {
-        assert_eq!(
-            super::redacted("postgres://me:s3cr@t@db:5432/x?sslmode=disable"),
-            "postgres://me:***@db:5432/x?sslmode=disable"
-        );
-        assert_eq!(super::redacted("postgres://me@db/x"), "postgres://me@db/x");
-        assert_eq!(super::redacted("postgres:///x"), "postgres:///x");
-    }
-}
-
 /// A refused login and an unreachable server each get their own message.
 fn connect_err(url: &str, user: &str, database: &str, e: postgres::Error) -> StoreError {
     use postgres::error::SqlState;
@@ -315,5 +302,18 @@ fn detail_of(e: &postgres::Error) -> String {
             }
             s
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_password_never_reaches_a_message() {
+        assert_eq!(
+            super::redacted("postgres://me:s3cr@t@db:5432/x?sslmode=disable"),
+            "postgres://me:***@db:5432/x?sslmode=disable"
+        );
+        assert_eq!(super::redacted("postgres://me@db/x"), "postgres://me@db/x");
+        assert_eq!(super::redacted("postgres:///x"), "postgres:///x");
     }
 }
