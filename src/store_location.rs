@@ -21,9 +21,14 @@ impl DbArg {
     }
 }
 
-/// `value` as a store; empty or absent: the default store.
+/// `value` as a store; empty or absent: LABRUN_DB's, else the default
+/// store (`--db` given without a value).
 pub fn location_of(value: Option<&str>) -> anyhow::Result<Location> {
-    match value.filter(|v| !v.is_empty()) {
+    let from_env = std::env::var("LABRUN_DB").ok();
+    match value
+        .filter(|v| !v.is_empty())
+        .or(from_env.as_deref().filter(|v| !v.is_empty()))
+    {
         Some(v) => Ok(Location::parse(v)),
         None => Location::default_sqlite().ok_or_else(|| {
             anyhow::anyhow!(

@@ -18,11 +18,11 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// List the runs of a results store instead of a folder's: an SQLite
-    /// file or `postgres://USER@HOST:PORT/DB`; `--db` alone: the default
-    /// store. `labrun import` and `bench` fill it.
+    /// file or `postgres://USER@HOST:PORT/DB`; `--db` alone: LABRUN_DB's
+    /// store, else the default one (LABRUN_DB alone never turns the
+    /// listing of a folder into the store's). `labrun import` and `bench` fill it.
     #[arg(
         long = "db",
-        env = "LABRUN_DB",
         value_name = "FILE|URL",
         num_args = 0..=1,
         default_missing_value = "",
