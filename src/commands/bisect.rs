@@ -36,6 +36,17 @@ pub struct Args {
     /// A later commit or tag where it is worse.
     #[arg(long)]
     pub bad: String,
+    #[command(flatten)]
+    pub probe: ProbeArgs,
+    /// Where the bisection's folder (its state and every probe's run) goes.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+/// How each probe (a commit paired against the good end or the anchor) is
+/// run and judged: `bisect`'s and `track`'s, one set of arguments.
+#[derive(clap::Args)]
+pub struct ProbeArgs {
     /// The timed phase judged: `backup_full`, `backup_incremental`, `restore`, ...
     #[arg(long)]
     pub phase: String,
@@ -52,9 +63,54 @@ pub struct Args {
     /// (`bench --until-conclusive`); 0 adds none.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub until_conclusive: u32,
-    /// Where the bisection's folder (its state and every probe's run) goes.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
+}
+
+impl ProbeArgs {
+    /// A bisection's question over `commits` of `tool`.
+    pub fn question(&self, tool: &str, commits: Vec<String>) -> Question {
+        Question {
+            tool: tool.to_string(),
+            phase: self.phase.clone(),
+            figure: Figure::from(self.figure),
+            margin: self.margin,
+            commits,
+        }
+    }
+
+    /// The prober of `tool` from the lab `lab_text`, its runs in `runs`,
+    /// each imported into `db` (None: bench's own default).
+    pub fn prober(
+        &self,
+        ctx: &Context,
+        lab_text: String,
+        tool: &str,
+        runs: PathBuf,
+        db: Option<labrun_store::Location>,
+    ) -> anyhow::Result<LabProber> {
+        Ok(LabProber {
+            lab_path: ctx.lab_path.clone(),
+            lab_text,
+            tool: tool.to_string(),
+            phase: Step::named(self.phase.clone()),
+            figure: Figure::from(self.figure),
+            settings: Settings {
+                margin: self.margin,
+                ..Settings::default()
+            },
+            runs,
+            cycles: self.cycles,
+            until_conclusive: self.until_conclusive,
+            cache: ctx.cache_dir.clone(),
+            state: ctx.state_root.clone(),
+            mirror: ctx.mirror.clone(),
+            fetcher: labrun_artifact::Fetcher::new(labrun_artifact::FetchOptions::new(
+                ctx.cache_dir.clone(),
+                ctx.mirror.clone(),
+            ))?,
+            digests: Default::default(),
+            db,
+        })
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -98,23 +154,16 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let (lab_text, lab) = probe_lab(ctx, &args.phase)?;
+    let (lab_text, lab) = probe_lab(ctx, &args.probe.phase)?;
     let copy = git_copy(ctx, &lab, &args.tool)?;
     let commits = git::commits_between(&copy, &args.good, &args.bad)?;
-    let figure = Figure::from(args.figure);
     let folder = args.results.join(format!(
         "bisect-{}-{}-{}",
         args.tool,
         short(&commits[0]),
         short(commits.last().map_or("", |c| c.as_str()))
     ));
-    let question = Question {
-        tool: args.tool.clone(),
-        phase: args.phase.clone(),
-        figure,
-        margin: args.margin,
-        commits: commits.clone(),
-    };
+    let question = args.probe.question(&args.tool, commits.clone());
     let (mut state, _) = State::open(&folder, question)?;
     state.save(&folder)?;
     safe_println!(
@@ -127,29 +176,9 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         search::max_probes(commits.len()),
         folder.display()
     );
-    let mut prober = LabProber {
-        lab_path: ctx.lab_path.clone(),
-        lab_text,
-        tool: args.tool.clone(),
-        phase: Step::named(args.phase.clone()),
-        figure,
-        settings: Settings {
-            margin: args.margin,
-            ..Settings::default()
-        },
-        runs: folder.join("runs"),
-        cycles: args.cycles,
-        until_conclusive: args.until_conclusive,
-        cache: ctx.cache_dir.clone(),
-        state: ctx.state_root.clone(),
-        mirror: ctx.mirror.clone(),
-        fetcher: labrun_artifact::Fetcher::new(labrun_artifact::FetchOptions::new(
-            ctx.cache_dir.clone(),
-            ctx.mirror.clone(),
-        ))?,
-        digests: Default::default(),
-        db: None,
-    };
+    let mut prober = args
+        .probe
+        .prober(ctx, lab_text, &args.tool, folder.join("runs"), None)?;
     let end = bisect::run(&mut state, &folder, &mut prober, &mut |e| show(&copy, e)).await?;
     let text = bisect::conclusion(&state, &end);
     let found = match end {

@@ -14,7 +14,7 @@ use crate::bisect::commit_info;
 use crate::bisect::lab_probe::LabProber;
 use crate::bisect::search::Next;
 use crate::bisect::{self, git, short};
-use crate::commands::bisect::{FigureArg, describe, git_copy, margin, one_line, probe_lab};
+use crate::commands::bisect::{ProbeArgs, describe, git_copy, one_line, probe_lab};
 use crate::context::Context;
 use crate::store_location::DbArg;
 use crate::track::select::Cadence;
@@ -22,9 +22,8 @@ use crate::track::state::{Found, Question, State};
 use crate::track::{self, Bisector, Event};
 use anyhow::Context as _;
 use labrun_artifact::build::source::git_cache::GitCache;
-use labrun_evidence::Step;
 use labrun_lab::Lab;
-use labrun_report::compare::{Figure, Settings};
+use labrun_report::compare::Figure;
 use labrun_store::Location;
 use labrun_store::{Imported, Store};
 use std::path::{Path, PathBuf};
@@ -45,21 +44,8 @@ pub struct Args {
     /// Benchmark only the branch's tip.
     #[arg(long)]
     pub tip: bool,
-    /// The timed phase judged: `backup_full`, `backup_incremental`, `restore`, ...
-    #[arg(long)]
-    pub phase: String,
-    /// The figure judged.
-    #[arg(long, value_enum, default_value = "wall-time")]
-    pub figure: FigureArg,
-    /// The difference that counts: `5%` or `0.05`.
-    #[arg(long, default_value = "5%", value_parser = margin)]
-    pub margin: f64,
-    /// Cycles (pairs) per commit before any is added.
-    #[arg(long, default_value_t = 3)]
-    pub cycles: u32,
-    /// While a commit's verdict is open, add up to N more pairs; 0 adds none.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub until_conclusive: u32,
+    #[command(flatten)]
+    pub probe: ProbeArgs,
     /// Where the track's folder (`track-TOOL-BRANCH`: its state, lock,
     /// report, every run and bisection) goes.
     #[arg(long, default_value = "results")]
@@ -85,7 +71,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 }
 
 async fn track_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
-    let (lab_text, lab) = probe_lab(ctx, &args.phase)?;
+    let (lab_text, lab) = probe_lab(ctx, &args.probe.phase)?;
     let copy = git_copy(ctx, &lab, &args.tool)?;
     let anchor = anchor_version(&lab, &args.tool)?;
     let db = args.db.location()?;
@@ -99,14 +85,14 @@ async fn track_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let folder = track_folder(&args.results, &args.tool, &args.branch);
     let _lock = track::lock::acquire(&folder)?;
     let line = line(&copy, &anchor, &args.branch)?;
-    let figure = Figure::from(args.figure);
+    let figure = Figure::from(args.probe.figure);
     let question = Question {
         tool: args.tool.clone(),
         branch: args.branch.clone(),
         anchor: line[0].clone(),
-        phase: args.phase.clone(),
+        phase: args.probe.phase.clone(),
         figure,
-        margin: args.margin,
+        margin: args.probe.margin,
     };
     let mut state = State::open(&folder, question)?;
     let cadence = if args.tip {
@@ -127,7 +113,6 @@ async fn track_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         ctx,
         args: &args,
         lab_text,
-        figure,
         db: db.clone(),
     };
     let mut prober = probes.prober(folder.join("runs"))?;
@@ -227,36 +212,18 @@ struct Probes<'a> {
     ctx: &'a Context,
     args: &'a Args,
     lab_text: String,
-    figure: Figure,
     db: Location,
 }
 
 impl Probes<'_> {
     fn prober(&self, runs: PathBuf) -> anyhow::Result<LabProber> {
-        let ctx = self.ctx;
-        Ok(LabProber {
-            lab_path: ctx.lab_path.clone(),
-            lab_text: self.lab_text.clone(),
-            tool: self.args.tool.clone(),
-            phase: Step::named(self.args.phase.clone()),
-            figure: self.figure,
-            settings: Settings {
-                margin: self.args.margin,
-                ..Settings::default()
-            },
+        self.args.probe.prober(
+            self.ctx,
+            self.lab_text.clone(),
+            &self.args.tool,
             runs,
-            cycles: self.args.cycles,
-            until_conclusive: self.args.until_conclusive,
-            cache: ctx.cache_dir.clone(),
-            state: ctx.state_root.clone(),
-            mirror: ctx.mirror.clone(),
-            fetcher: labrun_artifact::Fetcher::new(labrun_artifact::FetchOptions::new(
-                ctx.cache_dir.clone(),
-                ctx.mirror.clone(),
-            ))?,
-            digests: Default::default(),
-            db: Some(self.db.clone()),
-        })
+            Some(self.db.clone()),
+        )
     }
 }
 
@@ -275,13 +242,7 @@ impl Bisector for LabBisector<'_> {
         let folder = self
             .folder
             .join(format!("bisect-{}-{}", short(from), short(to)));
-        let question = bisect::state::Question {
-            tool: args.tool.clone(),
-            phase: args.phase.clone(),
-            figure: self.probes.figure,
-            margin: args.margin,
-            commits: commits.clone(),
-        };
+        let question = args.probe.question(&args.tool, commits.clone());
         let (mut state, _) = bisect::state::State::open(&folder, question)?;
         state.save(&folder)?;
         safe_println!(
