@@ -32,4 +32,18 @@ impl Context {
             force_host: g.force_host,
         }
     }
+
+    /// A context for a command's unit test that must touch no cache or
+    /// state folder: both point at paths that do not exist.
+    #[cfg(test)]
+    pub fn for_tests() -> Context {
+        Context {
+            lab_path: "lab.yaml".into(),
+            mirror: None,
+            cache_dir: "/nonexistent/cache".into(),
+            state_root: "/nonexistent/state".into(),
+            host: None,
+            force_host: false,
+        }
+    }
 }

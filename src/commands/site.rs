@@ -47,14 +47,7 @@ mod tests {
     use super::*;
 
     fn context() -> Context {
-        Context {
-            lab_path: "lab.yaml".into(),
-            mirror: None,
-            cache_dir: "/nonexistent/cache".into(),
-            state_root: "/nonexistent/state".into(),
-            host: None,
-            force_host: false,
-        }
+        Context::for_tests()
     }
 
     #[tokio::test]
