@@ -134,15 +134,11 @@ impl Store {
         origin: Option<&str>,
     ) -> Vec<(String, Result<Imported, StoreError>)> {
         let label = run.display().to_string();
-        let opened;
-        let dir = if run.is_dir() {
-            run
+        let opened_pack = if run.is_dir() {
+            None
         } else {
             match labrun_report::pack::open(run) {
-                Ok(o) => {
-                    opened = o;
-                    opened.dir()
-                }
+                Ok(o) => Some(o),
                 Err(e) => {
                     let err = StoreError::BadRun {
                         path: run.to_path_buf(),
@@ -152,8 +148,14 @@ impl Store {
                 }
             }
         };
+        let dir = opened_pack.as_ref().map_or(run, |o| o.dir());
         if !labrun_report::variants::is_variants_run(dir) {
-            return vec![(label, self.import(run, origin))];
+            // A pack opened here is imported as opened, not opened again.
+            let result = match &opened_pack {
+                Some(o) => self.import_opened(run, run, o, origin),
+                None => self.import(run, origin),
+            };
+            return vec![(label, result)];
         }
         let variants = dir.join("variants");
         let mut names: Vec<PathBuf> = std::fs::read_dir(&variants)
@@ -211,6 +213,22 @@ impl Store {
             run.to_path_buf()
         };
         let opened = labrun_report::pack::open(&pack_path).map_err(|e| bad(e.to_string()))?;
+        self.import_opened(run, &pack_path, &opened, origin)
+    }
+
+    /// Imports the run `run` names, already packed at `pack_path` and
+    /// opened (checked against its manifest) as `opened`.
+    fn import_opened(
+        &mut self,
+        run: &Path,
+        pack_path: &Path,
+        opened: &labrun_report::pack::OpenedRun,
+        origin: Option<&str>,
+    ) -> Result<Imported, StoreError> {
+        let bad = |detail: String| StoreError::BadRun {
+            path: run.to_path_buf(),
+            detail,
+        };
         let digest = opened
             .manifest_sha256()
             .ok_or_else(|| bad("it is neither a run folder nor a pack".into()))?
@@ -228,7 +246,7 @@ impl Store {
         let samples = labrun_report::sample::from_records(&raw.records);
         // The pack was opened and checked from this file; its bytes go in
         // the same transaction as its rows.
-        let pack = std::fs::read(&pack_path).map_err(|e| bad(e.to_string()))?;
+        let pack = std::fs::read(pack_path).map_err(|e| bad(e.to_string()))?;
         let origin = origin.map(str::to_string).or_else(this_machine);
 
         self.backend.begin()?;
@@ -390,6 +408,18 @@ impl Store {
         .map(|f| f.clone().filter(|s| !s.is_empty()).into())
         .collect();
         let rows = self.backend.query(queries::RUNS, &params)?;
+        // Every run's tools in one query (not one per run: a server is a
+        // round trip away), then handed to their runs.
+        let mut tools_of: std::collections::HashMap<String, Vec<StoredTool>> =
+            std::collections::HashMap::new();
+        for t in self.backend.query(queries::TOOLS, &[])? {
+            let mut t = t.into_iter().map(Value::text);
+            let digest = t.next().flatten().unwrap_or_default();
+            tools_of.entry(digest).or_default().push(StoredTool {
+                name: t.next().flatten().unwrap_or_default(),
+                version: t.next().flatten(),
+            });
+        }
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let mut v = row.into_iter().map(Value::text);
@@ -397,18 +427,7 @@ impl Store {
             let digest = next().unwrap_or_default();
             let run_id = next().unwrap_or_default();
             let imported_at = next().unwrap_or_default();
-            let tools = self
-                .backend
-                .query(queries::TOOLS, &[digest.clone().into()])?
-                .into_iter()
-                .map(|t| {
-                    let mut t = t.into_iter().map(Value::text);
-                    StoredTool {
-                        name: t.next().flatten().unwrap_or_default(),
-                        version: t.next().flatten(),
-                    }
-                })
-                .collect();
+            let tools = tools_of.remove(&digest).unwrap_or_default();
             out.push(StoredRun {
                 digest,
                 run_id,

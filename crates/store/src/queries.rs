@@ -45,4 +45,5 @@ pub const RUNS: &str = "SELECT r.digest, r.run_id, r.imported_at, r.lab, r.lab_d
      AND (CAST($8 AS TEXT) IS NULL OR substr(r.digest, 1, length($8)) = $8) \
      ORDER BY r.imported_at, r.run_id, r.digest";
 
-pub const TOOLS: &str = "SELECT name, version FROM run_tools WHERE digest = $1 ORDER BY name";
+/// Every run's tools, by run, each run's by name.
+pub const TOOLS: &str = "SELECT digest, name, version FROM run_tools ORDER BY digest, name";
