@@ -51,40 +51,41 @@ fn write_line(out: &mut String, line: &Line, runs: &[SiteRun]) {
     for series in &line.series {
         let unit = series.measure.unit();
         let mut row = String::new();
-        let mut first = [None, None];
         for (k, point) in series.points.iter().enumerate() {
             if k > 0 {
                 match series.changes.get(k - 1).and_then(Option::as_ref) {
                     Some(c) => {
                         let _ = write!(row, " -[{} {}]-> ", c.word, c.ratio_text());
-                        let slot = match c.verdict {
-                            Verdict::Worse => Some(0),
-                            Verdict::Better => Some(1),
-                            _ => None,
-                        };
-                        if let Some(slot) = slot
-                            && first[slot].is_none()
-                        {
-                            first[slot] = Some(format!(
-                                "{} -> {} ({} {})",
-                                names[k - 1],
-                                names[k],
-                                c.word,
-                                c.ratio_text()
-                            ));
-                        }
                     }
                     None => row.push_str(" -> "),
                 }
             }
             row.push_str(&point.as_ref().map_or("-".into(), |s| unit.value(s.median)));
         }
+        // As the report's trend names them: the first step of each verdict.
+        let first = |verdict: Verdict| {
+            series
+                .changes
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|c| c.verdict == verdict))
+                .and_then(|k| {
+                    let c = series.changes[k].as_ref()?;
+                    Some(format!(
+                        "{} -> {} ({} {})",
+                        names[k],
+                        names[k + 1],
+                        c.word,
+                        c.ratio_text()
+                    ))
+                })
+                .unwrap_or_else(|| "none".into())
+        };
         let _ = writeln!(out, "  {}: {row}", series.measure.title);
         let _ = writeln!(
             out,
             "    first worse step: {}; first better step: {}",
-            first[0].as_deref().unwrap_or("none"),
-            first[1].as_deref().unwrap_or("none")
+            first(Verdict::Worse),
+            first(Verdict::Better)
         );
     }
 }
