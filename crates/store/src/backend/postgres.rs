@@ -116,12 +116,7 @@ impl Postgres {
             });
         }
         for sql in &MIGRATIONS[version as usize..] {
-            self.client
-                .batch_execute(sql)
-                .map_err(|e| StoreError::Database {
-                    store: url.clone(),
-                    detail: detail_of(&e),
-                })?;
+            self.client.batch_execute(sql).map_err(|e| self.err(e))?;
         }
         self.execute(
             "UPDATE labrun_schema SET version = $1",
@@ -160,32 +155,18 @@ impl Backend for Postgres {
 
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, StoreError> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        self.client
-            .execute(sql, &refs)
-            .map_err(|e| StoreError::Database {
-                store: self.url.clone(),
-                detail: detail_of(&e),
-            })
+        self.client.execute(sql, &refs).map_err(|e| self.err(e))
     }
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>, StoreError> {
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        let rows = self
-            .client
-            .query(sql, &refs)
-            .map_err(|e| StoreError::Database {
-                store: self.url.clone(),
-                detail: detail_of(&e),
-            })?;
+        let rows = self.client.query(sql, &refs).map_err(|e| self.err(e))?;
         rows.iter()
             .map(|row| {
                 (0..row.len())
                     .map(|i| from_row(row, i))
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| StoreError::Database {
-                        store: self.url.clone(),
-                        detail: detail_of(&e),
-                    })
+                    .map_err(|e| self.err(e))
             })
             .collect()
     }
