@@ -228,8 +228,9 @@ fn until_conclusive_needs_a_lab_that_compares() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("`--until-conclusive` adds pairs to the comparisons a lab asks for")
-            && err.contains("add a `compare:` block"),
+        err.contains(
+            "`--until-conclusive` adds pairs to the comparisons and series a lab asks for"
+        ) && err.contains("add a `compare:` block"),
         "{err}"
     );
 }

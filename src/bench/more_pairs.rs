@@ -1,6 +1,6 @@
 //! `bench --until-conclusive [N]`: while a comparison the lab asked for has
-//! an inconclusive row, one more cycle of the two tools of every such
-//! comparison (interleaved as before: one more pair each), appended to the
+//! an inconclusive row, or a series' trend an inconclusive step, one more
+//! cycle of the two tools of every such question (interleaved as before: one more pair each), appended to the
 //! run's own evidence, up to a cap: what the spread of the lab's own pairs
 //! needs (`compare::sequential::needed`, at most its ceiling), and at most
 //! N when given. The cap is fixed before the first pair is added and kept
@@ -14,6 +14,7 @@ use crate::bench::progress::Display;
 use anyhow::Context as _;
 use labrun_evidence::compare::{ADDED_PAIRS, AddedPairs, AddedRound};
 use labrun_report::compare::{Comparison, method::percent, sequential};
+use labrun_report::questions;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
@@ -24,10 +25,10 @@ pub async fn add_until_conclusive(
     display: &mut dyn Display,
 ) -> anyhow::Result<Option<ExitCode>> {
     let raw = labrun_report::evidence::load(&host.dir)?;
-    let (comparisons, _) = labrun_report::compare::requested(&raw);
-    let needed = sequential::needed(&comparisons, sequential::CEILING);
+    let open = questions::open(&raw);
+    let needed = sequential::needed(&open.comparisons, sequential::CEILING);
     let max = cap(needed, asked);
-    if let Some(line) = cap_line(needed, asked, max, &comparisons) {
+    if let Some(line) = cap_line(needed, asked, max, &open.comparisons) {
         display.note(&line);
     }
     let mut added = AddedPairs {
@@ -43,13 +44,9 @@ pub async fn add_until_conclusive(
     let mut last = None;
     loop {
         let raw = labrun_report::evidence::load(&host.dir)?;
-        let (comparisons, _) = labrun_report::compare::requested(&raw);
-        let open: Vec<&labrun_report::compare::Comparison> = comparisons
-            .iter()
-            .filter(|c| c.inconclusive().next().is_some())
-            .collect();
-        let rows: usize = open.iter().map(|c| c.inconclusive().count()).sum();
-        if open.is_empty() {
+        let open = questions::open(&raw);
+        let rows = open.rows;
+        if rows == 0 {
             display.note("every verdict the lab asked for is conclusive");
             break;
         }
@@ -59,15 +56,12 @@ pub async fn add_until_conclusive(
             ));
             break;
         }
-        let wanted: Vec<&str> = open
-            .iter()
-            .flat_map(|c| [c.baseline.tool.as_str(), c.candidate.tool.as_str()])
-            .collect();
+        let wanted = &open.tools;
         let cycle = raw.records.iter().map(|r| r.cycle).max().unwrap_or(0) + 1;
         let mut next = on.plan.clone();
         next.first_cycle = cycle;
         next.cycles = 1;
-        next.tools.retain(|t| wanted.contains(&t.name.as_str()));
+        next.tools.retain(|t| wanted.contains(&t.name));
         let tools: Vec<String> = next.tools.iter().map(|t| t.name.clone()).collect();
         display.note(&format!(
             "{rows} verdict row(s) inconclusive: adding cycle {cycle} of {} ({} of at most {max} added)",

@@ -17,9 +17,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub async fn start(req: &BenchRequest, display: &mut dyn Display) -> anyhow::Result<ExitCode> {
     let ctx = &req.ctx;
     let lab = Lab::load(&ctx.lab_path)?;
-    if req.until_conclusive.is_some() && lab.compare.is_none() {
+    if req.until_conclusive.is_some() && lab.compare_plan().is_none() {
         bail!(
-            "`--until-conclusive` adds pairs to the comparisons a lab asks for, and {} asks for none: add a `compare:` block naming a baseline and a candidate tool, or drop the option",
+            "`--until-conclusive` adds pairs to the comparisons and series a lab asks for, and {} asks for none: add a `compare:` block naming a baseline and a candidate tool (or give a tool `versions:`), or drop the option",
             ctx.lab_path.display()
         );
     }

@@ -32,6 +32,7 @@ pub mod machine_class;
 pub mod meter_cost;
 pub mod pack;
 pub mod phase_figures;
+pub mod questions;
 pub mod roles;
 pub mod runs;
 pub mod sample;

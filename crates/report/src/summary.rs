@@ -66,6 +66,10 @@ pub struct Summary {
     /// empty (and absent from JSON) without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trends: Vec<crate::trend::Trend>,
+    /// With pairs added: how many tested rows the lab's own cycles decided
+    /// under the fixed rule, and the whole run under the sequential rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided: Option<crate::questions::DecidedByRule>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -241,6 +245,12 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
     let (mut comparisons, unmade) = crate::compare::requested(&raw);
     let noise_floor = crate::compare::noise_floor(&raw, &mut comparisons);
     let (trends, trends_unmade) = crate::trend::of_run(&raw);
+    // Said beside a series' trend, whose steps are the rows pairs decide.
+    let decided = if trends.is_empty() {
+        None
+    } else {
+        crate::questions::decided_by_rule(&raw)
+    };
     let mut summary = Summary {
         summary_version: SUMMARY_VERSION,
         run_id,
@@ -260,6 +270,7 @@ pub fn summarize_raw(raw: RawRun) -> Summary {
         comparisons,
         noise_floor,
         trends,
+        decided,
     };
     if let Some(pair) = raw
         .compare_plan

@@ -294,3 +294,102 @@ fn a_series_with_pairs_added_under_the_sequential_rule_is_judged_by_it() {
     assert!((sp - (fp * 11.0).min(1.0)).abs() < 1e-12, "{fp} {sp}");
     assert!(sequential.confidence > fixed.confidence);
 }
+
+/// `bench --until-conclusive` asks a series' trend what is open: the steps
+/// still inconclusive and the members that one more pair of each runs.
+/// Here the wild incremental step (0.18.1 -> 0.19.0) is open, and the
+/// step from 0.17.3 (decided on every row) brings no pair of its own.
+#[test]
+fn a_series_step_left_open_asks_for_a_pair_of_its_two_members() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let raw = labrun_report::evidence::load(tmp.path()).unwrap();
+    let open = labrun_report::questions::open(&raw);
+    assert!(open.rows > 0, "{open:?}");
+    assert!(
+        open.tools.contains(&"restic@0.18.1".to_string())
+            && open.tools.contains(&"restic@0.19.0".to_string()),
+        "{:?}",
+        open.tools
+    );
+    assert!(
+        !open.tools.contains(&"restic@0.17.3".to_string()),
+        "{:?}",
+        open.tools
+    );
+    // Each open step's own comparison is there for the cap to read.
+    assert!(
+        open.comparisons
+            .iter()
+            .any(|c| c.baseline.tool == "restic@0.18.1" && c.candidate.tool == "restic@0.19.0"),
+        "{:?}",
+        open.comparisons
+            .iter()
+            .map(|c| (&c.baseline.tool, &c.candidate.tool))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// The summary says, from the same samples, how many tested rows the lab's
+/// own cycles decided under the fixed rule and how many the whole run
+/// decided under the sequential rule: cycles 4-6 written as added pairs.
+#[test]
+fn the_summary_counts_rows_decided_by_the_lab_cycles_and_by_the_added_pairs() {
+    use labrun_evidence::compare::{ADDED_PAIRS, AddedPairs, AddedRound};
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let rounds = (4..=CYCLES)
+        .map(|cycle| AddedRound {
+            cycle,
+            tools: MEMBERS.map(String::from).to_vec(),
+            inconclusive_rows: 1,
+        })
+        .collect();
+    let added = AddedPairs {
+        max: 3,
+        added: 3,
+        rounds,
+        looks: Some(4),
+        needed: Some(3),
+    };
+    std::fs::write(
+        tmp.path().join("raw").join(ADDED_PAIRS),
+        serde_json::to_vec(&added).unwrap(),
+    )
+    .unwrap();
+    let raw = labrun_report::evidence::load(tmp.path()).unwrap();
+    let d = labrun_report::questions::decided_by_rule(&raw).unwrap();
+    // The same rows are tested under both rules; 3 pairs leave the wild
+    // step and the 1.4x/1.5x steps' neighbours to decide, 6 pairs decide
+    // more of them even at a quarter of alpha per look.
+    assert_eq!(d.fixed.tested, d.sequential.tested, "{d:?}");
+    assert!(d.sequential.decided > d.fixed.decided, "{d:?}");
+    assert_eq!((d.added, d.looks), (3, 4));
+
+    let (summary, _) = labrun_report::make_report(tmp.path()).unwrap();
+    let md = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+    let want = format!(
+        "Pairs added: {} of {} tested rows decided by the lab's {} cycles alone (fixed rule); {} of {} after 3 added pair(s) (sequential rule, 4 looks), from the same samples.",
+        d.fixed.decided, d.fixed.tested, "own", d.sequential.decided, d.sequential.tested
+    );
+    assert!(md.contains(&want), "{md}");
+    assert!(labrun_report::render_terminal(&summary).contains("pairs added: "));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        json["decided"]["sequential"]["decided"],
+        d.sequential.decided
+    );
+}
+
+/// Without added pairs the two rules are one: nothing is said.
+#[test]
+fn a_series_without_added_pairs_says_nothing_of_rules() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let (summary, _) = labrun_report::make_report(tmp.path()).unwrap();
+    assert!(summary.decided.is_none());
+    let md = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+    assert!(!md.contains("Pairs added:"), "{md}");
+}

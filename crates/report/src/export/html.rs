@@ -63,7 +63,7 @@ pub fn run_sections(s: &Summary) -> Result<Vec<Section>> {
         s.trends
             .iter()
             .enumerate()
-            .map(|(i, t)| super::trend::html_section(i, t)),
+            .map(|(i, t)| super::trend::html_section(i, t, s)),
     );
     out.extend(sections::history(s));
     out.extend(sections::fidelity(s));

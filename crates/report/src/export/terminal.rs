@@ -67,6 +67,9 @@ pub fn render_terminal(s: &Summary) -> String {
         for r in &t.rows {
             out.push_str(&format!("  {}\n", printable(&super::trend::line(t, r))));
         }
+        if let Some(d) = &s.decided {
+            out.push_str(&format!("  pairs added: {}\n", d.line()));
+        }
     }
     for w in &s.warnings {
         out.push_str("warning: ");

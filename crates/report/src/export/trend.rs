@@ -146,7 +146,7 @@ fn html_table(rows: &[Vec<String>]) -> String {
 
 /// The page's section of one trend: the same words and tables; the chart
 /// is `trend.svg` among the charts.
-pub fn html_section(i: usize, t: &Trend) -> super::html::Section {
+pub fn html_section(i: usize, t: &Trend, s: &Summary) -> super::html::Section {
     use super::html_markup::text;
     let mut body = format!("<p>{}</p>\n<ul>\n", text(&method(t)));
     for r in &t.rows {
@@ -156,6 +156,9 @@ pub fn html_section(i: usize, t: &Trend) -> super::html::Section {
     body.push_str(&html_table(&ratio_table(t)));
     body.push_str("<p>Adjacent steps (newer / older), Holm across the chain:</p>\n");
     body.push_str(&html_table(&step_table(t)));
+    if let Some(d) = &s.decided {
+        let _ = writeln!(body, "<p>Pairs added: {}.</p>", text(&d.line()));
+    }
     body.push_str("<p>Chart: <code>trend.svg</code> (under Charts).</p>\n");
     super::html::Section {
         id: format!("trend-{}", i + 1),
@@ -177,6 +180,9 @@ pub fn markdown(out: &mut String, s: &Summary) {
         markdown_table(out, &ratio_table(t));
         out.push_str("Adjacent steps (newer / older), Holm across the chain:\n\n");
         markdown_table(out, &step_table(t));
+        if let Some(d) = &s.decided {
+            let _ = writeln!(out, "Pairs added: {}.\n", d.line());
+        }
     }
 }
 
