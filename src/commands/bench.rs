@@ -39,8 +39,9 @@ pub struct Args {
     #[arg(long, env = "LABRUN_AGENT")]
     pub agent: Option<PathBuf>,
     /// While a comparison the lab asks for (`compare:`) has an inconclusive
-    /// row, or a series' trend (`versions:`) an inconclusive step, add one
-    /// more cycle of its two tools (one more pair), up to as
+    /// row, or (in a lab with no `compare:` pairs) a series' trend
+    /// (`versions:`) an inconclusive step, add one more cycle of its two
+    /// tools (one more pair), up to as
     /// many as the noise of the lab's own pairs needs (at most 50), and at
     /// most N when given (0: no number). Judged by the sequential rule.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]

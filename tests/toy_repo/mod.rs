@@ -4,6 +4,8 @@
 //! bisection has a known answer. Tags `v1` (the first commit), `v2` (the
 //! fourth, last fast one) and `v3` (the eighth).
 
+#![allow(dead_code)] // each test binary that includes this module uses a part of it
+
 use labrun_ssh::test_support::Sshd;
 use std::path::Path;
 use std::process::Command;
@@ -72,7 +74,7 @@ func main() {
 	case "backup":
 		err = backup(os.Args[2], os.Args[3])
 	case "restore":
-		err = copyTree(filepath.Join(os.Args[2], os.Args[3]), os.Args[4])
+		err = restore(os.Args[2], os.Args[3], os.Args[4])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -82,23 +84,44 @@ func main() {
 }
 "#;
 
-/// A backup's steady cost: 0.3 s of "work", so that a probe's ratio is not
-/// made of process start-up noise alone (a copy of a few MB takes
-/// milliseconds).
+/// A backup's and a restore's steady cost: 0.3 s and 0.5 s of "work", so
+/// that a probe's ratio is not made of process start-up noise alone (a copy
+/// of a few MB takes milliseconds).
 const FAST_BACKUP: &str = r#"
 func backup(repo, name string) error {
 	time.Sleep(300 * time.Millisecond)
 	return copyTree(".", filepath.Join(repo, name))
 }
 "#;
+const FAST_RESTORE: &str = r#"
+func restore(repo, name, target string) error {
+	time.Sleep(500 * time.Millisecond)
+	return copyTree(filepath.Join(repo, name), target)
+}
+"#;
 
-/// The planted regression: 1.5 s more per backup, 6x the steady cost.
+/// The planted regressions: 1.5 s more per backup, 6x its steady cost;
+/// 3 s more per restore, about 2.2x with the copy a restore makes under
+/// TCG (the size of step issue 46 was found with).
 const SLOW_BACKUP: &str = r#"
 func backup(repo, name string) error {
 	time.Sleep(1800 * time.Millisecond)
 	return copyTree(".", filepath.Join(repo, name))
 }
 "#;
+const SLOW_RESTORE: &str = r#"
+func restore(repo, name, target string) error {
+	time.Sleep(3500 * time.Millisecond)
+	return copyTree(filepath.Join(repo, name), target)
+}
+"#;
+
+/// Which step the slow commit makes slower.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Plant {
+    Backup,
+    Restore,
+}
 
 /// Runs git in the repository `dir` as the test's author; its output.
 fn git_in(dir: &Path) -> impl Fn(&[&str]) -> String + '_ {
@@ -125,8 +148,13 @@ fn git_in(dir: &Path) -> impl Fn(&[&str]) -> String + '_ {
 }
 
 /// Writes the repository into `dir` (created) and returns the commits'
-/// ids, oldest first.
+/// ids, oldest first: backups slower from [`SLOW_COMMIT`] on.
 pub fn write(dir: &Path) -> Vec<String> {
+    write_planted(dir, Plant::Backup)
+}
+
+/// [`write`], with the slowdown planted in the step `plant`.
+pub fn write_planted(dir: &Path, plant: Plant) -> Vec<String> {
     std::fs::create_dir_all(dir).expect("repo folder");
     let git = git_in(dir);
     git(&["init", "-q", "-b", "main"]);
@@ -137,13 +165,19 @@ pub fn write(dir: &Path) -> Vec<String> {
     .expect("go.mod");
     let mut ids = Vec::new();
     for i in 0..COMMITS {
-        let backup = if i >= SLOW_COMMIT {
+        let slow = i >= SLOW_COMMIT;
+        let backup = if slow && plant == Plant::Backup {
             SLOW_BACKUP
         } else {
             FAST_BACKUP
         };
+        let restore = if slow && plant == Plant::Restore {
+            SLOW_RESTORE
+        } else {
+            FAST_RESTORE
+        };
         let main = MAIN_GO.replace("VERSION", &format!("0.{i}"));
-        std::fs::write(dir.join("main.go"), format!("{main}{backup}")).expect("main.go");
+        std::fs::write(dir.join("main.go"), format!("{main}{backup}{restore}")).expect("main.go");
         git(&["add", "-A"]);
         git(&["commit", "-q", "-m", &format!("commit {i}")]);
         ids.push(git(&["rev-parse", "HEAD"]));
@@ -186,12 +220,53 @@ target:
 dataset: {{kind: synthetic, seed: 7, scale: 0.001}}
 cycles: 3
 tools:
-  - name: toy
+{tool}"#,
+        port = t.port,
+        user = t.user,
+        key = t.client_key.display(),
+        host_key = t.host_key,
+        work = dir.join("remote").display(),
+        tool = tool(repo, first, Some(&dir.join("bin"))),
+    );
+    let path = dir.join("lab.yaml");
+    std::fs::write(&path, lab).expect("write lab");
+    path
+}
+
+/// The lab's text for a VM: `machine` (a `vm:` block) as the machine, the
+/// toy as the series, a protocol of the two steps a bisection asks about
+/// (a full backup and its restore, verified), so that each probe is short
+/// under TCG.
+pub fn vm_lab(name: &str, machine: &str, repo: &Path, first: &str) -> String {
+    format!(
+        r#"name: {name}
+{machine}
+dataset: {{kind: synthetic, seed: 7, scale: 0.001}}
+cycles: 3
+protocol:
+  - source
+  - {{run: init}}
+  - {{run: backup, name: backup_full, makes: s1}}
+  - {{run: restore, restores: s1, repo_size: false}}
+tools:
+{tool}"#,
+        tool = tool(repo, first, None),
+    )
+}
+
+/// The toy's `tools:` entry: a series of the repository's commits, each
+/// built with Go; on an existing machine each commit's binary at a path of
+/// its own under `bin`.
+fn tool(repo: &Path, first: &str, bin: Option<&Path>) -> String {
+    let install = bin.map_or_else(String::new, |b| {
+        format!("    install: {}/{{version}}/toy\n", b.display())
+    });
+    format!(
+        r#"  - name: toy
     version: "{{version}}"
     versions:
       - {{version: {first}, sha256: {zeros}}}
-    install: {bin}/{{version}}/toy
-    artifact:
+{install}    artifact:
       source:
         git: {{repo: "file://{repo}", commit: "{{version}}"}}
         build:
@@ -205,16 +280,7 @@ tools:
         cwd: "{{source}}"
       restore: ["{{bin}}", restore, "{{repo}}", "{{snapshot}}", "{{target}}"]
 "#,
-        port = t.port,
-        user = t.user,
-        key = t.client_key.display(),
-        host_key = t.host_key,
-        work = dir.join("remote").display(),
-        bin = dir.join("bin").display(),
         repo = repo.display(),
         zeros = "0".repeat(64),
-    );
-    let path = dir.join("lab.yaml");
-    std::fs::write(&path, lab).expect("write lab");
-    path
+    )
 }

@@ -5,7 +5,7 @@
 
 use crate::environment::{ENVIRONMENT_FILE, Environment};
 use crate::error::{ReportError, Result};
-use crate::evidence_file;
+use crate::evidence_file::{self, InMemory, Root};
 use crate::warning::{Warning, WarningKind};
 use labrun_evidence::{SCHEMA_VERSION, Step, StepRecord, files};
 use serde::{Deserialize, Serialize};
@@ -145,9 +145,26 @@ pub struct BinaryDigest {
 /// Reads `run_dir/raw`. Errors: no raw folder, no records, a damaged record
 /// anywhere but on the last line, records from a newer schema.
 pub fn load(run_dir: &Path) -> Result<RawRun> {
+    let folder_name = run_dir
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    load_from(Root::Dir(run_dir), folder_name)
+}
+
+/// [`load`] of a pack's files held in memory ([`crate::pack::read_in_memory`]):
+/// no folder is written, so a question over many stored runs reads each
+/// without unpacking it. `name` stands for the run folder's name.
+pub fn load_in_memory(files: &InMemory, name: &str) -> Result<RawRun> {
+    load_from(Root::Memory(files), name.to_string())
+}
+
+fn load_from(root: Root, folder_name: String) -> Result<RawRun> {
+    let run_dir = root.base();
     let raw = run_dir.join(RAW_DIR);
-    if !raw.is_dir() {
-        let hint = if run_dir.join(files::RECORDS).is_file() {
+    if !root.is_dir(&raw) {
+        let hint = if root.exists(&run_dir.join(files::RECORDS)) {
             " (this folder looks like raw/ itself: pass its parent)"
         } else {
             ""
@@ -155,101 +172,85 @@ pub fn load(run_dir: &Path) -> Result<RawRun> {
         return Err(ReportError::NoRawDir { path: raw, hint });
     }
     let mut run = RawRun {
-        folder_name: run_dir
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_default(),
+        folder_name,
         ..RawRun::default()
     };
-    run.records = read_records(run_dir, &raw.join(files::RECORDS), &mut run.warnings)?;
-    let (timelines, unreadable) = crate::timeline::load(run_dir, &raw, &run.records);
+    run.records = read_records(root, &raw.join(files::RECORDS), &mut run.warnings)?;
+    let (timelines, unreadable) = crate::timeline::load(root, &raw, &run.records);
     run.timelines = timelines;
     run.warnings.extend(unreadable);
     run.plan = read_optional_json(
-        run_dir,
+        root,
         &raw.join(files::PLAN),
         WarningKind::MissingPlan,
         &mut run.warnings,
         "cycles missing from a cut-short run cannot be told apart",
     );
     run.environment = read_optional_json(
-        run_dir,
+        root,
         &raw.join(ENVIRONMENT_FILE),
         WarningKind::MissingEnvironment,
         &mut run.warnings,
         "the machine, acceleration and tool versions of this run are unknown",
     );
-    if let Some(versions) =
-        read_quietly(run_dir, &raw.join(files::TOOL_VERSIONS), &mut run.warnings)
-            .and_then(|t| serde_json::from_str::<labrun_evidence::ToolVersions>(&t).ok())
+    if let Some(versions) = read_quietly(root, &raw.join(files::TOOL_VERSIONS), &mut run.warnings)
+        .and_then(|t| serde_json::from_str::<labrun_evidence::ToolVersions>(&t).ok())
     {
         run.environment
             .get_or_insert_with(Default::default)
             .tool_versions = versions;
     }
     let storage = raw.join(labrun_evidence::storage::STORAGE_FILE);
-    if storage.symlink_metadata().is_ok() {
+    if root.exists(&storage) {
         run.environment.get_or_insert_with(Default::default).storage = read_optional_json(
-            run_dir,
+            root,
             &storage,
             WarningKind::StorageUnknown,
             &mut run.warnings,
             "where the repositories lived and the network's measured round trip are not shown",
         );
     }
-    run.tool_sources = read_quietly(run_dir, &raw.join(TOOL_SOURCES_FILE), &mut run.warnings)
+    run.tool_sources = read_quietly(root, &raw.join(TOOL_SOURCES_FILE), &mut run.warnings)
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
     run.compare_plan = read_json_if_present(
-        run_dir,
+        root,
         &raw.join(labrun_evidence::compare::COMPARE_PLAN),
         &mut run.warnings,
         "the verdicts the lab asked for are not made",
     );
     run.added_pairs = read_json_if_present(
-        run_dir,
+        root,
         &raw.join(labrun_evidence::compare::ADDED_PAIRS),
         &mut run.warnings,
         "how many pairs `--until-conclusive` added is unknown",
     );
-    run.binaries = read_quietly(run_dir, &raw.join(files::BINARY_DIGESTS), &mut run.warnings)
+    run.binaries = read_quietly(root, &raw.join(files::BINARY_DIGESTS), &mut run.warnings)
         .map(|text| parse_binary_digests(&text))
         .unwrap_or_default();
     Ok(run)
 }
 
-fn read_records(
-    run_dir: &Path,
-    path: &Path,
-    warnings: &mut Vec<Warning>,
-) -> Result<Vec<StepRecord>> {
-    read_records_bounded(run_dir, path, warnings, evidence_file::MAX_RECORDS)
+fn read_records(root: Root, path: &Path, warnings: &mut Vec<Warning>) -> Result<Vec<StepRecord>> {
+    read_records_bounded(root, path, warnings, evidence_file::MAX_RECORDS)
 }
 
 /// [`read_records`], keeping at most `max_records` (tests use a small bound).
 /// The file's size is bounded before a line is read, the records' number as
 /// they are kept: the memory a report takes is bounded either way.
 fn read_records_bounded(
-    run_dir: &Path,
+    root: Root,
     path: &Path,
     warnings: &mut Vec<Warning>,
     max_records: usize,
 ) -> Result<Vec<StepRecord>> {
     // Links, FIFOs and devices are refused by the one reader; the size is
     // checked here, to say what the bound is for.
-    let Some(file) = evidence_file::open(run_dir, path, u64::MAX)? else {
+    let Some(size) = root.size(path)? else {
         return Err(ReportError::NoRecords {
             path: path.to_path_buf(),
         });
     };
-    let size = file
-        .metadata()
-        .map_err(|source| ReportError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?
-        .len();
     if size > evidence_file::MAX_RECORDS_FILE {
         return Err(ReportError::RecordsTooLarge {
             path: path.to_path_buf(),
@@ -266,8 +267,7 @@ fn read_records_bounded(
     let mut damaged: Option<(usize, serde_json::Error)> = None;
     let mut failed: Option<ReportError> = None;
     // One line in memory at a time: the records, not the file, are kept.
-    evidence_file::for_each_line_of(
-        file,
+    root.for_each_line(
         path,
         evidence_file::MAX_RECORDS_FILE,
         evidence_file::MAX_RECORD_LINE,
@@ -416,8 +416,8 @@ fn schema_version_of(json: &str) -> Option<u32> {
 
 /// An optional file whose absence or damage has no warning of its own
 /// (older runs lack it); a refused one is still named.
-fn read_quietly(run_dir: &Path, path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
-    match evidence_file::read_to_string(run_dir, path, evidence_file::MAX_SMALL_FILE) {
+fn read_quietly(root: Root, path: &Path, warnings: &mut Vec<Warning>) -> Option<String> {
+    match root.read_to_string(path, evidence_file::MAX_SMALL_FILE) {
         Ok(text) => text,
         Err(refused) => {
             warnings.push(Warning::new(
@@ -432,16 +432,16 @@ fn read_quietly(run_dir: &Path, path: &Path, warnings: &mut Vec<Warning>) -> Opt
 /// A comparison's file, which most runs do not have: absent is no warning,
 /// unreadable is.
 fn read_json_if_present<T: serde::de::DeserializeOwned>(
-    run_dir: &Path,
+    root: Root,
     path: &Path,
     warnings: &mut Vec<Warning>,
     consequence: &str,
 ) -> Option<T> {
-    if path.symlink_metadata().is_err() {
+    if !root.exists(path) {
         return None;
     }
     read_optional_json(
-        run_dir,
+        root,
         path,
         WarningKind::ComparisonNotMade,
         warnings,
@@ -450,7 +450,7 @@ fn read_json_if_present<T: serde::de::DeserializeOwned>(
 }
 
 fn read_optional_json<T: serde::de::DeserializeOwned>(
-    run_dir: &Path,
+    root: Root,
     path: &Path,
     kind: WarningKind,
     warnings: &mut Vec<Warning>,
@@ -460,7 +460,7 @@ fn read_optional_json<T: serde::de::DeserializeOwned>(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let text = match evidence_file::read_to_string(run_dir, path, evidence_file::MAX_SMALL_FILE) {
+    let text = match root.read_to_string(path, evidence_file::MAX_SMALL_FILE) {
         Ok(Some(t)) => t,
         Ok(None) => {
             warnings.push(Warning::new(kind, format!("No raw/{name}: {consequence}.")));
@@ -525,10 +525,10 @@ mod tests {
         let path = tmp.path().join("records.jsonl");
         std::fs::write(&path, records(4)).unwrap();
         let mut warnings = Vec::new();
-        let kept = read_records_bounded(tmp.path(), &path, &mut warnings, 4).unwrap();
+        let kept = read_records_bounded(Root::Dir(tmp.path()), &path, &mut warnings, 4).unwrap();
         assert_eq!(kept.len(), 4);
         std::fs::write(&path, records(5)).unwrap();
-        let err = read_records_bounded(tmp.path(), &path, &mut warnings, 4).unwrap_err();
+        let err = read_records_bounded(Root::Dir(tmp.path()), &path, &mut warnings, 4).unwrap_err();
         assert!(
             matches!(err, ReportError::TooManyRecords { max: 4, .. }),
             "{err}"

@@ -1,8 +1,9 @@
-//! The one reader every evidence file goes through (a run folder or an
-//! opened pack alike): a regular file inside the run, opened without
-//! blocking and read up to a stated size. A link out of the run, a FIFO or a
-//! device is refused by name, so `report` and `compare` can neither hang on
-//! a pipe nor fill memory from `/dev/zero`.
+//! The one reader every evidence file goes through (a run folder, an
+//! unpacked pack, or a pack's files held in memory alike): a regular file
+//! inside the run, opened without blocking and read up to a stated size. A
+//! link out of the run, a FIFO or a device is refused by name, so `report`
+//! and `compare` can neither hang on a pipe nor fill memory from
+//! `/dev/zero`.
 
 use std::fmt;
 use std::fs::File;
@@ -26,6 +27,102 @@ pub const MAX_RECORDS: usize = 200_000;
 pub const RECORD_MEMORY: &str = "about 3 kB";
 /// One line of `records.jsonl`: a record is a few kB at most.
 pub const MAX_RECORD_LINE: u64 = 1 << 20;
+
+/// Where a run's files are read from.
+#[derive(Debug, Clone, Copy)]
+pub enum Root<'a> {
+    /// The run's folder: paths are under it.
+    Dir(&'a Path),
+    /// A pack's files, read into memory and checked against its manifest
+    /// ([`crate::pack::read_in_memory`]): paths are relative to the run.
+    Memory(&'a InMemory),
+}
+
+/// A run's files held in memory, by their path relative to the run.
+#[derive(Debug, Default, Clone)]
+pub struct InMemory {
+    pub files: std::collections::BTreeMap<PathBuf, Vec<u8>>,
+}
+
+impl Root<'_> {
+    /// The folder the run's paths are joined to (empty in memory).
+    pub fn base(&self) -> &Path {
+        match self {
+            Root::Dir(dir) => dir,
+            Root::Memory(_) => Path::new(""),
+        }
+    }
+
+    /// Whether `path` names anything (a link too, which reading refuses).
+    pub fn exists(&self, path: &Path) -> bool {
+        match self {
+            Root::Dir(_) => path.symlink_metadata().is_ok(),
+            Root::Memory(m) => m.files.contains_key(path),
+        }
+    }
+
+    /// Whether `path` is a folder of the run.
+    pub fn is_dir(&self, path: &Path) -> bool {
+        match self {
+            Root::Dir(_) => path.is_dir(),
+            Root::Memory(m) => m.files.keys().any(|f| f.starts_with(path) && f != path),
+        }
+    }
+
+    /// The file's size, as [`open`] checks it; `Ok(None)`: no such file.
+    pub fn size(&self, path: &Path) -> Result<Option<u64>, Refused> {
+        match self {
+            Root::Dir(dir) => match open(dir, path, u64::MAX)? {
+                Some(file) => file
+                    .metadata()
+                    .map(|m| Some(m.len()))
+                    .map_err(|e| refused(path, e.to_string())),
+                None => Ok(None),
+            },
+            Root::Memory(m) => Ok(m.files.get(path).map(|b| b.len() as u64)),
+        }
+    }
+
+    /// [`read_to_string`] from this root.
+    pub fn read_to_string(&self, path: &Path, limit: u64) -> Result<Option<String>, Refused> {
+        match self {
+            Root::Dir(dir) => read_to_string(dir, path, limit),
+            Root::Memory(m) => {
+                let Some(bytes) = m.files.get(path) else {
+                    return Ok(None);
+                };
+                if bytes.len() as u64 > limit {
+                    return Err(refused(
+                        path,
+                        format!("{} bytes, more than the limit of {limit}", bytes.len()),
+                    ));
+                }
+                String::from_utf8(bytes.clone())
+                    .map(Some)
+                    .map_err(|e| refused(path, e.to_string()))
+            }
+        }
+    }
+
+    /// [`for_each_line`] from this root.
+    pub fn for_each_line(
+        &self,
+        path: &Path,
+        limit: u64,
+        line_limit: u64,
+        each: impl FnMut(usize, &str) -> std::ops::ControlFlow<()>,
+    ) -> Result<Option<()>, Refused> {
+        match self {
+            Root::Dir(dir) => for_each_line(dir, path, limit, line_limit, each),
+            Root::Memory(m) => match m.files.get(path) {
+                Some(bytes) => {
+                    for_each_line_of(bytes.as_slice(), path, limit, line_limit, each).map(Some)
+                }
+                None => Ok(None),
+            },
+        }
+    }
+}
 
 /// Why a file of the evidence was not read.
 #[derive(Debug)]
@@ -136,9 +233,10 @@ pub fn for_each_line(
     for_each_line_of(file, path, limit, line_limit, each).map(Some)
 }
 
-/// [`for_each_line`] of a file [`open`] gave (`path` names it in errors).
+/// [`for_each_line`] of a file [`open`] gave, or of bytes in memory
+/// (`path` names it in errors).
 pub fn for_each_line_of(
-    file: File,
+    file: impl Read,
     path: &Path,
     limit: u64,
     line_limit: u64,

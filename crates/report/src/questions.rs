@@ -1,5 +1,7 @@
 //! The questions a run's lab asked that more pairs can decide: each
-//! `compare:` pair's rows, and each adjacent step of each series' trend.
+//! `compare:` pair's rows when it names pairs (bisect's probes name one row
+//! of one pair), else each adjacent step of each series' trend (a series
+//! lab such as `labs/restic-series.yaml` asks its steps).
 //! `bench --until-conclusive` adds pairs while one is open (and sizes its
 //! cap from their spread); the summary says how many the lab's own cycles
 //! decided under the fixed rule and how many the whole run decided under
@@ -23,6 +25,14 @@ pub struct Open {
     pub tools: Vec<String>,
 }
 
+/// Whether the run's questions are its series' steps: it names no
+/// `compare:` pair of its own.
+fn asks_series(run: &RawRun) -> bool {
+    run.compare_plan
+        .as_ref()
+        .is_some_and(|p| p.pairs.is_empty())
+}
+
 /// What is open in `run`, judged as its summary judges it (a trend's steps
 /// with Holm's correction across the chain).
 pub fn open(run: &RawRun) -> Open {
@@ -42,7 +52,11 @@ pub fn open(run: &RawRun) -> Open {
             want(&c.baseline.tool, &c.candidate.tool, &mut open.tools);
         }
     }
-    let (trends, _) = trend::of_run(run);
+    let (trends, _) = if asks_series(run) {
+        trend::of_run(run)
+    } else {
+        Default::default()
+    };
     for t in &trends {
         for row in &t.rows {
             for s in row.steps.iter().filter(|s| is_open_step(s)) {
@@ -52,7 +66,7 @@ pub fn open(run: &RawRun) -> Open {
         }
     }
     // The cap needs each open step's spread: its comparison on its own.
-    if let Some(plan) = &run.compare_plan {
+    if let Some(plan) = run.compare_plan.as_ref().filter(|_| asks_series(run)) {
         let settings = lab_settings(run);
         for series in &plan.series {
             for w in series.members.windows(2) {
@@ -116,7 +130,11 @@ pub fn decided_by_rule(run: &RawRun) -> Option<DecidedByRule> {
 
 fn decided(run: &RawRun) -> Decided {
     let (comparisons, _) = requested(run);
-    let (trends, _) = trend::of_run(run);
+    let (trends, _) = if asks_series(run) {
+        trend::of_run(run)
+    } else {
+        Default::default()
+    };
     let mut d = Decided {
         decided: 0,
         tested: 0,

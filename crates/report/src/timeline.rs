@@ -21,7 +21,7 @@ pub struct StepTimeline {
 /// The timelines the records name, relative to `raw`; one warning for all
 /// that could not be read.
 pub fn load(
-    run_dir: &Path,
+    root: crate::evidence_file::Root,
     raw: &Path,
     records: &[StepRecord],
 ) -> (Vec<StepTimeline>, Vec<Warning>) {
@@ -31,7 +31,7 @@ pub fn load(
         let Some(rel) = r.tree.as_ref().and_then(|t| t.timeline_path.as_deref()) else {
             continue;
         };
-        match read(run_dir, &raw.join(rel)) {
+        match read(root, &raw.join(rel)) {
             Ok(rows) => out.push(StepTimeline {
                 tool: r.tool.clone(),
                 cycle: r.cycle,
@@ -58,8 +58,9 @@ pub fn load(
     (out, warnings)
 }
 
-fn read(run_dir: &Path, path: &Path) -> Result<Vec<TimelineRow>, String> {
-    let text = crate::evidence_file::read_to_string(run_dir, path, MAX_TIMELINE_BYTES)
+fn read(root: crate::evidence_file::Root, path: &Path) -> Result<Vec<TimelineRow>, String> {
+    let text = root
+        .read_to_string(path, MAX_TIMELINE_BYTES)
         .map_err(|refused| format!("refused: {}", refused.reason))?
         // The words the OS gives for a missing file, as the summary said
         // before reads were bounded: a re-made summary stays byte for byte.

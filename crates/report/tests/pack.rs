@@ -440,3 +440,57 @@ fn a_header_record_that_declares_gigabytes_is_refused_before_it_is_read() {
         );
     }
 }
+
+/// A pack read into memory (as the results store's questions read their
+/// runs) gives the evidence and the summary an unpacked folder gives, and
+/// keeps `raw/` only.
+#[test]
+fn a_pack_read_in_memory_reads_as_its_unpacked_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_folder(tmp.path());
+    let packed = pack::write(&run, &tmp.path().join("run-1.tar.gz")).unwrap();
+    let bytes = std::fs::read(&packed.path).unwrap();
+    let in_memory = pack::read_in_memory(&packed.path, &bytes).unwrap();
+    let opened = pack::open(&packed.path).unwrap();
+    assert_eq!(
+        Some(in_memory.manifest_sha256.as_str()),
+        opened.manifest_sha256()
+    );
+    assert_eq!(in_memory.run, "run-1");
+    assert!(
+        in_memory.files.files.keys().all(|p| p.starts_with("raw")),
+        "{:?}",
+        in_memory.files.files.keys()
+    );
+    let from_folder = labrun_report::evidence::load(opened.dir()).unwrap();
+    let from_memory =
+        labrun_report::evidence::load_in_memory(&in_memory.files, &in_memory.run).unwrap();
+    assert_eq!(from_folder.folder_name, from_memory.folder_name);
+    let json =
+        |raw| serde_json::to_string(&labrun_report::summarize_raw(raw)).expect("summary as JSON");
+    assert_eq!(json(from_folder), json(from_memory));
+}
+
+/// Read into memory, a changed file is refused as `open` refuses it.
+#[test]
+fn a_changed_file_is_named_in_memory_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, good) = good_pack(tmp.path());
+    let list: Vec<(tar::Header, Vec<u8>)> = good
+        .iter()
+        .map(|(n, b)| {
+            let mut body = b.clone();
+            if n == "raw/plan.json" {
+                body[0] ^= 1;
+            }
+            regular(n, &body)
+        })
+        .collect();
+    let path = tmp.path().join("tampered.tar.gz");
+    write_pack(&path, list);
+    let err = pack::read_in_memory(&path, &std::fs::read(&path).unwrap()).unwrap_err();
+    assert!(
+        matches!(&err, PackError::Tampered { file, .. } if file == "raw/plan.json"),
+        "{err}"
+    );
+}

@@ -393,3 +393,27 @@ fn a_series_without_added_pairs_says_nothing_of_rules() {
     let md = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
     assert!(!md.contains("Pairs added:"), "{md}");
 }
+
+/// A lab that names a `compare:` pair asks that pair, not its series'
+/// steps: bisect's probe is a series of two commits asking one row, and
+/// only that row may keep adding pairs.
+#[test]
+fn a_lab_naming_a_pair_asks_the_pair_not_its_series() {
+    use labrun_evidence::compare::{COMPARE_PLAN, ComparePair, ComparePlan};
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    let path = tmp.path().join("raw").join(COMPARE_PLAN);
+    let mut plan: ComparePlan = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    plan.pairs = vec![ComparePair {
+        phase: Some(Step::RESTORE),
+        figure: Some(Figure::WallTime),
+        ..ComparePair::of("restic@0.17.3", "restic@0.18.1")
+    }];
+    std::fs::write(&path, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let raw = labrun_report::evidence::load(tmp.path()).unwrap();
+    let open = labrun_report::questions::open(&raw);
+    // The planted 1.5x restore step is decided: nothing is open, although
+    // the series' wild incremental step still is.
+    assert_eq!(open.rows, 0, "{open:?}");
+    assert!(open.tools.is_empty(), "{:?}", open.tools);
+}

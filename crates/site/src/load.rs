@@ -1,6 +1,6 @@
 //! The store's runs as the site shows them: each read from its kept pack
-//! exactly as `labrun report` reads it (the pack checked against its
-//! manifest, the evidence loaded, the summary made), with its dataset and
+//! as `labrun report` reads it (the pack checked against its manifest, the
+//! evidence loaded, the summary made), in memory, with its dataset and
 //! its machine class ([`MachineClass::of`], the one rule).
 
 use labrun_report::evidence::RawRun;
@@ -61,16 +61,17 @@ fn one(store: &mut Store, stored: &StoredRun) -> Result<SiteRun, String> {
     if stored.digest.len() != 64 || !stored.digest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err("its identity is not a SHA-256 digest".into());
     }
-    // The pack comes out of the store into a scratch folder of its own,
-    // read there as `labrun report` reads any pack.
-    let scratch = tempfile::tempdir().map_err(|e| format!("no scratch folder: {e}"))?;
-    let pack = store
-        .write_pack(&stored.digest, scratch.path())
-        .map_err(|e| e.to_string())?;
-    let opened = labrun_report::pack::open(&pack).map_err(|e| {
+    // The pack is read from the store into memory and checked against its
+    // manifest file by file, as `labrun report` checks any pack; nothing
+    // is unpacked to disk (a folder per run was most of the time a
+    // question over many runs took).
+    let bytes = store.pack(&stored.digest).map_err(|e| e.to_string())?;
+    let name = std::path::PathBuf::from(format!("the store's pack sha256:{}", stored.digest));
+    let pack = labrun_report::pack::read_in_memory(&name, &bytes).map_err(|e| {
         format!("its kept pack does not read ({e}); import the run again to keep it")
     })?;
-    let raw = labrun_report::evidence::load(opened.dir()).map_err(|e| e.to_string())?;
+    let raw = labrun_report::evidence::load_in_memory(&pack.files, &pack.run)
+        .map_err(|e| e.to_string())?;
     let summary = labrun_report::summarize_raw(raw.clone());
     let dataset = raw
         .plan

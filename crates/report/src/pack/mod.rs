@@ -18,7 +18,7 @@ pub use limits::{
     Limits, MAX_MANIFEST_BYTES, MAX_PACK_BYTES, MAX_PACK_ENTRIES, MAX_PACK_FILE_BYTES,
 };
 pub use manifest::{MANIFEST_FILE, Manifest, ManifestEntry};
-pub use read::{OpenedRun, open, open_with, report_dir_of};
+pub use read::{OpenedRun, PackInMemory, open, open_with, read_in_memory, report_dir_of};
 pub use write::{Packed, write, write_with};
 
 /// A folder holding a run: its `raw/` evidence, or a variants run's index.

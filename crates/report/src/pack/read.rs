@@ -133,14 +133,84 @@ pub fn open_with(path: &Path, limits: &Limits) -> Result<OpenedRun, PackError> {
             _unpacked: None,
         });
     }
-    Unpacker::new(path, limits)?.run()
+    let temp = tempfile::Builder::new()
+        .prefix("labrun-pack-")
+        .tempdir()
+        .map_err(|source| PackError::Write {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let mut unpacker = Unpacker::new(path, limits, Sink::Folder(temp));
+    let digest = unpacker.run(open_pack(path)?)?;
+    let (Some((_, _, root)), Sink::Folder(temp)) = (unpacker.manifest, unpacker.sink) else {
+        return Err(PackError::NotAPack {
+            path: path.to_path_buf(),
+            reason: "it is empty".into(),
+        });
+    };
+    Ok(OpenedRun {
+        dir: root,
+        pack: Some(PackSource {
+            path: path.to_path_buf(),
+            manifest_sha256: digest,
+        }),
+        _unpacked: Some(temp),
+    })
+}
+
+/// A pack read into memory, every file checked against its manifest as
+/// [`open`] checks it, and those under `raw/` kept: what
+/// [`crate::evidence::load_in_memory`] reads. Nothing is written to disk, so
+/// reading many stored runs costs their bytes, not a folder each.
+#[derive(Debug)]
+pub struct PackInMemory {
+    /// The run's name, as the manifest gives it.
+    pub run: String,
+    pub manifest_sha256: String,
+    pub files: crate::evidence_file::InMemory,
+}
+
+/// Reads a pack's bytes into memory ([`PackInMemory`]); `name` names the
+/// pack in messages (a file, or where a store keeps it).
+pub fn read_in_memory(name: &Path, bytes: &[u8]) -> Result<PackInMemory, PackError> {
+    let limits = Limits::default();
+    let mut unpacker = Unpacker::new(name, &limits, Sink::Memory(Default::default()));
+    let digest = unpacker.run(bytes)?;
+    let (Some((manifest, _, _)), Sink::Memory(files)) = (unpacker.manifest, unpacker.sink) else {
+        return Err(PackError::NotAPack {
+            path: name.to_path_buf(),
+            reason: "it is empty".into(),
+        });
+    };
+    Ok(PackInMemory {
+        run: manifest.run,
+        manifest_sha256: digest,
+        files,
+    })
+}
+
+fn open_pack(path: &Path) -> Result<std::fs::File, PackError> {
+    std::fs::File::open(path).map_err(|source| PackError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Where an unpacked file's bytes go.
+enum Sink {
+    /// Into a private temporary folder ([`open`]).
+    Folder(tempfile::TempDir),
+    /// Into memory, `raw/` only ([`read_in_memory`]); every file is still
+    /// hashed and checked.
+    Memory(crate::evidence_file::InMemory),
 }
 
 struct Unpacker<'a> {
     pack: &'a Path,
     limits: &'a Limits,
-    temp: tempfile::TempDir,
-    /// Set by the first entry, the manifest.
+    sink: Sink,
+    /// Set by the first entry, the manifest: it, its digest, and the run's
+    /// root (a folder under the temporary one; empty in memory).
     manifest: Option<(Manifest, String, PathBuf)>,
     /// Path -> (size, sha256) of every file unpacked.
     seen: BTreeMap<String, (u64, String)>,
@@ -148,29 +218,20 @@ struct Unpacker<'a> {
 }
 
 impl<'a> Unpacker<'a> {
-    fn new(pack: &'a Path, limits: &'a Limits) -> Result<Self, PackError> {
-        let temp = tempfile::Builder::new()
-            .prefix("labrun-pack-")
-            .tempdir()
-            .map_err(|source| PackError::Write {
-                path: std::env::temp_dir(),
-                source,
-            })?;
-        Ok(Unpacker {
+    fn new(pack: &'a Path, limits: &'a Limits, sink: Sink) -> Self {
+        Unpacker {
             pack,
             limits,
-            temp,
+            sink,
             manifest: None,
             seen: BTreeMap::new(),
             total: 0,
-        })
+        }
     }
 
-    fn run(mut self) -> Result<OpenedRun, PackError> {
-        let file = std::fs::File::open(self.pack).map_err(|source| PackError::Read {
-            path: self.pack.to_path_buf(),
-            source,
-        })?;
+    /// Unpacks every entry of `file` (the pack's bytes) and checks them
+    /// all; the manifest's digest.
+    fn run(&mut self, file: impl Read) -> Result<String, PackError> {
         // Header records (long names, PAX headers) are bounded before the
         // tar crate reads them whole.
         let mut archive = tar::Archive::new(TarRecords::new(flate2::read::GzDecoder::new(file)));
@@ -186,14 +247,9 @@ impl<'a> Unpacker<'a> {
             return Err(self.not_a_pack("it is empty"));
         };
         self.check(&manifest)?;
-        Ok(OpenedRun {
-            dir: root,
-            pack: Some(PackSource {
-                path: self.pack.to_path_buf(),
-                manifest_sha256: digest,
-            }),
-            _unpacked: Some(self.temp),
-        })
+        let digest_out = digest.clone();
+        self.manifest = Some((manifest, digest, root));
+        Ok(digest_out)
     }
 
     fn unpack<R: Read>(&mut self, mut entry: tar::Entry<'_, R>) -> Result<(), PackError> {
@@ -231,10 +287,15 @@ impl<'a> Unpacker<'a> {
         }
         let target = root.join(&rel);
         if is_dir {
-            return std::fs::create_dir_all(&target).map_err(|source| PackError::Write {
-                path: target,
-                source,
-            });
+            return match &self.sink {
+                Sink::Folder(_) => {
+                    std::fs::create_dir_all(&target).map_err(|source| PackError::Write {
+                        path: target,
+                        source,
+                    })
+                }
+                Sink::Memory(_) => Ok(()),
+            };
         }
         self.total += size;
         self.limits
@@ -244,16 +305,28 @@ impl<'a> Unpacker<'a> {
             path: target.clone(),
             source,
         };
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(write_err)?;
-        }
-        let mut out = match std::fs::File::create_new(&target) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+        let mut out: Box<dyn std::io::Write> = match &self.sink {
+            Sink::Folder(_) => {
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent).map_err(write_err)?;
+                }
+                match std::fs::File::create_new(&target) {
+                    Ok(f) => Box::new(f),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        return Err(self.refused(&name, "it appears twice".into()));
+                    }
+                    Err(e) => return Err(write_err(e)),
+                }
+            }
+            Sink::Memory(_) if self.seen.contains_key(&rel) => {
                 return Err(self.refused(&name, "it appears twice".into()));
             }
-            Err(e) => return Err(write_err(e)),
+            Sink::Memory(_) => Box::new(std::io::sink()),
         };
+        // In memory only `raw/` is kept: the evidence, not the summaries
+        // made from it.
+        let keep = matches!(self.sink, Sink::Memory(_)) && rel.starts_with("raw/");
+        let mut kept = Vec::new();
         let mut hashing = Hashing::new();
         let mut buf = vec![0u8; 64 * 1024];
         // The header's size bounds the read; a longer body cannot slip past it.
@@ -264,7 +337,16 @@ impl<'a> Unpacker<'a> {
                 break;
             }
             hashing.update(&buf[..n]);
-            std::io::Write::write_all(&mut out, &buf[..n]).map_err(write_err)?;
+            if keep {
+                kept.extend_from_slice(&buf[..n]);
+            }
+            out.write_all(&buf[..n]).map_err(write_err)?;
+        }
+        drop(out);
+        if let Sink::Memory(files) = &mut self.sink
+            && keep
+        {
+            files.files.insert(PathBuf::from(&rel), kept);
         }
         let read = hashing.size;
         self.seen.insert(rel, (read, hashing.finish()));
@@ -297,11 +379,17 @@ impl<'a> Unpacker<'a> {
             pack: self.pack.to_path_buf(),
             reason,
         })?;
-        let root = self.temp.path().join(&manifest.run);
-        std::fs::create_dir(&root).map_err(|source| PackError::Write {
-            path: root.clone(),
-            source,
-        })?;
+        let root = match &self.sink {
+            Sink::Folder(temp) => {
+                let root = temp.path().join(&manifest.run);
+                std::fs::create_dir(&root).map_err(|source| PackError::Write {
+                    path: root.clone(),
+                    source,
+                })?;
+                root
+            }
+            Sink::Memory(_) => PathBuf::new(),
+        };
         self.manifest = Some((manifest, sha256_hex(&bytes), root));
         Ok(())
     }

@@ -1,0 +1,185 @@
+//! Verdicts that decide on this noisy host, in the VM (guests under TCG):
+//! the toy backup tool of `toy_repo`, its restore made about 2.2x slower at
+//! a known commit, bisected with `labrun bisect`'s defaults (3 pairs a
+//! probe, up to 3 more while open, a 5% margin), each probe a run in the
+//! lab's VM. The bisection must name the planted commit within
+//! ceil(log2 n) + 1 probes, and the same ends judged on the full backup
+//! must say it is not slower. Then an A/A pair (one binary under two
+//! names, `noise_floor:`) with pairs added one at a time under the
+//! sequential rule must never say slower or faster.
+
+mod run_output;
+mod toy_repo;
+#[path = "common/vm_lab.rs"]
+mod vm_lab;
+
+use std::path::Path;
+use toy_repo::Plant;
+use vm_lab::{Lab, ONE_VM_AT_A_TIME, ensure_image, require_vm_host};
+
+/// The default lab's `vm:` block: the image every VM test boots (one
+/// cached build).
+fn default_machine() -> String {
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lab.yaml"))
+        .expect("lab.yaml");
+    let start = shipped
+        .find("\nvm:\n")
+        .expect("the default lab's vm: block");
+    let end = shipped[start..]
+        .find("\ndataset:")
+        .expect("dataset: after vm:");
+    shipped[start + 1..start + end].to_string()
+}
+
+/// The bisection's one folder under `results`.
+fn bisect_folder(results: &Path) -> std::path::PathBuf {
+    let dirs: Vec<_> = std::fs::read_dir(results)
+        .expect("results")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+#[ignore = "needs root, libvirtd, QEMU and Go builds; boots a VM per probe for tens of minutes: `make test` runs it"]
+fn bisect_in_the_vm_names_the_planted_restore_step_with_the_defaults() {
+    require_vm_host();
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let repo = scratch.path().join("toy");
+    let ids = toy_repo::write_planted(&repo, Plant::Restore);
+    let lab = Lab::with_yaml(
+        "vmtest-bisect",
+        &toy_repo::vm_lab("vmtest-bisect", &default_machine(), &repo, &ids[0]),
+    );
+    ensure_image(&lab);
+
+    // Restore, with every default of `bisect`.
+    let results = lab.root.join("restore");
+    let out = lab.run(&[
+        "bisect",
+        "toy",
+        "--good",
+        "v1",
+        "--bad",
+        "v3",
+        "--phase",
+        "restore",
+        "--results",
+        results.to_str().expect("utf-8 path"),
+    ]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let slow = &ids[toy_repo::SLOW_COMMIT];
+    assert!(said.contains(&format!("first bad commit {slow}")), "{said}");
+    let folder = bisect_folder(&results);
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("bisect.json")).expect("bisect.json"),
+    )
+    .expect("json");
+    let probes = state["outcomes"]
+        .as_array()
+        .expect("outcomes")
+        .iter()
+        .filter(|o| !o.is_null())
+        .count();
+    // 8 commits from v1 to v3: the bad end, then ceil(log2 7) = 3 halvings.
+    assert!((2..=4).contains(&probes), "{probes} probes\n{said}");
+    let md = std::fs::read_to_string(folder.join("bisect.md")).expect("bisect.md");
+    assert!(md.contains(&slow[..12]), "{md}");
+    // Each probe was a run of its own in the VM, and nothing is left up.
+    for run in std::fs::read_dir(folder.join("runs")).expect("runs") {
+        let run = run.expect("run").path();
+        let env = std::fs::read_to_string(run.join("raw/environment.json")).expect("environment");
+        assert!(env.to_lowercase().contains("\"tcg\""), "{env}");
+    }
+    lab.assert_nothing_left();
+
+    // The full backup did not change: the same ends say it is not slower.
+    let results = lab.root.join("backup");
+    let out = lab.run(&[
+        "bisect",
+        "toy",
+        "--good",
+        "v1",
+        "--bad",
+        "v3",
+        "--phase",
+        "backup_full",
+        "--results",
+        results.to_str().expect("utf-8 path"),
+    ]);
+    let said = text(&out);
+    assert!(
+        said.contains("nothing to bisect") && !said.contains("first bad commit"),
+        "{said}"
+    );
+    lab.assert_nothing_left();
+
+    // A/A in the VM: the first commit's binary under two names, pairs
+    // added under the sequential rule while a row is open.
+    let series = toy_repo::vm_lab("vmtest-aa", &default_machine(), &repo, &ids[0]);
+    let head = &series[..series.find("tools:\n").expect("tools")];
+    let commands = &series[series.find("    commands:\n").expect("commands")..];
+    let aa_yaml = format!(
+        "{head}noise_floor: {{tool: toy}}\ntools:\n  - name: toy\n    version: \"0.0\"\n    artifact:\n      source:\n        git: {{repo: \"file://{}\", commit: \"{}\"}}\n        build:\n          go: {{package: ., binary: toy, toolchain: go1.26.8}}\n      sha256: \"{}\"\n{commands}",
+        repo.display(),
+        ids[0],
+        "0".repeat(64)
+    );
+    let aa = Lab::with_yaml("vmtest-aa", &aa_yaml);
+    let out = aa.run(&["pin", "toy"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let aa_results = aa.root.join("results");
+    let out = aa.run(&[
+        "bench",
+        "--up",
+        "--down",
+        "--plain",
+        "--until-conclusive",
+        "3",
+        "--results",
+        aa_results.to_str().expect("utf-8 path"),
+    ]);
+    let said = text(&out);
+    // An A/A pair is never worse: bench's exit status is 0.
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let run = run_output::only_run_dir(&aa_results);
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("summary.json")).expect("summary.json"),
+    )
+    .expect("json");
+    let records = run_output::records(&run);
+    assert!(
+        records.iter().any(|r| r["tool"] == "toy@aa"),
+        "the copy ran in every cycle beside the tool"
+    );
+    let comparisons = summary["comparisons"].as_array().expect("comparisons");
+    let aa_pair = comparisons
+        .iter()
+        .find(|c| c["candidate"]["tool"] == "toy@aa")
+        .unwrap_or_else(|| panic!("the A/A pair in {summary}"));
+    for row in aa_pair["rows"].as_array().expect("rows") {
+        assert!(
+            row["verdict"] != "worse" && row["verdict"] != "better",
+            "an A/A row decided a difference: {row}"
+        );
+    }
+    // The sequential rule judged it: its looks were fixed beforehand.
+    let added: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("raw/added-pairs.json")).expect("added-pairs.json"),
+    )
+    .expect("json");
+    assert!(added["looks"].as_u64().is_some_and(|l| l >= 1), "{added}");
+    println!("A/A in the VM: {}", aa_pair["rows"]);
+    aa.assert_nothing_left();
+}
