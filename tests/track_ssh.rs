@@ -8,7 +8,6 @@
 //! runs, continue after Ctrl-C, do nothing new when run again, and, tracking
 //! every commit, name the planted commit from its neighbours alone.
 
-#[allow(dead_code)] // `break_then_fix` is bisect's
 mod toy_repo;
 
 use labrun_ssh::test_support::Sshd;
