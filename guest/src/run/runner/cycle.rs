@@ -3,12 +3,18 @@
 //! holds now, which snapshot was made of which tree (and its id), what the
 //! last restore put in `{target}`, and where a git history's series is.
 
-use super::history::{Series, commit_manifest};
-use super::{CHANGED, FIXTURE, GENERATED, Halt, Runner, ToolCycle, path_str};
+use super::history::{self, Series, commit_manifest};
+use super::services::Services;
+use super::source_tree::{self, changed_manifest};
+use super::tally::Tally;
+use super::tool_step::Commands;
+use super::workspace::remove_tree;
+use super::{FIXTURE, GENERATED, Halt, Runner, ToolCycle, path_str};
+use super::{restore_over, verify_step};
 use crate::run::error::RunError;
 use labrun_evidence::{EachCommit, ProtocolStep, RunStep};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A snapshot a step made.
 struct Snapshot {
@@ -52,8 +58,8 @@ impl<'p> Runner<'p> {
             series: None,
             at_commit: 0,
         };
-        self.cycle_walls.clear();
-        let steps = &self.plan.protocol;
+        self.tally.start_cycle();
+        let steps = &self.ctx.plan.protocol;
         // `fixture` points `{source}` elsewhere for the steps after it.
         let mut tc = tc.clone();
         for (i, step) in steps.iter().enumerate() {
@@ -125,23 +131,37 @@ impl<'p> Runner<'p> {
         Ok(match step {
             ProtocolStep::Source => {
                 state.source = GENERATED.to_string();
-                self.prepare_source(tc)?
+                source_tree::prepare_source(
+                    &self.ctx,
+                    &mut self.ws,
+                    &mut self.tally,
+                    &mut self.svc,
+                    tc,
+                )?
             }
             ProtocolStep::Change { name } => {
                 state.changes += 1;
-                state.source = Self::changed_manifest(state.changes);
-                self.change_source(tc, name, state.changes)?
+                state.source = changed_manifest(state.changes);
+                source_tree::change_source(
+                    &self.ctx,
+                    &mut self.ws,
+                    &mut self.tally,
+                    tc,
+                    name,
+                    state.changes,
+                )?
             }
             ProtocolStep::Fixture => {
                 let dir = tc.base.join("fixture");
                 state.source = FIXTURE.to_string();
-                let ok = self.write_fixture(tc, &dir)?;
+                let ok =
+                    source_tree::write_fixture(&self.ctx, &mut self.ws, &mut self.tally, tc, &dir)?;
                 tc.vars.source = path_str(&dir);
                 ok
             }
             ProtocolStep::Commit => self.next_commit(tc, state)?,
             ProtocolStep::Verify { name } => {
-                self.check_stop()?;
+                self.ctx.check_stop()?;
                 let Some(manifest) = state.restored.take() else {
                     // The plan check refuses this order.
                     return Err(Halt::Fatal(RunError::Dataset {
@@ -157,11 +177,21 @@ impl<'p> Runner<'p> {
                 if done_with.contains(&PathBuf::from(&tc.vars.source)) {
                     // It is being removed: the tool cycle's end must not
                     // keep it for a next one.
-                    self.source_reusable = false;
+                    self.ws.source_reusable = false;
                 }
-                let differs = differs(&manifest);
                 let over = std::mem::take(&mut state.restored_over);
-                self.verify_tree(tc, name, &manifest, &differs, over, done_with)?
+                // Beside the hashing, and on until the next timed step
+                // needs the disk.
+                self.svc.remove_in_background(done_with, &mut self.tally);
+                verify_step::verify_tree(
+                    &self.ctx,
+                    &self.ws,
+                    &mut self.tally,
+                    tc,
+                    name,
+                    &manifest,
+                    over,
+                )?
             }
             ProtocolStep::Run(r) => {
                 if r.optional && !tc.tool.commands.contains_key(&r.command) {
@@ -178,6 +208,16 @@ impl<'p> Runner<'p> {
                 }));
             }
         })
+    }
+
+    /// The steps that run a tool's command, with the parts they use.
+    fn commands(&mut self) -> Commands<'_, 'p> {
+        Commands {
+            ctx: &self.ctx,
+            ws: &self.ws,
+            tally: &mut self.tally,
+            svc: &mut self.svc,
+        }
     }
 
     fn run_step(
@@ -197,17 +237,23 @@ impl<'p> Runner<'p> {
             (None, None) => None,
         };
         if let Some(label) = &r.restores {
-            self.empty_target(tc)?;
+            empty_target(Path::new(&tc.vars.target), &mut self.svc, &mut self.tally)?;
             state.restored = state.snapshots.get(label).map(|s| s.tree.clone());
             state.restored_over = r.over.is_some();
             if let Some(older) = &r.over {
                 let tree = state.snapshots.get(older).map(|s| s.tree.clone());
-                if !self.fill_target_over(tc, r, older, tree.as_deref())? {
+                if !restore_over::fill_target_over(
+                    &mut self.commands(),
+                    tc,
+                    r,
+                    older,
+                    tree.as_deref(),
+                )? {
                     return Ok(false);
                 }
             }
         }
-        let outcome = self.tool_step(tc, r, snapshot.as_deref())?;
+        let outcome = self.commands().tool_step(tc, r, snapshot.as_deref())?;
         if let (true, false, Some(label)) = (outcome.ok, outcome.killed, &r.makes) {
             let id = outcome.snapshot.unwrap_or_else(|| label.clone());
             state.snapshots.insert(
@@ -234,7 +280,8 @@ impl<'p> Runner<'p> {
             history: series.point(k),
             ..tc.clone()
         };
-        let (ok, back) = self.move_tree(&at, series, k)?;
+        let (ok, back) =
+            history::move_tree(&self.ctx, &mut self.ws, &mut self.tally, &at, series, k)?;
         state.series = back;
         if ok {
             state.at_commit = k;
@@ -247,37 +294,9 @@ impl<'p> Runner<'p> {
     /// `None` when it cannot be opened (the record says why).
     fn series_len(&mut self, tc: &ToolCycle, state: &mut CycleState) -> Result<Option<u32>, Halt> {
         if state.series.is_none() && state.at_commit == 0 {
-            state.series = self.open_series(tc)?;
+            state.series = history::open_series(&self.ctx, &self.ws.root, &mut self.tally, tc)?;
         }
         Ok(state.series.as_ref().map(Series::len))
-    }
-
-    /// `{target}` empty before a restore (a second restore of the cycle
-    /// finds the first one's tree there). The old tree is moved aside and
-    /// removed in the background: removing a whole restore took 6-15 s of
-    /// an emulated guest's time at scale 0.1, between the published cycle
-    /// and the fixture's restore. A timed restore still waits for it before
-    /// its cache drop.
-    fn empty_target(&mut self, tc: &ToolCycle) -> Result<(), Halt> {
-        let target = PathBuf::from(&tc.vars.target);
-        let nonempty = std::fs::read_dir(&target).map(|mut d| d.next().is_some());
-        if matches!(nonempty, Ok(true)) {
-            let aside = target.with_file_name(format!(
-                "{}.emptied-{}",
-                target
-                    .file_name()
-                    .map_or_else(|| "target".into(), |n| n.to_string_lossy()),
-                crate::run::evidence::unix_ms_now()
-            ));
-            match std::fs::rename(&target, &aside) {
-                Ok(()) => self.remove_in_background(vec![aside]),
-                // Elsewhere than beside it (a mount point, say): here and now.
-                Err(_) => self.remove_tree(&target),
-            }
-            std::fs::create_dir_all(&target)
-                .map_err(|e| RunError::io("cannot empty the restore target", &target, e))?;
-        }
-        Ok(())
     }
 
     /// What the last verify of a tool cycle may remove while it hashes: the
@@ -289,33 +308,48 @@ impl<'p> Runner<'p> {
             PathBuf::from(&tc.vars.location.path),
             PathBuf::from(&tc.vars.work),
         ];
-        let last = tc.cycle == *self.plan.cycle_numbers().end()
-            && tc.order as usize + 1 == self.plan.tools.len();
+        let plan = self.ctx.plan;
+        let last =
+            tc.cycle == *plan.cycle_numbers().end() && tc.order as usize + 1 == plan.tools.len();
         if last {
             done_with.push(PathBuf::from(&tc.vars.source));
-            if !self.keeps_dataset() && self.pristine_is_ours {
-                done_with.push(self.pristine.clone());
+            if !self.svc.keeps_dataset(plan) && self.ws.pristine_is_ours {
+                done_with.push(self.ws.pristine.clone());
             }
         }
         done_with
     }
 }
 
+/// `{target}` empty before a restore (a second restore of the cycle
+/// finds the first one's tree there). The old tree is moved aside and
+/// removed in the background: removing a whole restore took 6-15 s of
+/// an emulated guest's time at scale 0.1, between the published cycle
+/// and the fixture's restore. A timed restore still waits for it before
+/// its cache drop.
+fn empty_target(target: &Path, svc: &mut Services, tally: &mut Tally) -> Result<(), Halt> {
+    let nonempty = std::fs::read_dir(target).map(|mut d| d.next().is_some());
+    if matches!(nonempty, Ok(true)) {
+        let aside = target.with_file_name(format!(
+            "{}.emptied-{}",
+            target
+                .file_name()
+                .map_or_else(|| "target".into(), |n| n.to_string_lossy()),
+            crate::run::evidence::unix_ms_now()
+        ));
+        match std::fs::rename(target, &aside) {
+            Ok(()) => svc.remove_in_background(vec![aside], tally),
+            // Elsewhere than beside it (a mount point, say): here and now.
+            Err(_) => remove_tree(target, tally),
+        }
+        std::fs::create_dir_all(target)
+            .map_err(|e| RunError::io("cannot empty the restore target", target, e))?;
+    }
+    Ok(())
+}
+
 /// Whether any of `rest` uses the trees (anything but a `verify`).
 fn uses_trees(rest: &[ProtocolStep]) -> bool {
     rest.iter()
         .any(|s| !matches!(s, ProtocolStep::Verify { .. }))
-}
-
-/// What a failed verify says, by the tree it compared with.
-fn differs(manifest: &str) -> String {
-    match manifest {
-        GENERATED => "the restored tree differs from the generated source".into(),
-        FIXTURE => "the restored fidelity fixture differs from the one written".into(),
-        CHANGED => "the restored tree differs from the changed source".into(),
-        m => match super::history::commit_of_manifest(m) {
-            Some(k) => format!("the restore of snapshot {k} differs from commit {k}"),
-            None => "the restored tree differs from the changed source of its snapshot".into(),
-        },
-    }
 }

@@ -21,45 +21,44 @@
 //! the argument `.`, and restores into `{target}`, for every tool alike.
 
 use crate::run::agent_lock::{AgentLock, DEFAULT_LOCK_NAME};
-use crate::run::background::Background;
-use crate::run::cache::{CacheDrop, drop_page_cache};
-use crate::run::cgroup::Cgroups;
 use crate::run::dataset_store::{DATASETS_DIR, DatasetStore};
 use crate::run::error::RunError;
-use crate::run::evidence::{Done, Evidence, FailedCycle, blank_record, unix_ms_now};
-use crate::run::interrupt::{InProcess, Interrupt, signal_name};
+use crate::run::evidence::Evidence;
+use crate::run::interrupt::{Interrupt, signal_name};
 use crate::run::leftover::{self, stop_leftover_tool};
 use crate::run::measure::{Executor, Processes};
 use crate::run::placeholders::Vars;
 use crate::run::plan_check::{check_binaries, load_plan};
 use crate::run::private_paths::PathRedactor;
-use crate::run::remove::remove_trees;
 use crate::run::rotation::cycle_order;
 use crate::run::run_dirs::resolve as resolve_dirs;
-use crate::run::scrub::scrub_file;
 use crate::run::space;
-use crate::run::storage::{self, Storage, StorageError};
-use crate::run::tool_versions::{self, VersionProbe};
+use crate::run::storage;
+use context::Context;
 use labrun_dataset::DatasetParams;
-use labrun_evidence::{
-    DatasetPlan, EntryKind, Event, Manifest, Plan, SCHEMA_VERSION, Step, StepRecord, ToolPlan,
-};
-use std::collections::HashSet;
+use labrun_evidence::{DatasetPlan, EntryKind, Event, Manifest, Plan, ToolPlan};
+use services::Services;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use tally::Tally;
+use workspace::{Workspace, remove_tree};
 
+mod context;
 mod cycle;
 mod history;
+mod in_process;
 #[cfg(test)]
 mod interpreter_tests;
 pub(crate) mod real_tree;
 mod restore_over;
 mod same_tree;
+mod services;
 mod source_tree;
+mod tally;
 mod tool_step;
 mod tree_manifests;
 mod verify_step;
+mod workspace;
 
 const GENERATED: &str = "generated";
 const CHANGED: &str = "changed";
@@ -199,44 +198,42 @@ pub fn execute_with(
     let root = dirs.root;
     std::fs::create_dir_all(&root)
         .map_err(|e| RunError::io("cannot create work directory", &root, e))?;
+    let private = tree_is_private(&plan);
     let mut runner = Runner {
-        executor,
-        pristine: root.join("pristine"),
-        pristine_is_ours: true,
-        real_tree: None,
-        private_paths: PathRedactor::default(),
-        root,
-        params,
-        change_seed: change_seed.unwrap_or(params.seed.wrapping_add(1)),
-        plan: &plan,
-        ev: evidence,
-        interrupt,
-        first_manifests: Default::default(),
-        source_reusable: false,
-        warned: HashSet::new(),
-        start_warnings,
-        records: 0,
-        failed_steps: 0,
-        failed_cycles: Vec::new(),
-        cgroups: Cgroups::open(),
-        cycle_walls: Default::default(),
-        storage: None,
-        datasets,
-        background: Background::default(),
-        versions: None,
+        ctx: Context {
+            plan: &plan,
+            executor,
+            interrupt,
+        },
+        ws: Workspace {
+            pristine: root.join("pristine"),
+            pristine_is_ours: true,
+            real_tree: None,
+            private,
+            private_paths: PathRedactor::default(),
+            root,
+            params,
+            change_seed: change_seed.unwrap_or(params.seed.wrapping_add(1)),
+            first_manifests: Default::default(),
+            source_reusable: false,
+        },
+        tally: Tally::new(evidence, &plan.run_id, start_warnings),
+        svc: Services::new(datasets),
     };
     let outcome = runner.run_all();
     if outcome.is_err() {
-        runner.stop_storage();
+        runner.svc.stop_storage(&mut runner.tally);
     }
     match outcome {
         Ok(outcome) => Ok(outcome),
         Err(Halt::Signal(signal)) => {
-            runner.finish_stopped(format!("interrupted by {}", signal_name(signal)));
+            runner
+                .tally
+                .finish_stopped(format!("interrupted by {}", signal_name(signal)));
             Ok(RunOutcome::Interrupted(signal))
         }
         Err(Halt::Fatal(e)) => {
-            runner.finish_stopped(e.to_string());
+            runner.tally.finish_stopped(e.to_string());
             Err(e)
         }
     }
@@ -255,53 +252,13 @@ fn remove_plan(plan: &Path) -> Option<String> {
     }
 }
 
+/// The interpreter's state, split by what it is: the steps get the parts
+/// they use (see `cycle.rs`).
 struct Runner<'p> {
-    plan: &'p Plan,
-    /// Runs every measured command (tool steps and their helpers).
-    executor: &'p dyn Executor,
-    ev: Evidence,
-    interrupt: Arc<Interrupt>,
-    root: PathBuf,
-    pristine: PathBuf,
-    /// The run made the pristine tree and removes it at its end; false for
-    /// a folder read in place (a user's: never written, never removed).
-    pristine_is_ours: bool,
-    /// A real tree's manifest and changes ([`real_tree`]).
-    real_tree: Option<real_tree::RealTree>,
-    /// A private tree's paths, hashed in every tool log (empty otherwise).
-    private_paths: PathRedactor,
-    params: DatasetParams,
-    change_seed: u64,
-    /// Digests of the run's first manifests of its trees (each change
-    /// round's, each commit's, the fidelity fixture's), by name, as this
-    /// agent wrote or read them (`same_tree.rs`).
-    first_manifests: std::collections::BTreeMap<String, String>,
-    /// The current tool cycle's source tree was made pristine, so the next
-    /// tool cycle may reset it rather than copy the dataset again.
-    source_reusable: bool,
-    /// Warnings already given (each once per run).
-    warned: HashSet<String>,
-    /// Found before the evidence existed; given right after the run starts.
-    start_warnings: Vec<String>,
-    records: u64,
-    failed_steps: u64,
-    failed_cycles: Vec<FailedCycle>,
-    /// Where timed steps' cgroups are made (or why they cannot be).
-    cgroups: Cgroups,
-    /// The wall time of each step that succeeded in this tool cycle (a
-    /// kill point may be a fraction of one).
-    cycle_walls: std::collections::BTreeMap<Step, f64>,
-    /// The storage network and server, while up (the plan's `storage`).
-    storage: Option<Storage>,
-    /// Datasets kept between the rounds of an interleaved run (the plan's
-    /// `round`).
-    datasets: Option<DatasetStore>,
-    /// Removals going on beside untimed work; settled before every timed
-    /// step (and every cache drop).
-    background: Background,
-    /// The tools' version commands, from the dataset's generation until the
-    /// first timed step (or the run's end) collects them.
-    versions: Option<VersionProbe>,
+    ctx: Context<'p>,
+    ws: Workspace,
+    tally: Tally,
+    svc: Services,
 }
 
 /// One tool in one cycle: its directories and placeholders.
@@ -319,23 +276,27 @@ struct ToolCycle<'p> {
 
 impl<'p> Runner<'p> {
     fn run_all(&mut self) -> Result<RunOutcome, Halt> {
-        self.ev.write_plan(self.plan)?;
-        self.ev.emit(&Event::RunStarted {
-            run_id: self.plan.run_id.clone(),
-            tools: self.plan.tools.iter().map(|t| t.name.clone()).collect(),
-            cycles: self.plan.cycles,
+        let plan = self.ctx.plan;
+        self.tally.ev.write_plan(plan)?;
+        self.tally.ev.emit(&Event::RunStarted {
+            run_id: plan.run_id.clone(),
+            tools: plan.tools.iter().map(|t| t.name.clone()).collect(),
+            cycles: plan.cycles,
         })?;
-        for warning in std::mem::take(&mut self.start_warnings) {
-            self.warn_once(warning)?;
-        }
-        self.start_storage()?;
+        self.tally.give_start_warnings()?;
+        self.svc
+            .start_storage(&self.ctx, &self.ws.root, &mut self.tally)?;
         // The tools' versions are asked for while the dataset is written
         // and the first source tree is prepared, and are in before the
         // first timed step (an interpreter's cold start took 20 s under
         // emulation, longer than a small dataset's generation).
-        self.versions = Some(VersionProbe::start(self.plan, &self.ev));
-        self.generate_pristine()?;
-        let plan = self.plan;
+        self.svc.ask_versions(plan, &self.tally);
+        source_tree::generate_pristine(
+            &self.ctx,
+            &mut self.ws,
+            &mut self.tally,
+            self.svc.datasets.as_ref(),
+        )?;
         for cycle in plan.cycle_numbers() {
             for (order, index) in cycle_order(plan.tools.len(), cycle, plan.rotate_tools)
                 .into_iter()
@@ -344,188 +305,32 @@ impl<'p> Runner<'p> {
                 let tool = &plan.tools[index];
                 let ok = self.tool_cycle(tool, cycle, order as u32)?;
                 if !ok {
-                    self.failed_cycles.push(FailedCycle {
-                        tool: tool.name.clone(),
-                        cycle,
-                    });
+                    self.tally.cycle_failed(&tool.name, cycle);
                 }
-                self.ev.emit(&Event::CycleFinished {
+                self.tally.ev.emit(&Event::CycleFinished {
                     tool: tool.name.clone(),
                     cycle,
                     ok,
                 })?;
             }
         }
-        self.stop_storage();
-        self.collect_versions()?;
-        self.settle_background()?;
-        self.keep_dataset()?;
-        self.remove_tree(&self.root.clone());
-        let ok = self.failed_cycles.is_empty() && self.failed_steps == 0;
-        self.ev.write_done(&Done {
-            schema_version: SCHEMA_VERSION,
-            run_id: self.plan.run_id.clone(),
-            ok,
-            records: self.records,
-            failed_steps: self.failed_steps,
-            failed_cycles: self.failed_cycles.clone(),
-            finished_unix_ms: unix_ms_now(),
-        })?;
-        // After done.json: a host that sees this event finds the run complete.
-        self.ev.emit(&Event::RunFinished {
-            ok,
-            stopped_because: None,
-        })?;
-        Ok(if ok {
+        self.svc.stop_storage(&mut self.tally);
+        self.svc.collect_versions(&mut self.tally)?;
+        self.svc.settle_background(&mut self.tally)?;
+        source_tree::keep_dataset(&self.ctx, &self.ws, &mut self.tally, &self.svc)?;
+        remove_tree(&self.ws.root, &mut self.tally);
+        Ok(if self.tally.finish()? {
             RunOutcome::Passed
         } else {
             RunOutcome::SomeFailed
         })
     }
 
-    /// Before any step: the plan's storage network and server up, what was
-    /// measured of them in `storage.json`.
-    fn start_storage(&mut self) -> Result<(), Halt> {
-        let Some(spec) = storage::wanted(self.plan) else {
-            return Ok(());
-        };
-        let logs = self
-            .ev
-            .path_of(&format!("{}/storage", labrun_evidence::files::LOGS_DIR));
-        match Storage::start(spec, &self.root, &logs, &self.interrupt) {
-            Ok((up, record)) => {
-                self.storage = Some(up);
-                self.ev.write_storage(&record)?;
-                if let Some(w) = storage::probe::rtt_warning(spec.network.as_ref(), &record) {
-                    self.warn_once(w)?;
-                }
-                Ok(())
-            }
-            Err(StorageError::Interrupted(signal)) => Err(Halt::Signal(signal)),
-            Err(e) => Err(Halt::Fatal(e.into())),
-        }
-    }
-
-    /// The storage server stopped and its network removed (if they are up);
-    /// what could not be undone is a warning.
-    fn stop_storage(&mut self) {
-        let Some(mut up) = self.storage.take() else {
-            return;
-        };
-        for warning in up.stop() {
-            let _ = self.warn_once(warning);
-        }
-    }
-
-    /// Best effort: the run is over either way, and the reason is already
-    /// the caller's error or exit code.
-    fn finish_stopped(&mut self, reason: String) {
-        let _ = self.ev.emit(&Event::RunFinished {
-            ok: false,
-            stopped_because: Some(reason),
-        });
-    }
-
-    fn append(&mut self, record: &StepRecord) -> Result<(), Halt> {
-        self.records += 1;
-        if !record.ok && !record.may_fail {
-            self.failed_steps += 1;
-        }
-        if record.ok && !record.tool.is_empty() {
-            self.cycle_walls
-                .insert(record.step.clone(), record.wall_secs);
-        }
-        self.ev.append_record(record)?;
-        Ok(())
-    }
-
-    /// Removes `trees` on another thread, after the background jobs before
-    /// it; the next timed step waits for it.
-    fn remove_in_background(&mut self, trees: Vec<PathBuf>) {
-        if trees.is_empty() {
-            return;
-        }
-        let warnings = self.background.spawn("remove", move || {
-            removal_warning(&remove_trees(&trees)).into_iter().collect()
-        });
-        for w in warnings {
-            let _ = self.warn_once(w);
-        }
-    }
-
-    /// Waits for the tools' version commands, if they are still asked,
-    /// and writes what they said. A run stopped before its first timed step
-    /// kills them instead (`VersionProbe`'s drop) and has no versions.
-    pub(super) fn collect_versions(&mut self) -> Result<(), Halt> {
-        if let Some(probe) = self.versions.take() {
-            self.ev
-                .write_tool_versions(&probe.collect(tool_versions::DEADLINE))?;
-        }
-        Ok(())
-    }
-
-    /// Waits for what runs in the background; gives its warnings.
-    pub(super) fn settle_background(&mut self) -> Result<(), Halt> {
-        for w in self.background.settle() {
-            self.warn_once(w)?;
-        }
-        Ok(())
-    }
-
-    fn warn_once(&mut self, message: String) -> Result<(), Halt> {
-        if self.warned.insert(message.clone()) {
-            self.ev.emit(&Event::Warning { message })?;
-        }
-        Ok(())
-    }
-
-    fn check_stop(&self) -> Result<(), Halt> {
-        match self.interrupt.stopped_by() {
-            Some(signal) => Err(Halt::Signal(signal)),
-            None => Ok(()),
-        }
-    }
-
-    /// Runs dataset work on its own thread (see [`Interrupt::run_in_process`]),
-    /// turning its progress calls into events, at most one per percent.
-    fn in_process<T: Send + 'static>(
-        &mut self,
-        phase: Step,
-        work: impl FnOnce(&mut dyn FnMut(u64, u64)) -> T + Send + 'static,
-    ) -> InProcess<T> {
-        let ev = &mut self.ev;
-        let mut last_percent = None;
-        self.interrupt.run_in_process(work, |done, total| {
-            let percent = done.saturating_mul(100).checked_div(total).unwrap_or(100);
-            if last_percent != Some(percent) {
-                last_percent = Some(percent);
-                // A failed write here shows again, as an error, at the next record.
-                let _ = ev.emit(&Event::DatasetProgress {
-                    phase: phase.clone(),
-                    bytes_done: done,
-                    bytes_total: total,
-                });
-            }
-        })
-    }
-
-    /// Writes the record of the step a signal cut short, and stops the run.
-    fn interrupted<T>(&mut self, rec: &mut StepRecord, signal: i32) -> Result<T, Halt> {
-        rec.ok = false;
-        rec.error = Some(format!("interrupted by {}", signal_name(signal)));
-        self.append(rec)?;
-        Err(Halt::Signal(signal))
-    }
-
     /// One tool's cycle; `Ok(false)` when a step failed (the rest skipped).
     fn tool_cycle(&mut self, tool: &'p ToolPlan, cycle: u32, order: u32) -> Result<bool, Halt> {
-        self.check_stop()?;
-        let base = self.root.join(format!("c{cycle}-{}", tool.name));
-        let folder = base.join("repo");
-        let location = match &self.storage {
-            Some(storage) => storage.location(&folder),
-            None => storage::local_location(&folder),
-        };
+        self.ctx.check_stop()?;
+        let base = self.ws.root.join(format!("c{cycle}-{}", tool.name));
+        let location = self.svc.location(&base.join("repo"));
         let vars = Vars::for_cycle(
             tool.binary.clone(),
             path_str(&base.join("source")),
@@ -553,184 +358,30 @@ impl<'p> Runner<'p> {
         Ok(ok)
     }
 
-    /// Between tool cycles the source tree waits here.
-    fn kept_source(&self) -> PathBuf {
-        self.root.join("source")
-    }
-
     /// Keeps the source tree for the next tool cycle (unless it could not be
     /// made pristine: then the next one copies afresh) and removes the rest
     /// on another thread, while the next tool cycle's source is prepared:
-    /// the next timed step waits for it (see [`Background`]).
+    /// the next timed step waits for it (see [`crate::run::background`]).
     fn end_tool_cycle(&mut self, tc: &ToolCycle) {
-        if std::mem::take(&mut self.source_reusable) {
+        if std::mem::take(&mut self.ws.source_reusable) {
             // A failure only means the next tool cycle copies the dataset.
-            let _ = std::fs::rename(&tc.vars.source, self.kept_source());
+            let _ = std::fs::rename(&tc.vars.source, self.ws.kept_source());
         }
-        self.remove_in_background(vec![tc.base.clone()]);
-    }
-
-    /// The run's own dataset step (no tool, cycle 0): announced, and its
-    /// record begun.
-    pub(super) fn start_dataset_step(&mut self) -> Result<StepRecord, Halt> {
-        self.check_stop()?;
-        self.ev.emit(&Event::StepStarted {
-            tool: String::new(),
-            cycle: 0,
-            step: Step::GENERATE,
-        })?;
-        Ok(blank_record(&self.plan.run_id, "", 0, Step::GENERATE))
-    }
-
-    /// Announces an untimed step of a tool cycle; returns its record (tool,
-    /// cycle, order, history point filled in) and its start.
-    pub(super) fn start_step(
-        &mut self,
-        tc: &ToolCycle,
-        step: Step,
-    ) -> Result<(StepRecord, Instant), Halt> {
-        self.ev.emit(&Event::StepStarted {
-            tool: tc.tool.name.clone(),
-            cycle: tc.cycle,
-            step: step.clone(),
-        })?;
-        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, step);
-        rec.order = tc.order;
-        rec.history = tc.history.clone();
-        Ok((rec, Instant::now()))
-    }
-
-    /// Cold cache before a timed step; warns (once per reason) when it
-    /// could not be done. Returns whether it was.
-    fn drop_cache(&mut self) -> Result<bool, Halt> {
-        let outcome = drop_page_cache();
-        if let CacheDrop::NotDropped(why) = &outcome {
-            self.warn_once(why.clone())?;
-        }
-        Ok(outcome.dropped())
-    }
-
-    /// `fstrim` of the file system the run works on, as the record keeps
-    /// it; a failure is warned about once, never a reason to stop.
-    fn trim(&mut self) -> Result<labrun_evidence::record::Trim, Halt> {
-        use labrun_evidence::record::TrimOutcome;
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        let mount = crate::run::settle::mount_of(&self.root, &mounts);
-        let trim = crate::run::settle::outcome(&mount, self.executor.fstrim(&mount));
-        if let TrimOutcome::Failed { reason } | TrimOutcome::NotRun { reason } = &trim.outcome {
-            self.warn_once(format!(
-                "the work file system {} was not trimmed before timed steps: {reason}",
-                trim.mount
-            ))?;
-        }
-        Ok(trim)
-    }
-
-    /// The lab's cool-down: a sleep a stop request ends.
-    fn cool_down(&self, pause: Duration) -> Result<(), Halt> {
-        let until = Instant::now() + pause;
-        loop {
-            self.check_stop()?;
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(());
-            }
-            std::thread::sleep(left.min(Duration::from_millis(200)));
-        }
-    }
-
-    fn timeout(&self) -> Option<Duration> {
-        self.plan.step_timeout_secs.map(Duration::from_secs)
-    }
-
-    /// Secret values of `tool`, and a private tree's paths, out of the
-    /// given logs.
-    fn scrub(&mut self, tool: &ToolPlan, logs: &[&Path]) -> Result<(), Halt> {
-        let secrets: Vec<&str> = tool
-            .secret_env
-            .iter()
-            .filter_map(|k| tool.env.get(k))
-            .map(String::as_str)
-            .collect();
-        for log in logs {
-            match scrub_file(log, &secrets) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(RunError::io("cannot redact secrets in tool log", log, e).into());
-                }
-            }
-            self.private_paths.redact_file(log).map_err(|e| {
-                RunError::io("cannot hash the private tree's paths in tool log", log, e)
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Moves a private tree's names out of memory into the work folder for
-    /// the rest of the run (see [`PathRedactor::park`]); should that fail,
-    /// they stay in memory, where they work as well, and a warning says so.
-    fn park_private_names(&mut self) {
-        let path = self.root.join("private-names.u64");
-        if let Err(e) = self.private_paths.park(&path) {
-            let _ = self.warn_once(format!(
-                "cannot write {} ({e}): the private tree's names stay in the agent's memory (8 bytes a name) for the run",
-                path.display()
-            ));
-        }
-    }
-
-    /// Where a private tree's manifest `name` is kept with its paths: in
-    /// the work folder (on the tree's own machine, removed with it at the
-    /// end of the run), never in the evidence. A verify merges it with the
-    /// sorted walk of a restore as it reads it, as it does a public tree's
-    /// manifest, instead of holding both trees hashed and sorted by hash.
-    fn plain_manifest_path(&self, name: &str) -> PathBuf {
-        self.root
-            .join(PLAIN_MANIFESTS)
-            .join(format!("{name}.jsonl"))
-    }
-
-    /// Whether the dataset's paths stay out of the evidence.
-    fn tree_is_private(&self) -> bool {
-        match &self.plan.dataset {
-            DatasetPlan::Tree(t) => t.private(),
-            DatasetPlan::GitHistory {
-                source: labrun_evidence::HistorySource::Trees { public, .. },
-            } => !public,
-            _ => false,
-        }
-    }
-
-    /// Removes a finished tree; a failure only costs disk space, so it is a
-    /// warning, not a stop.
-    fn remove_tree(&mut self, dir: &Path) {
-        let failed = remove_trees(&[dir.to_path_buf()]);
-        self.warn_removal(&failed);
-    }
-
-    fn warn_removal(&mut self, failed: &[(PathBuf, std::io::Error)]) {
-        if let Some(w) = removal_warning(failed) {
-            let _ = self.warn_once(w);
-        }
+        self.svc
+            .remove_in_background(vec![tc.base.clone()], &mut self.tally);
     }
 }
 
-/// What a failed removal warns of, if it failed.
-fn removal_warning(failed: &[(PathBuf, std::io::Error)]) -> Option<String> {
-    let (path, e) = failed.first()?;
-    let more = match failed.len() - 1 {
-        0 => String::new(),
-        n => format!(" and {n} more"),
-    };
-    Some(format!(
-        "cannot remove {}: {e}{more} (it only costs disk space)",
-        path.display()
-    ))
+/// Whether the dataset's paths stay out of the evidence.
+fn tree_is_private(plan: &Plan) -> bool {
+    match &plan.dataset {
+        DatasetPlan::Tree(t) => t.private(),
+        DatasetPlan::GitHistory {
+            source: labrun_evidence::HistorySource::Trees { public, .. },
+        } => !public,
+        _ => false,
+    }
 }
-
-const LIBRARY_PANIC: &str =
-    "the dataset library panicked (a bug in labrun: please report it with this run's evidence)";
 
 fn log_prefix(tc: &ToolCycle) -> String {
     match &tc.history {

@@ -5,12 +5,15 @@
 //!
 //! A folder read in place is never written: every tool cycle works on a
 //! copy, and the end of the run removes the copies only
-//! ([`Runner::pristine_is_ours`]).
+//! ([`Workspace::pristine_is_ours`]).
 
+use super::context::Context;
+use super::in_process::{LIBRARY_PANIC, dataset_failed, ended};
+use super::tally::Tally;
 use super::tree_manifests::{TreeManifestWriter, each_entry};
-use super::{GENERATED, Halt, LIBRARY_PANIC, Runner};
+use super::workspace::{Workspace, remove_tree};
+use super::{GENERATED, Halt, ToolCycle};
 use crate::run::error::{RunError, describe_io};
-use crate::run::interrupt::InProcess;
 use labrun_dataset::WrittenManifest;
 use labrun_dataset::tree_change::ManifestFile;
 use labrun_dataset::tree_change::TreeChange;
@@ -121,94 +124,89 @@ fn read_plan(path: &Path) -> std::io::Result<TreeChange> {
     })
 }
 
-impl<'p> Runner<'p> {
-    /// Prepares the pristine tree of a real-tree dataset, once per run.
-    /// Without it nothing can run: a failure is fatal.
-    pub(super) fn prepare_real_tree(&mut self, tree: &TreePlan) -> Result<(), Halt> {
-        let mut rec = self.start_dataset_step()?;
-        let started = Instant::now();
-        let (source, sample, into) = (tree.source.clone(), tree.sample, self.root.clone());
-        let private = tree.private();
-        let result = self.in_process(labrun_evidence::Step::GENERATE, move |progress| {
-            ready_tree(&source, sample, private, &into, progress)
-        });
-        rec.wall_secs = started.elapsed().as_secs_f64();
-        let message = match result {
-            InProcess::Done(Ok(ready)) => {
-                self.pristine = ready.dir;
-                self.pristine_is_ours = ready.ours;
-                rec.argv = ready.argv;
-                rec.files = Some(ready.content.files);
-                rec.bytes = Some(ready.content.file_bytes);
-                self.write_pristine_manifest(&ready.content_path, tree.private())?;
-                let needed = labrun_dataset::Footprint {
-                    rows: Vec::new(),
-                    files: ready.content.files,
-                    bytes: ready.content.file_bytes,
-                    allocated_bytes: ready.content.file_bytes,
-                };
-                // The pristine tree is there already; the copies, the
-                // repository and the restore are not.
-                crate::run::space::check_now(&self.root, &needed)?;
-                crate::run::tree_memory::check(
-                    needed.files,
-                    crate::run::tree_memory::available_bytes(),
-                )?;
-                self.real_tree = Some(RealTree {
-                    meta: ready.meta,
-                    change: tree.change,
-                    rounds: Vec::new(),
-                });
-                rec.ok = true;
-                return self.append(&rec);
-            }
-            InProcess::Done(Err(why)) => why,
-            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
-            InProcess::Died => LIBRARY_PANIC.to_string(),
-        };
-        rec.error = Some(message.clone());
-        self.append(&rec)?;
-        self.remove_unready_tree(&tree.source);
-        Err(Halt::Fatal(RunError::Dataset {
-            phase: "preparation of the tree",
-            message,
-        }))
-    }
+/// Prepares the pristine tree of a real-tree dataset, once per run.
+/// Without it nothing can run: a failure is fatal.
+pub(super) fn prepare_real_tree(
+    ctx: &Context,
+    ws: &mut Workspace,
+    tally: &mut Tally,
+    tree: &TreePlan,
+) -> Result<(), Halt> {
+    ctx.check_stop()?;
+    let mut rec = tally.start_dataset_step()?;
+    let started = Instant::now();
+    let (source, sample, into) = (tree.source.clone(), tree.sample, ws.root.clone());
+    let private = tree.private();
+    let result = ctx.in_process(tally, labrun_evidence::Step::GENERATE, move |progress| {
+        ready_tree(&source, sample, private, &into, progress)
+    });
+    rec.wall_secs = started.elapsed().as_secs_f64();
+    let Some(ready) = ended(tally, &mut rec, result, |why| why, LIBRARY_PANIC)? else {
+        tally.append(&rec)?;
+        remove_unready_tree(&ws.root, tally, &tree.source);
+        return Err(dataset_failed(&rec, "preparation of the tree"));
+    };
+    ws.pristine = ready.dir;
+    ws.pristine_is_ours = ready.ours;
+    rec.argv = ready.argv;
+    rec.files = Some(ready.content.files);
+    rec.bytes = Some(ready.content.file_bytes);
+    write_pristine_manifest(ws, tally, &ready.content_path, tree.private())?;
+    let needed = labrun_dataset::Footprint {
+        rows: Vec::new(),
+        files: ready.content.files,
+        bytes: ready.content.file_bytes,
+        allocated_bytes: ready.content.file_bytes,
+    };
+    // The pristine tree is there already; the copies, the
+    // repository and the restore are not.
+    crate::run::space::check_now(&ws.root, &needed)?;
+    crate::run::tree_memory::check(needed.files, crate::run::tree_memory::available_bytes())?;
+    ws.real_tree = Some(RealTree {
+        meta: ready.meta,
+        change: tree.change,
+        rounds: Vec::new(),
+    });
+    rec.ok = true;
+    tally.append(&rec)
 }
 
-impl<'p> Runner<'p> {
-    /// Removes what a failed [`ready_tree`] made (an unpacked archive, a
-    /// sample's copy; never a folder read in place): the run stops, and the
-    /// tree is of no use, nor is it for the user to delete (an archive's
-    /// 0000 folders, unpacked by an ordinary user, only root could).
-    fn remove_unready_tree(&mut self, source: &TreeSource) {
-        if let TreeSource::Archive { .. } = source {
-            self.remove_tree(&unpacked_dir(&self.root.clone()));
-        }
-        self.remove_tree(&sample_dir(&self.root.clone()));
+/// Removes what a failed [`ready_tree`] made in the run's folder `root`
+/// (an unpacked archive, a sample's copy; never a folder read in place):
+/// the run stops, and the tree is of no use, nor is it for the user to
+/// delete (an archive's 0000 folders, unpacked by an ordinary user, only
+/// root could).
+fn remove_unready_tree(root: &Path, tally: &mut Tally, source: &TreeSource) {
+    if let TreeSource::Archive { .. } = source {
+        remove_tree(&unpacked_dir(root), tally);
     }
+    remove_tree(&sample_dir(root), tally);
+}
 
-    /// `manifests/generated.jsonl` from the content manifest file of the
-    /// pristine tree, read as it comes; for a private tree, the paths are
-    /// learnt for the logs' redaction and kept in the work folder.
-    fn write_pristine_manifest(&mut self, content: &Path, private: bool) -> Result<(), Halt> {
-        let evidence = self.ev.manifest_path(GENERATED);
-        let plain = private.then(|| self.plain_manifest_path(GENERATED));
-        let write = || -> Result<(), labrun_dataset::DatasetError> {
-            let mut out = TreeManifestWriter::create(&evidence, private, plain.as_deref())?;
-            each_entry(content, &mut |e| out.push(&e))?;
-            out.finish().map(|_| ())
-        };
-        write()
-            .map_err(|e| RunError::io("cannot write the tree's manifest", &evidence, e.into()))?;
-        if private {
-            self.private_paths
-                .add_trees(&[content.to_path_buf()])
-                .map_err(|e| RunError::io("cannot read the tree's manifest", content, e))?;
-            self.park_private_names();
-        }
-        Ok(())
+/// `manifests/generated.jsonl` from the content manifest file of the
+/// pristine tree, read as it comes; for a private tree, the paths are
+/// learnt for the logs' redaction and kept in the work folder.
+fn write_pristine_manifest(
+    ws: &mut Workspace,
+    tally: &mut Tally,
+    content: &Path,
+    private: bool,
+) -> Result<(), Halt> {
+    let evidence = tally.ev.manifest_path(GENERATED);
+    let plain = private.then(|| ws.plain_manifest_path(GENERATED));
+    let write = || -> Result<(), labrun_dataset::DatasetError> {
+        let mut out = TreeManifestWriter::create(&evidence, private, plain.as_deref())?;
+        each_entry(content, &mut |e| out.push(&e))?;
+        out.finish().map(|_| ())
+    };
+    write().map_err(|e| RunError::io("cannot write the tree's manifest", &evidence, e.into()))?;
+    if private {
+        ws.private_paths
+            .add_trees(&[content.to_path_buf()])
+            .map_err(|e| RunError::io("cannot read the tree's manifest", content, e))?;
+        ws.park_private_names(tally);
     }
+    Ok(())
 }
 
 /// What a failed scan of a tree says: for a private tree, the entry it
@@ -420,129 +418,122 @@ pub fn content_only(e: labrun_evidence::ManifestEntry) -> labrun_evidence::Manif
     }
 }
 
-impl<'p> Runner<'p> {
-    /// Change round `round` of a real tree on this tool cycle's source
-    /// (untimed): planned from the tree (the first tool cycle plans it, the
-    /// others apply the same change), recorded with what it touched. The
-    /// tree's manifest after it is written as the tree is read: the first
-    /// tool cycle's is kept as `manifests/changed[-k].jsonl`, a later one's
-    /// beside it, removed when it is the same.
-    pub(super) fn change_real_tree(
-        &mut self,
-        tc: &super::ToolCycle,
-        mut rec: labrun_evidence::StepRecord,
-        started: Instant,
-        round: u64,
-    ) -> Result<bool, Halt> {
-        let dir = PathBuf::from(&tc.vars.source);
-        let before = self.root.join("before-change.meta.jsonl");
-        let Some(tree) = self.real_tree.as_mut() else {
-            return Ok(false);
-        };
-        // Round k > 1 is planned on the tree round k-1 left; read once.
-        let read_before = round > 1 && (tree.rounds.len() as u64) < round;
-        if read_before
-            && let Err(e) = labrun_dataset::scan_metadata_to_file(&dir, &before, &mut |_, _| {})
-        {
-            rec.error = Some(format!(
-                "cannot read {}: {}",
-                dir.display(),
-                describe_io(&e)
-            ));
-            self.append(&rec)?;
-            return Ok(false);
-        }
-        let planned = tree.round(round, read_before.then_some(before.as_path()));
-        if read_before {
-            let _ = std::fs::remove_file(&before);
-        }
-        let change = match planned {
-            Ok(change) => change,
-            Err(e) => {
-                rec.error = Some(format!("cannot plan the change: {}", describe_io(&e)));
-                self.append(&rec)?;
-                return Ok(false);
-            }
-        };
-        let spec = ChangeSpec {
-            seed: tree.change.seed.wrapping_add(round.saturating_sub(1)),
-            ..tree.change
-        };
-        let summary = change.summary();
-        let manifest_name = Self::changed_manifest(round);
-        // The work folder's copy with paths is written once by an agent:
-        // every cycle's verify compares with it.
-        let slot = self.manifest_slot(tc, &manifest_name)?;
-        let private = self.tree_is_private();
-        let plain =
-            (private && slot.writes_plain).then(|| self.plain_manifest_path(&manifest_name));
-        let written = slot.path.clone();
-        let name = rec.step.clone();
-        let result = self.in_process(name, move |progress| {
-            let mut w = TreeManifestWriter::create(&written, private, plain.as_deref())?;
-            labrun_dataset::apply_tree_change_each(
-                &dir,
-                &change,
-                &spec,
-                &mut |e| w.push(&e),
-                progress,
-            )?;
-            Ok::<_, std::io::Error>(w.finish()?)
-        });
-        rec.wall_secs = started.elapsed().as_secs_f64();
-        match result {
-            InProcess::Done(Ok(written)) => {
-                rec.ok = true;
-                rec.files = Some(
-                    summary.files_rewritten
-                        + summary.regions
-                        + summary.files_added
-                        + summary.files_removed
-                        + summary.files_renamed,
-                );
-                rec.bytes = Some(summary.bytes_written);
-                self.write_change_summary(&manifest_name, &summary);
-                self.settle_manifest(
-                    slot,
-                    &written.sha256,
-                    &mut rec,
-                    "the changed tree",
-                    "the tree change is not deterministic, a bug in labrun",
-                )?;
-            }
-            InProcess::Done(Err(e)) => {
-                rec.error = Some(format!("{} ({})", describe_io(&e), tc.vars.source))
-            }
-            InProcess::Stopped(signal) => return self.interrupted(&mut rec, signal),
-            InProcess::Died => rec.error = Some(LIBRARY_PANIC.into()),
-        }
-        let ok = rec.ok;
-        self.append(&rec)?;
-        Ok(ok)
+/// Change round `round` of a real tree on this tool cycle's source
+/// (untimed): planned from the tree (the first tool cycle plans it, the
+/// others apply the same change), recorded with what it touched. The
+/// tree's manifest after it is written as the tree is read: the first
+/// tool cycle's is kept as `manifests/changed[-k].jsonl`, a later one's
+/// beside it, removed when it is the same.
+pub(super) fn change_real_tree(
+    ctx: &Context,
+    ws: &mut Workspace,
+    tally: &mut Tally,
+    tc: &ToolCycle,
+    mut rec: labrun_evidence::StepRecord,
+    started: Instant,
+    round: u64,
+) -> Result<bool, Halt> {
+    let dir = PathBuf::from(&tc.vars.source);
+    let before = ws.root.join("before-change.meta.jsonl");
+    let Some(tree) = ws.real_tree.as_mut() else {
+        return Ok(false);
+    };
+    // Round k > 1 is planned on the tree round k-1 left; read once.
+    let read_before = round > 1 && (tree.rounds.len() as u64) < round;
+    if read_before
+        && let Err(e) = labrun_dataset::scan_metadata_to_file(&dir, &before, &mut |_, _| {})
+    {
+        rec.error = Some(format!(
+            "cannot read {}: {}",
+            dir.display(),
+            describe_io(&e)
+        ));
+        tally.append(&rec)?;
+        return Ok(false);
     }
+    let planned = tree.round(round, read_before.then_some(before.as_path()));
+    if read_before {
+        let _ = std::fs::remove_file(&before);
+    }
+    let change = match planned {
+        Ok(change) => change,
+        Err(e) => {
+            rec.error = Some(format!("cannot plan the change: {}", describe_io(&e)));
+            tally.append(&rec)?;
+            return Ok(false);
+        }
+    };
+    let spec = ChangeSpec {
+        seed: tree.change.seed.wrapping_add(round.saturating_sub(1)),
+        ..tree.change
+    };
+    let summary = change.summary();
+    let manifest_name = super::source_tree::changed_manifest(round);
+    // The work folder's copy with paths is written once by an agent:
+    // every cycle's verify compares with it.
+    let slot = ws.manifest_slot(&tally.ev, tc, &manifest_name)?;
+    let private = ws.private;
+    let plain = (private && slot.writes_plain).then(|| ws.plain_manifest_path(&manifest_name));
+    let written = slot.path.clone();
+    let name = rec.step.clone();
+    let result = ctx.in_process(tally, name, move |progress| {
+        let mut w = TreeManifestWriter::create(&written, private, plain.as_deref())?;
+        labrun_dataset::apply_tree_change_each(
+            &dir,
+            &change,
+            &spec,
+            &mut |e| w.push(&e),
+            progress,
+        )?;
+        Ok::<_, std::io::Error>(w.finish()?)
+    });
+    rec.wall_secs = started.elapsed().as_secs_f64();
+    let describe = |e: std::io::Error| format!("{} ({})", describe_io(&e), tc.vars.source);
+    if let Some(written) = ended(tally, &mut rec, result, describe, LIBRARY_PANIC)? {
+        rec.ok = true;
+        rec.files = Some(
+            summary.files_rewritten
+                + summary.regions
+                + summary.files_added
+                + summary.files_removed
+                + summary.files_renamed,
+        );
+        rec.bytes = Some(summary.bytes_written);
+        write_change_summary(tally, &manifest_name, &summary);
+        ws.settle_manifest(
+            slot,
+            &written.sha256,
+            &mut rec,
+            "the changed tree",
+            "the tree change is not deterministic, a bug in labrun",
+        )?;
+    }
+    let ok = rec.ok;
+    tally.append(&rec)?;
+    Ok(ok)
+}
 
-    /// `manifests/<name>.change.json`: what the change touched, in counts
-    /// and bytes (no paths), once per round.
-    fn write_change_summary(
-        &mut self,
-        manifest_name: &str,
-        summary: &labrun_dataset::tree_change::ChangeSummary,
-    ) {
-        let path = self
-            .ev
-            .manifest_path(manifest_name)
-            .with_extension("change.json");
-        if path.exists() {
-            return;
-        }
-        if let Err(e) = serde_json::to_vec_pretty(summary)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&path, bytes))
-        {
-            let _ = self.warn_once(format!(
-                "cannot write {} ({e}): the change's counts are in its record only",
-                path.display()
-            ));
-        }
+/// `manifests/<name>.change.json`: what the change touched, in counts
+/// and bytes (no paths), once per round.
+fn write_change_summary(
+    tally: &mut Tally,
+    manifest_name: &str,
+    summary: &labrun_dataset::tree_change::ChangeSummary,
+) {
+    let path = tally
+        .ev
+        .manifest_path(manifest_name)
+        .with_extension("change.json");
+    if path.exists() {
+        return;
+    }
+    if let Err(e) = serde_json::to_vec_pretty(summary)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| std::fs::write(&path, bytes))
+    {
+        let _ = tally.warn_once(format!(
+            "cannot write {} ({e}): the change's counts are in its record only",
+            path.display()
+        ));
     }
 }

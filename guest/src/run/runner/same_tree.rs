@@ -7,8 +7,10 @@
 //! interleaved round, `--until-conclusive`) is compared with the cycles an
 //! earlier agent ran, not taken for the first.
 
-use super::{Halt, Runner, ToolCycle};
+use super::workspace::Workspace;
+use super::{Halt, ToolCycle};
 use crate::run::error::RunError;
+use crate::run::evidence::Evidence;
 use labrun_evidence::StepRecord;
 use std::path::PathBuf;
 
@@ -25,10 +27,11 @@ pub(super) struct ManifestSlot {
     pub path: PathBuf,
 }
 
-impl<'p> Runner<'p> {
-    /// The slot for tool cycle `tc`'s manifest `name`.
+impl Workspace {
+    /// The slot for tool cycle `tc`'s manifest `name` in the evidence `ev`.
     pub(super) fn manifest_slot(
         &mut self,
+        ev: &Evidence,
         tc: &ToolCycle,
         name: &str,
     ) -> Result<ManifestSlot, Halt> {
@@ -36,7 +39,7 @@ impl<'p> Runner<'p> {
         let first = match self.first_manifests.get(name) {
             Some(digest) => Some(digest.clone()),
             None => {
-                let path = self.ev.manifest_path(name);
+                let path = ev.manifest_path(name);
                 match labrun_evidence::digest::sha256_file(&path) {
                     Ok(digest) => {
                         self.first_manifests
@@ -53,7 +56,7 @@ impl<'p> Runner<'p> {
             Some(_) => format!("{name}-c{}-{}", tc.cycle, tc.tool.name),
         };
         Ok(ManifestSlot {
-            path: self.ev.manifest_path(&kept_as),
+            path: ev.manifest_path(&kept_as),
             name: name.to_string(),
             kept_as,
             first,

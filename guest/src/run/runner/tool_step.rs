@@ -2,10 +2,15 @@
 //! the protocol says so), its logs scrubbed of secrets, then the helper
 //! commands that follow it (snapshot id, repository size).
 
-use super::{Halt, Runner, ToolCycle, log_prefix};
+use super::context::Context;
+use super::services::Services;
+use super::tally::Tally;
+use super::workspace::Workspace;
+use super::{Halt, ToolCycle, log_prefix};
+use crate::run::cache::{CacheDrop, drop_page_cache};
 use crate::run::env::{from_process, tool_env};
 use crate::run::error::RunError;
-use crate::run::evidence::{blank_record, unix_ms_now};
+use crate::run::evidence::unix_ms_now;
 use crate::run::flush::flush;
 use crate::run::interrupt::signal_name;
 use crate::run::measure::{CommandSpec, Measurement, TreeSpec};
@@ -18,7 +23,18 @@ use labrun_evidence::{CommandTemplate, Event, RunStep, Step, StepRecord};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-impl<'p> Runner<'p> {
+/// What a step that runs a command uses: the run's handles, the work
+/// folder read only (where to trim, which paths to hash in logs), the
+/// tally, and the services (cgroups, background work to settle, versions
+/// to collect first).
+pub(super) struct Commands<'a, 'p> {
+    pub ctx: &'a Context<'p>,
+    pub ws: &'a Workspace,
+    pub tally: &'a mut Tally,
+    pub svc: &'a mut Services,
+}
+
+impl Commands<'_, '_> {
     /// A step that runs the tool's command `r.command` with `{snapshot}` =
     /// `snapshot` (a label, or the id a `snapshot_id` gave it); after it,
     /// the id of the snapshot it made and the repository size, where the
@@ -31,10 +47,9 @@ impl<'p> Runner<'p> {
     ) -> Result<StepOutcome, Halt> {
         let Some(template) = tc.tool.commands.get(&r.command) else {
             // The plan check refuses this; a record says so should it pass.
-            let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, r.name.clone());
-            rec.order = tc.order;
+            let mut rec = self.tally.blank(tc, r.name.clone());
             rec.error = Some(format!("{} has no command `{}`", tc.tool.name, r.command));
-            self.append(&rec)?;
+            self.tally.append(&rec)?;
             return Ok(StepOutcome {
                 ok: false,
                 snapshot: None,
@@ -59,7 +74,7 @@ impl<'p> Runner<'p> {
         let ok = self.finish_tool_record(rec, |runner, rec| {
             if r.makes.is_some() && !killed {
                 if let Some(pattern) = &tc.tool.snapshot_id_pattern {
-                    match snapshot_id_from_output(pattern, rec, &runner.ev) {
+                    match snapshot_id_from_output(pattern, rec, &runner.tally.ev) {
                         Ok(id) => rec.snapshot = Some(id),
                         Err(why) => return fail(rec, why),
                     }
@@ -122,7 +137,7 @@ impl<'p> Runner<'p> {
         }
         match flush(Path::new(wrote)) {
             Ok(f) => rec.flush = Some(f),
-            Err(why) => self.warn_once(format!(
+            Err(why) => self.tally.warn_once(format!(
                 "{why}: the step's durable time is not measured (its wall time is)"
             ))?,
         }
@@ -141,10 +156,10 @@ impl<'p> Runner<'p> {
         cwd: PathBuf,
         env: &std::collections::BTreeMap<String, String>,
     ) -> Result<StepRecord, Halt> {
-        self.check_stop()?;
+        self.ctx.check_stop()?;
         let step = how.name.clone();
         let timed = how.timed;
-        self.ev.emit(&Event::StepStarted {
+        self.tally.ev.emit(&Event::StepStarted {
             tool: tc.tool.name.clone(),
             cycle: tc.cycle,
             step: step.clone(),
@@ -152,25 +167,26 @@ impl<'p> Runner<'p> {
         // Nothing of the harness's may still use the disk when a timed step
         // starts, nor fill the cache again after it was dropped.
         if timed || how.drop_cache {
-            self.collect_versions()?;
-            self.settle_background()?;
+            self.svc.collect_versions(self.tally)?;
+            self.svc.settle_background(self.tally)?;
         }
-        let cache_dropped = how.drop_cache && self.plan.drop_caches && self.drop_cache()?;
+        let plan = self.ctx.plan;
+        let cache_dropped = how.drop_cache && plan.drop_caches && self.drop_cache()?;
         // The blocks the step before freed go back to the disk now, not
         // during this step; then the lab's cool-down.
-        let trim = (cache_dropped && self.plan.trim)
+        let trim = (cache_dropped && plan.trim)
             .then(|| self.trim())
             .transpose()?;
-        let cooldown_secs = self.plan.cooldown_secs.filter(|_| timed);
+        let cooldown_secs = plan.cooldown_secs.filter(|_| timed);
         if let Some(secs) = cooldown_secs {
-            self.cool_down(Duration::from_secs(secs))?;
+            self.ctx.cool_down(Duration::from_secs(secs))?;
         }
         let logs = self
+            .tally
             .ev
             .log_paths(&tc.tool.name, &format!("{}-{step}", log_prefix(tc)))?;
-        let mut rec = blank_record(&self.plan.run_id, &tc.tool.name, tc.cycle, step.clone());
+        let mut rec = self.tally.blank(tc, step.clone());
         rec.history = tc.history.clone();
-        rec.order = tc.order;
         rec.timed = timed;
         rec.cache_dropped = cache_dropped;
         rec.trim = trim;
@@ -180,7 +196,10 @@ impl<'p> Runner<'p> {
         rec.started_unix_ms = unix_ms_now();
         let label = format!("{}-{step}", log_prefix(tc));
         let tree = timed.then(|| TreeSpec {
-            cgroup: self.cgroups.for_step(&format!("{}-{label}", tc.tool.name)),
+            cgroup: self
+                .svc
+                .cgroups
+                .for_step(&format!("{}-{label}", tc.tool.name)),
             timeline: Some(logs.stdout.with_extension("timeline.jsonl")),
             timeline_rel: Some(format!(
                 "{}.timeline.jsonl",
@@ -200,32 +219,32 @@ impl<'p> Runner<'p> {
         let kill = planned
             .as_ref()
             .map(|p| Duration::from_secs_f64(p.after_secs))
-            .filter(|k| self.timeout().is_none_or(|limit| *k < limit));
+            .filter(|k| self.ctx.timeout().is_none_or(|limit| *k < limit));
         let spec = CommandSpec {
             argv: &argv,
             cwd: &cwd,
             env,
             stdout: &logs.stdout,
             stderr: &logs.stderr,
-            timeout: kill.or(self.timeout()),
+            timeout: kill.or(self.ctx.timeout()),
             tree,
         };
-        let result = self.executor.run(&spec, &self.interrupt);
+        let result = self.ctx.executor.run(&spec, &self.ctx.interrupt);
         rec.argv = argv;
-        self.scrub(tc.tool, &[&logs.stdout, &logs.stderr])?;
+        self.ws.scrub(tc.tool, &[&logs.stdout, &logs.stderr])?;
         match result {
             Ok(m) if kill.is_some() && m.timed_out && m.interrupted_by.is_none() => {
-                fill_measurement(&mut rec, &m, self.plan.step_timeout_secs, &logs.stderr_rel);
+                fill_measurement(&mut rec, &m, plan.step_timeout_secs, &logs.stderr_rel);
                 // Killed where the protocol said: the step did its job.
                 rec.ok = true;
                 rec.error = None;
                 rec.planned_kill = planned.map(|p| PlannedKill { killed: true, ..p });
             }
             Ok(m) => {
-                fill_measurement(&mut rec, &m, self.plan.step_timeout_secs, &logs.stderr_rel);
+                fill_measurement(&mut rec, &m, plan.step_timeout_secs, &logs.stderr_rel);
                 rec.planned_kill = planned;
                 if let Some(signal) = m.interrupted_by {
-                    return self.interrupted(&mut rec, signal);
+                    return self.tally.interrupted(&mut rec, signal);
                 }
             }
             Err(e) => rec.error = Some(e.to_string()),
@@ -244,7 +263,7 @@ impl<'p> Runner<'p> {
                 fraction_of: None,
             }),
             Some(KillPoint::FractionOf { fraction, step }) => {
-                let Some(&wall) = self.cycle_walls.get(step) else {
+                let Some(wall) = self.tally.wall_of(step) else {
                     return Err(format!(
                         "cannot place the kill at {fraction} of {step}'s time: {step} did not succeed in this tool cycle"
                     ));
@@ -278,19 +297,19 @@ impl<'p> Runner<'p> {
                         "interrupted by {} during {what}",
                         signal_name(signal)
                     ));
-                    self.append(&rec)?;
+                    self.tally.append(&rec)?;
                     return Err(Halt::Signal(signal));
                 }
                 Err(AuxHalt::Fatal(e)) => {
                     rec.ok = false;
                     rec.error = Some(e.to_string());
-                    self.append(&rec)?;
+                    self.tally.append(&rec)?;
                     return Err(Halt::Fatal(e));
                 }
             }
         }
         let ok = rec.ok;
-        self.append(&rec)?;
+        self.tally.append(&rec)?;
         Ok(ok)
     }
 
@@ -307,6 +326,7 @@ impl<'p> Runner<'p> {
     ) -> Result<Result<String, String>, AuxHalt> {
         let (argv, cwd) = resolve(template, vars);
         let logs = self
+            .tally
             .ev
             .log_paths(&tc.tool.name, &format!("{}-{step}.{name}", log_prefix(tc)))
             .map_err(AuxHalt::Fatal)?;
@@ -316,11 +336,11 @@ impl<'p> Runner<'p> {
             env,
             stdout: &logs.stdout,
             stderr: &logs.stderr,
-            timeout: self.timeout(),
+            timeout: self.ctx.timeout(),
             // A cgroup, not for figures: what a helper starts (duplicity's
             // `collection-status` starts a gpg-agent) must not outlive it.
             tree: Some(TreeSpec {
-                cgroup: self.cgroups.for_step(&format!(
+                cgroup: self.svc.cgroups.for_step(&format!(
                     "{}-{}-{step}.{name}",
                     tc.tool.name,
                     log_prefix(tc)
@@ -329,17 +349,18 @@ impl<'p> Runner<'p> {
                 timeline_rel: None,
             }),
         };
-        let result = self.executor.run(&spec, &self.interrupt);
+        let result = self.ctx.executor.run(&spec, &self.ctx.interrupt);
         if let Ok(m) = &result
             && let Some(t) = m.tree.as_ref().filter(|t| !t.leftovers.is_empty())
         {
-            let _ = self.warn_once(format!(
+            let _ = self.tally.warn_once(format!(
                 "{} `{name}` left processes running; they were killed: {}",
                 tc.tool.name,
                 t.leftovers.join(", ")
             ));
         }
-        self.scrub(tc.tool, &[&logs.stdout, &logs.stderr])
+        self.ws
+            .scrub(tc.tool, &[&logs.stdout, &logs.stderr])
             .map_err(|h| match h {
                 Halt::Fatal(e) => AuxHalt::Fatal(e),
                 Halt::Signal(s) => AuxHalt::Signal(s, name),
@@ -355,7 +376,7 @@ impl<'p> Runner<'p> {
             return Ok(Err(format!(
                 "{name} command `{}` failed ({}); see {}",
                 argv.join(" "),
-                describe_exit(&m, self.plan.step_timeout_secs),
+                describe_exit(&m, self.ctx.plan.step_timeout_secs),
                 logs.stderr_rel
             )));
         }
@@ -370,6 +391,32 @@ impl<'p> Runner<'p> {
                 logs.stdout_rel
             ))),
         }
+    }
+
+    /// Cold cache before a timed step; warns (once per reason) when it
+    /// could not be done. Returns whether it was.
+    fn drop_cache(&mut self) -> Result<bool, Halt> {
+        let outcome = drop_page_cache();
+        if let CacheDrop::NotDropped(why) = &outcome {
+            self.tally.warn_once(why.clone())?;
+        }
+        Ok(outcome.dropped())
+    }
+
+    /// `fstrim` of the file system the run works on, as the record keeps
+    /// it; a failure is warned about once, never a reason to stop.
+    fn trim(&mut self) -> Result<labrun_evidence::record::Trim, Halt> {
+        use labrun_evidence::record::TrimOutcome;
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        let mount = crate::run::settle::mount_of(&self.ws.root, &mounts);
+        let trim = crate::run::settle::outcome(&mount, self.ctx.executor.fstrim(&mount));
+        if let TrimOutcome::Failed { reason } | TrimOutcome::NotRun { reason } = &trim.outcome {
+            self.tally.warn_once(format!(
+                "the work file system {} was not trimmed before timed steps: {reason}",
+                trim.mount
+            ))?;
+        }
+        Ok(trim)
     }
 }
 
