@@ -183,3 +183,68 @@ fn bisect_in_the_vm_names_the_planted_restore_step_with_the_defaults() {
     println!("A/A in the VM: {}", aa_pair["rows"]);
     aa.assert_nothing_left();
 }
+
+/// `labrun track` in the VM: every third commit of the toy's branch run
+/// paired with its anchor (the first commit) as a run of its own in the
+/// lab's VM, each imported into the store; the restore step lies between
+/// two points three commits apart, so it is flagged and bisected, and the
+/// planted commit is named.
+#[test]
+#[ignore = "needs root, libvirtd, QEMU and Go builds; boots a VM per run for tens of minutes: `make test` runs it"]
+fn track_in_the_vm_flags_the_restore_step_and_names_the_planted_commit() {
+    require_vm_host();
+    let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let repo = scratch.path().join("toy");
+    let ids = toy_repo::write_planted(&repo, Plant::Restore);
+    let lab = Lab::with_yaml(
+        "vmtest-track",
+        &toy_repo::vm_lab("vmtest-track", &default_machine(), &repo, &ids[0]),
+    );
+    ensure_image(&lab);
+    let results = lab.root.join("results");
+    let out = lab.run(&[
+        "track",
+        "toy",
+        "--every",
+        "3",
+        "--phase",
+        "restore",
+        "--results",
+        results.to_str().expect("utf-8 path"),
+    ]);
+    let said = text(&out);
+    // Exit 1: a new step slower.
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let slow = &ids[toy_repo::SLOW_COMMIT];
+    assert!(said.contains(&format!("first bad commit {slow}")), "{said}");
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(results.join("track-toy-main/track.json")).expect("track.json"),
+    )
+    .expect("json");
+    let points: Vec<&str> = state["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .filter_map(|p| p["commit"].as_str())
+        .collect();
+    assert_eq!(
+        points,
+        [&ids[3], &ids[6], &ids[7]].map(String::as_str),
+        "{state}"
+    );
+    assert_eq!(
+        state["steps"][0]["found"]["commit"],
+        slow.as_str(),
+        "{state}"
+    );
+    for p in state["points"].as_array().expect("points") {
+        assert!(
+            p["stored"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("sha256:")),
+            "every run imported: {p}"
+        );
+    }
+    lab.assert_nothing_left();
+}

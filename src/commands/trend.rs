@@ -1,6 +1,7 @@
 //! `labrun trend TOOL [--db FILE|URL]`: one tool across every run of the
 //! results store, one trend per dataset and machine class, each step judged
-//! by compare's rule. The store's views do the work ([`labrun_site::trend`]);
+//! by compare's rule; its series and tracked branches chained through their
+//! anchors. The store's views do the work ([`labrun_site::trend`]);
 //! this file only prints.
 
 use crate::context::Context;

@@ -15,6 +15,7 @@
 //! tools, dataset and environment come from its kept pack, read as
 //! `labrun report` reads it.
 
+mod chain;
 mod chart;
 mod error;
 mod lines;

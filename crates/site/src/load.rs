@@ -42,9 +42,15 @@ pub fn matching(
     store: &mut Store,
     filter: &RunFilter,
 ) -> Result<(Vec<SiteRun>, Vec<Skipped>), labrun_store::StoreError> {
+    let stored = store.runs(filter)?;
+    Ok(read(store, stored))
+}
+
+/// `stored` (runs the store listed), read as [`all`] reads them.
+pub fn read(store: &mut Store, stored: Vec<StoredRun>) -> (Vec<SiteRun>, Vec<Skipped>) {
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
-    for stored in store.runs(filter)? {
+    for stored in stored {
         match one(store, &stored) {
             Ok(run) => runs.push(run),
             Err(reason) => skipped.push(Skipped {
@@ -53,7 +59,7 @@ pub fn matching(
             }),
         }
     }
-    Ok((runs, skipped))
+    (runs, skipped)
 }
 
 fn one(store: &mut Store, stored: &StoredRun) -> Result<SiteRun, String> {
