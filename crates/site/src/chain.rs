@@ -58,11 +58,12 @@ pub struct Chain {
     pub members: Vec<Member>,
 }
 
+/// One run's measure of a member: the run's index and its points.
+type Measured = (usize, Vec<Option<Point>>);
+
 /// The chains of `tool`'s series over `runs`.
 pub fn of(runs: &[SiteRun], tool: &str) -> Vec<Chain> {
-    // (key, member) -> every (run index, its points), in run order.
-    let mut seen: BTreeMap<ChainKey, BTreeMap<String, Vec<(usize, Vec<Option<Point>>)>>> =
-        BTreeMap::new();
+    let mut seen: BTreeMap<ChainKey, BTreeMap<String, Vec<Measured>>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(plan) = &run.raw.compare_plan else {
             continue;
