@@ -114,13 +114,19 @@ pub struct DecidedByRule {
 /// None when no pairs were added (the two rules are then one).
 pub fn decided_by_rule(run: &RawRun) -> Option<DecidedByRule> {
     let added = run.added_pairs.as_ref()?;
+    let lab_cycles = run.plan.as_ref().and_then(|p| p.cycles);
     let added_cycles: Vec<u32> = added.rounds.iter().map(|r| r.cycle).collect();
     let mut lab_own = run.clone();
-    lab_own.records.retain(|r| !added_cycles.contains(&r.cycle));
+    // The lab's own cycles are the plan's (`raw/plan.json` stays the
+    // run's first); a run without one drops the rounds' cycles.
+    lab_own.records.retain(|r| match lab_cycles {
+        Some(n) => r.cycle <= n,
+        None => !added_cycles.contains(&r.cycle),
+    });
     // No added pairs: the fixed rule, one look.
     lab_own.added_pairs = None;
     Some(DecidedByRule {
-        lab_cycles: run.plan.as_ref().and_then(|p| p.cycles),
+        lab_cycles,
         added: added.added,
         looks: added.looks.unwrap_or(sequential::FIXED),
         fixed: decided(&lab_own),

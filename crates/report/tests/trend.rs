@@ -417,3 +417,45 @@ fn a_lab_naming_a_pair_asks_the_pair_not_its_series() {
     assert_eq!(open.rows, 0, "{open:?}");
     assert!(open.tools.is_empty(), "{:?}", open.tools);
 }
+
+/// The lab's own cycles are the plan's, even while `--until-conclusive`
+/// has not yet written the round it is adding (the summary each added
+/// cycle prints): cycles past the plan's are never counted as the lab's.
+#[test]
+fn the_lab_cycles_are_the_plans_while_a_round_is_being_added() {
+    use labrun_evidence::compare::{ADDED_PAIRS, AddedPairs};
+    let tmp = tempfile::tempdir().unwrap();
+    write_run(tmp.path());
+    std::fs::write(tmp.path().join("raw/plan.json"), r#"{"cycles": 3}"#).unwrap();
+    let added = |rounds| AddedPairs {
+        max: 3,
+        added: 0,
+        rounds,
+        looks: Some(4),
+        needed: Some(3),
+    };
+    std::fs::write(
+        tmp.path().join("raw").join(ADDED_PAIRS),
+        serde_json::to_vec(&added(Vec::new())).unwrap(),
+    )
+    .unwrap();
+    let raw = labrun_report::evidence::load(tmp.path()).unwrap();
+    let during = labrun_report::questions::decided_by_rule(&raw).unwrap();
+    // The same run with its three rounds written: the lab's part is the same.
+    let rounds = (4..=CYCLES)
+        .map(|cycle| labrun_evidence::compare::AddedRound {
+            cycle,
+            tools: Vec::new(),
+            inconclusive_rows: 1,
+        })
+        .collect();
+    std::fs::write(
+        tmp.path().join("raw").join(ADDED_PAIRS),
+        serde_json::to_vec(&added(rounds)).unwrap(),
+    )
+    .unwrap();
+    let raw = labrun_report::evidence::load(tmp.path()).unwrap();
+    let after = labrun_report::questions::decided_by_rule(&raw).unwrap();
+    assert_eq!(during.fixed, after.fixed);
+    assert_eq!(during.lab_cycles, Some(3));
+}
