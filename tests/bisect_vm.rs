@@ -13,7 +13,6 @@ mod toy_repo;
 #[path = "common/vm_lab.rs"]
 mod vm_lab;
 
-use std::path::Path;
 use toy_repo::Plant;
 use vm_lab::{Lab, ONE_VM_AT_A_TIME, ensure_image, require_vm_host};
 
@@ -31,14 +30,46 @@ fn default_machine() -> String {
     shipped[start + 1..start + end].to_string()
 }
 
-/// The bisection's one folder under `results`.
-fn bisect_folder(results: &Path) -> std::path::PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(results)
-        .expect("results")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
+/// The toy's repository (restore planted) under a scratch folder, and a
+/// VM lab `name` of it whose image is ready.
+struct ToyInVm {
+    _scratch: tempfile::TempDir,
+    repo: std::path::PathBuf,
+    ids: Vec<String>,
+    lab: Lab,
+}
+
+fn toy_in_vm(name: &str) -> ToyInVm {
+    require_vm_host();
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let repo = scratch.path().join("toy");
+    let ids = toy_repo::write_planted(&repo, Plant::Restore);
+    let lab = Lab::with_yaml(
+        name,
+        &toy_repo::vm_lab(name, &default_machine(), &repo, &ids[0]),
+    );
+    ensure_image(&lab);
+    ToyInVm {
+        _scratch: scratch,
+        repo,
+        ids,
+        lab,
+    }
+}
+
+/// `labrun COMMAND toy ... --phase PHASE --results <lab root>/<folder>`
+/// with every other option at its default; its output, and the folder.
+fn toy_command(
+    lab: &Lab,
+    command: &[&str],
+    phase: &str,
+    folder: &str,
+) -> (std::process::Output, std::path::PathBuf) {
+    let results = lab.root.join(folder);
+    let mut args = command.to_vec();
+    args.extend(["--phase", phase, "--results"]);
+    args.push(results.to_str().expect("utf-8 path"));
+    (lab.run(&args), results)
 }
 
 fn text(out: &std::process::Output) -> String {
@@ -52,36 +83,18 @@ fn text(out: &std::process::Output) -> String {
 #[test]
 #[ignore = "needs root, libvirtd, QEMU and Go builds; boots a VM per probe for tens of minutes: `make test` runs it"]
 fn bisect_in_the_vm_names_the_planted_restore_step_with_the_defaults() {
-    require_vm_host();
     let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let scratch = tempfile::tempdir().expect("tempdir");
-    let repo = scratch.path().join("toy");
-    let ids = toy_repo::write_planted(&repo, Plant::Restore);
-    let lab = Lab::with_yaml(
-        "vmtest-bisect",
-        &toy_repo::vm_lab("vmtest-bisect", &default_machine(), &repo, &ids[0]),
-    );
-    ensure_image(&lab);
+    let toy = toy_in_vm("vmtest-bisect");
+    let (lab, ids) = (&toy.lab, &toy.ids);
+    let bisect = ["bisect", "toy", "--good", "v1", "--bad", "v3"];
 
     // Restore, with every default of `bisect`.
-    let results = lab.root.join("restore");
-    let out = lab.run(&[
-        "bisect",
-        "toy",
-        "--good",
-        "v1",
-        "--bad",
-        "v3",
-        "--phase",
-        "restore",
-        "--results",
-        results.to_str().expect("utf-8 path"),
-    ]);
+    let (out, results) = toy_command(lab, &bisect, "restore", "restore");
     let said = text(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
     let slow = &ids[toy_repo::SLOW_COMMIT];
     assert!(said.contains(&format!("first bad commit {slow}")), "{said}");
-    let folder = bisect_folder(&results);
+    let folder = run_output::only_run_dir(&results);
     let state: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(folder.join("bisect.json")).expect("bisect.json"),
     )
@@ -105,19 +118,7 @@ fn bisect_in_the_vm_names_the_planted_restore_step_with_the_defaults() {
     lab.assert_nothing_left();
 
     // The full backup did not change: the same ends say it is not slower.
-    let results = lab.root.join("backup");
-    let out = lab.run(&[
-        "bisect",
-        "toy",
-        "--good",
-        "v1",
-        "--bad",
-        "v3",
-        "--phase",
-        "backup_full",
-        "--results",
-        results.to_str().expect("utf-8 path"),
-    ]);
+    let (out, _) = toy_command(lab, &bisect, "backup_full", "backup");
     let said = text(&out);
     assert!(
         said.contains("nothing to bisect") && !said.contains("first bad commit"),
@@ -127,12 +128,12 @@ fn bisect_in_the_vm_names_the_planted_restore_step_with_the_defaults() {
 
     // A/A in the VM: the first commit's binary under two names, pairs
     // added under the sequential rule while a row is open.
-    let series = toy_repo::vm_lab("vmtest-aa", &default_machine(), &repo, &ids[0]);
+    let series = toy_repo::vm_lab("vmtest-aa", &default_machine(), &toy.repo, &ids[0]);
     let head = &series[..series.find("tools:\n").expect("tools")];
     let commands = &series[series.find("    commands:\n").expect("commands")..];
     let aa_yaml = format!(
         "{head}noise_floor: {{tool: toy}}\ntools:\n  - name: toy\n    version: \"0.0\"\n    artifact:\n      source:\n        git: {{repo: \"file://{}\", commit: \"{}\"}}\n        build:\n          go: {{package: ., binary: toy, toolchain: go1.26.8}}\n      sha256: \"{}\"\n{commands}",
-        repo.display(),
+        toy.repo.display(),
         ids[0],
         "0".repeat(64)
     );
@@ -192,27 +193,10 @@ fn bisect_in_the_vm_names_the_planted_restore_step_with_the_defaults() {
 #[test]
 #[ignore = "needs root, libvirtd, QEMU and Go builds; boots a VM per run for tens of minutes: `make test` runs it"]
 fn track_in_the_vm_flags_the_restore_step_and_names_the_planted_commit() {
-    require_vm_host();
     let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let scratch = tempfile::tempdir().expect("tempdir");
-    let repo = scratch.path().join("toy");
-    let ids = toy_repo::write_planted(&repo, Plant::Restore);
-    let lab = Lab::with_yaml(
-        "vmtest-track",
-        &toy_repo::vm_lab("vmtest-track", &default_machine(), &repo, &ids[0]),
-    );
-    ensure_image(&lab);
-    let results = lab.root.join("results");
-    let out = lab.run(&[
-        "track",
-        "toy",
-        "--every",
-        "3",
-        "--phase",
-        "restore",
-        "--results",
-        results.to_str().expect("utf-8 path"),
-    ]);
+    let toy = toy_in_vm("vmtest-track");
+    let (lab, ids) = (&toy.lab, &toy.ids);
+    let (out, results) = toy_command(lab, &["track", "toy", "--every", "3"], "restore", "results");
     let said = text(&out);
     // Exit 1: a new step slower.
     assert_eq!(out.status.code(), Some(1), "{said}");
