@@ -12,6 +12,7 @@ mod bisect;
 mod cli;
 mod commands;
 mod context;
+mod exit;
 mod folders;
 mod host_check;
 mod lab_vm;
@@ -32,7 +33,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("labrun: error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::NOTHING_DONE);
         }
     };
     match runtime.block_on(commands::dispatch(&ctx, cli.command)) {
@@ -41,7 +42,7 @@ fn main() -> ExitCode {
             // The whole chain, escaped once: every cause may quote a lab
             // file, a path or a remote machine's words.
             safe_eprintln!("labrun: error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }

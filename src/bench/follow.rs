@@ -12,8 +12,8 @@ use crate::bench::layout::{HostRun, RemoteRun};
 use crate::bench::log_puller::{SessionLogs, pull_all};
 use crate::bench::progress::Display;
 use crate::bench::remote::{self, AgentState};
-use crate::bench::request::EXIT_CONNECTION_LOST;
 use crate::bench::tail::{EventTail, FollowEnd};
+use crate::exit;
 use anyhow::Context as _;
 use labrun_ssh::Session;
 use std::process::ExitCode;
@@ -73,7 +73,7 @@ pub async fn follow_to_end(
             host.raw().display(),
             attach_id(host, &remote.run_id)
         );
-        return Ok(ExitCode::from(EXIT_CONNECTION_LOST));
+        return Ok(ExitCode::from(exit::CONNECTION_LOST));
     }
     let t = HostPhases::begin("pull");
     pull_all(session, remote, &raw)
@@ -92,7 +92,7 @@ pub async fn follow_to_end(
             remote::agent_error(session, remote).await
         );
         if !has_records(host) {
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(exit::FAILED));
         }
     }
     let code = if summary {
@@ -109,14 +109,14 @@ pub async fn follow_to_end(
             eprintln!(
                 "labrun: the agent exited with status {n}: some steps failed (see the summary and raw/logs)"
             );
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
-        AgentState::Running => ExitCode::from(1),
+        AgentState::Running => ExitCode::from(exit::FAILED),
         AgentState::Vanished => {
             eprintln!(
                 "labrun: the agent was killed before it finished; the evidence it wrote is kept"
             );
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     };
     Ok(exit)

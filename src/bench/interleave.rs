@@ -15,11 +15,12 @@ use crate::bench::follow::summarize;
 use crate::bench::layout::HostRun;
 use crate::bench::prepare::{OnTarget, prepare};
 use crate::bench::progress::Display;
-use crate::bench::request::{BenchRequest, EXIT_CONNECTION_LOST};
+use crate::bench::request::BenchRequest;
 use crate::bench::start::until_conclusive;
 use crate::bench::variants::{
     INTERRUPTED, RunOutcome, record_failure, start_variant, variant_overrides,
 };
+use crate::exit;
 use labrun_lab::Variant;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -90,7 +91,7 @@ pub async fn run_group(
         let outcome = r.on.run(&plan, &r.host, display, false).await;
         r.ran = true;
         match outcome {
-            Ok(code) if code == ExitCode::from(EXIT_CONNECTION_LOST) => {
+            Ok(code) if code == ExitCode::from(exit::CONNECTION_LOST) => {
                 safe_eprintln!(
                     "labrun: variant `{name}` goes on in the guest without this connection; the rounds after it were not started"
                 );
@@ -130,7 +131,7 @@ pub async fn run_group(
             && !INTERRUPTED.load(Ordering::SeqCst)
         {
             code = until_conclusive(&mut r.on, &r.host, max, code, display).await?;
-            if code == ExitCode::from(EXIT_CONNECTION_LOST) {
+            if code == ExitCode::from(exit::CONNECTION_LOST) {
                 return Ok(RunOutcome::ConnectionLost(code));
             }
         }

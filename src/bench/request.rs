@@ -9,10 +9,6 @@ use labrun_lab::{Lab, PlanOverrides};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Exit codes: 0 all passed; 1 a step failed or the run was stopped; 3 the
-/// connection was lost while the run goes on in the guest.
-pub const EXIT_CONNECTION_LOST: u8 = 3;
-
 #[derive(Clone)]
 pub struct BenchRequest {
     /// The global options (lab file, cache, state, `--host`).

@@ -6,8 +6,9 @@ use crate::bench::follow::summarize;
 use crate::bench::layout::HostRun;
 use crate::bench::prepare::{OnTarget, prepare};
 use crate::bench::progress::Display;
-use crate::bench::request::{BenchRequest, EXIT_CONNECTION_LOST};
+use crate::bench::request::BenchRequest;
 use crate::bench::timestamp::utc_stamp;
+use crate::exit;
 use anyhow::bail;
 use labrun_lab::{Lab, PlanOverrides};
 use std::process::ExitCode;
@@ -50,7 +51,7 @@ pub async fn run_lab(
     let Some(max) = req.until_conclusive else {
         return Ok(code);
     };
-    if code == ExitCode::from(EXIT_CONNECTION_LOST)
+    if code == ExitCode::from(exit::CONNECTION_LOST)
         || crate::bench::variants::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
     {
         return Ok(code);
@@ -70,7 +71,7 @@ pub async fn until_conclusive(
     let more = crate::bench::more_pairs::add_until_conclusive(on, host, Some(max), display).await?;
     match more {
         None => Ok(code),
-        Some(later) if later == ExitCode::from(EXIT_CONNECTION_LOST) => Ok(later),
+        Some(later) if later == ExitCode::from(exit::CONNECTION_LOST) => Ok(later),
         Some(later) => {
             // The verdicts again, now saying how many pairs were added.
             summarize(host)?;

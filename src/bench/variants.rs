@@ -8,8 +8,9 @@
 
 use crate::bench::layout::HostRun;
 use crate::bench::progress::Display;
-use crate::bench::request::{BenchRequest, EXIT_CONNECTION_LOST};
+use crate::bench::request::BenchRequest;
 use crate::bench::start::run_lab;
+use crate::exit;
 use anyhow::Context as _;
 use labrun_evidence::variant::{VARIANT_FILE, VARIANTS_DIR, VARIANTS_INDEX, VariantsIndex};
 use labrun_lab::{Lab, Machine, PlanOverrides, Variant};
@@ -134,7 +135,7 @@ pub async fn run_all(
                 .join(", "),
             run_dir.display()
         );
-        return Ok(ExitCode::from(EXIT_CONNECTION_LOST));
+        return Ok(ExitCode::from(exit::CONNECTION_LOST));
     }
     if failed.is_empty() && !INTERRUPTED.load(Ordering::SeqCst) {
         Ok(ExitCode::SUCCESS)
@@ -145,7 +146,7 @@ pub async fn run_all(
                 failed.join(", ")
             );
         }
-        Ok(ExitCode::from(1))
+        Ok(ExitCode::from(exit::FAILED))
     }
 }
 
@@ -262,7 +263,7 @@ async fn run_one(
     .await;
     match outcome {
         Ok(code) if code == ExitCode::SUCCESS => {}
-        Ok(code) if code == ExitCode::from(EXIT_CONNECTION_LOST) => {
+        Ok(code) if code == ExitCode::from(exit::CONNECTION_LOST) => {
             safe_eprintln!(
                 "labrun: variant `{name}` goes on in the guest without this connection; the variants after it were not started"
             );

@@ -231,7 +231,7 @@ impl LabProber {
             .status()
             .await
             .context("cannot run labrun bench")?;
-        if status.code() == Some(130) {
+        if status.code() == Some(i32::from(crate::exit::INTERRUPTED)) {
             return Err(super::Interrupted.into());
         }
         let made: Vec<PathBuf> = run_folders(&self.runs)

@@ -14,6 +14,7 @@ use crate::bisect::search::{self, Next, Outcome};
 use crate::bisect::state::{Question, State};
 use crate::bisect::{self, Event, git, short};
 use crate::context::Context;
+use crate::exit;
 use anyhow::{Context as _, bail};
 use labrun_artifact::build::BuildRecipe;
 use labrun_artifact::build::source::SourceOrigin;
@@ -144,11 +145,11 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Ok(code) => Ok(code),
         Err(e) if e.is::<bisect::Interrupted>() => {
             safe_eprintln!("labrun bisect: {e:#}");
-            Ok(ExitCode::from(130))
+            Ok(ExitCode::from(exit::INTERRUPTED))
         }
         Err(e) => {
             safe_eprintln!("labrun bisect: {e:#}");
-            Ok(ExitCode::from(1))
+            Ok(ExitCode::from(exit::FAILED))
         }
     }
 }
@@ -199,7 +200,7 @@ async fn bisect_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     Ok(if matches!(end, Next::FirstBad(_)) {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(exit::FAILED)
     })
 }
 

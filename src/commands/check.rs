@@ -5,6 +5,7 @@
 //! `--scale`). "ok: ... is valid" is the last line, and only with 0.
 
 use crate::context::Context;
+use crate::exit;
 use labrun_lab::{Lab, LabError, check_scale};
 use std::path::Path;
 use std::process::ExitCode;
@@ -25,7 +26,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Err(e)) = &pinning {
         // Valid, but not on this host.
         outcome.stderr.push_str(e);
-        outcome.status = 1;
+        outcome.status = exit::FAILED;
     }
     // The description and the problems quote the lab file: escaped here.
     safe_print!("{}", outcome.stdout);
@@ -43,10 +44,10 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         safe_print!("{}", trees.text);
         if let Some(refused) = refused_trees(&trees.unusable) {
             outcome.stderr.push_str(&refused);
-            outcome.status = 1;
+            outcome.status = exit::FAILED;
         }
         // Last, and only when nothing the run would refuse was found.
-        if outcome.status == 0 {
+        if outcome.status == exit::OK {
             safe_print!("ok: {} is valid\n", ctx.lab_path.display());
         }
     }
@@ -204,23 +205,28 @@ fn check(path: &Path, scale: Option<f64>) -> Outcome {
     if let Some(s) = scale
         && let Err(msg) = check_scale(s)
     {
-        return fail(format!("labrun check: --scale: {msg}\n"), 2);
+        return fail(
+            format!("labrun check: --scale: {msg}\n"),
+            exit::NOTHING_DONE,
+        );
     }
     match Lab::load(path) {
         Ok(lab) if scale.is_some() && lab.dataset.is_real() => fail(
             "labrun check: --scale sizes the synthetic dataset only: a real tree has the size it has; for a quicker look at a big tree add `sample: {fraction: 0.1}` to the dataset\n".into(),
-            2,
+            exit::NOTHING_DONE,
         ),
         // The "ok" line comes last, once every check of `run` has passed.
         Ok(lab) => Outcome {
             stdout: lab.describe(scale),
             stderr: String::new(),
-            status: 0,
+            status: exit::OK,
             lab: Some(lab),
         },
         // Already `file:line:column: path: message`, one per problem.
-        Err(e @ (LabError::Parse { .. } | LabError::Invalid { .. })) => fail(format!("{e}\n"), 1),
-        Err(e) => fail(format!("labrun check: {e}\n"), 1),
+        Err(e @ (LabError::Parse { .. } | LabError::Invalid { .. })) => {
+            fail(format!("{e}\n"), exit::FAILED)
+        }
+        Err(e) => fail(format!("labrun check: {e}\n"), exit::FAILED),
     }
 }
 

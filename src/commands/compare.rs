@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Exit status when any row is worse (`slower`, `larger`) beyond the margin.
-const WORSE: u8 = 1;
+const WORSE: u8 = crate::exit::FAILED;
 /// Exit status when the comparison could not be made (as clap's usage errors).
-const NOT_COMPARED: u8 = 2;
+const NOT_COMPARED: u8 = crate::exit::NOTHING_DONE;
 
 #[derive(clap::Args)]
 pub struct Args {

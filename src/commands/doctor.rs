@@ -5,6 +5,7 @@
 
 use crate::bench::environment::NoiseProbe;
 use crate::context::Context;
+use crate::exit;
 use labrun_vm::accel::{self, AccelProbe, Acceleration};
 use labrun_vm::preflight::{self, OVERLAY_MIN_MIB};
 use labrun_vm::{ImageSource, VmConfig};
@@ -70,7 +71,7 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
         Ok(cfg) => cfg,
         Err(e) => {
             safe_println!("a run cannot start here: {e:#}");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(exit::FAILED));
         }
     };
     let where_ = cfg
@@ -120,7 +121,7 @@ pub async fn run(ctx: &Context, _args: Args) -> anyhow::Result<ExitCode> {
     Ok(if can_run {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(exit::FAILED)
     })
 }
 
@@ -147,7 +148,7 @@ async fn host_only(ctx: &Context) -> anyhow::Result<ExitCode> {
     });
     safe_print!("{out}");
     Ok(if blocked {
-        ExitCode::from(1)
+        ExitCode::from(exit::FAILED)
     } else {
         ExitCode::SUCCESS
     })

@@ -2,6 +2,7 @@
 //! it is in. Exit 0 when there was nothing to remove.
 
 use crate::context::Context;
+use crate::exit;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -60,7 +61,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         safe_eprintln!(
             "labrun: {unreached} host(s) of the pool could not be cleaned (above): run `labrun down --all` again when they answer"
         );
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(exit::FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

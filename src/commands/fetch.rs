@@ -5,6 +5,7 @@
 //! and prints the table.
 
 use crate::context::Context;
+use crate::exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use labrun_artifact::{
     FetchOptions, FetchedArtifact, Fetcher, InstallKind, Installable, Progress, Source, extract,
@@ -25,7 +26,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Ok(lab) => lab,
         Err(e) => {
             safe_eprintln!("labrun fetch: {e}");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(exit::FAILED));
         }
     };
     let wanted = (!args.tools.is_empty()).then_some(args.tools.as_slice());
@@ -34,7 +35,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Ok(t) => t,
         Err(e) => {
             safe_eprintln!("labrun fetch: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(exit::NOTHING_DONE));
         }
     };
     let tools: Vec<&ToolSpec> = everything.iter().collect();
@@ -42,7 +43,11 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => {
             safe_eprintln!("labrun fetch: {e:#}");
-            return Ok(ExitCode::from(if e.is::<Interrupted>() { 130 } else { 1 }));
+            return Ok(ExitCode::from(if e.is::<Interrupted>() {
+                exit::INTERRUPTED
+            } else {
+                exit::FAILED
+            }));
         }
     };
     for (tool, r) in tools.iter().zip(&ready) {
@@ -56,7 +61,11 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             Ok(n) => count += n,
             Err(e) => {
                 safe_eprintln!("labrun fetch: {e:#}");
-                return Ok(ExitCode::from(if e.is::<Interrupted>() { 130 } else { 1 }));
+                return Ok(ExitCode::from(if e.is::<Interrupted>() {
+                    exit::INTERRUPTED
+                } else {
+                    exit::FAILED
+                }));
             }
         }
     }
@@ -69,7 +78,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         match until_interrupted(image).await {
             Err(interrupted) => {
                 safe_eprintln!("labrun fetch: {interrupted}");
-                return Ok(ExitCode::from(130));
+                return Ok(ExitCode::from(exit::INTERRUPTED));
             }
             Ok(Ok(Some(image))) => {
                 safe_println!("vm image: {}", image.path.display());
@@ -79,7 +88,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             Ok(Ok(None)) => {}
             Ok(Err(e)) => {
                 safe_eprintln!("labrun fetch: {e:#}");
-                return Ok(ExitCode::from(1));
+                return Ok(ExitCode::from(exit::FAILED));
             }
         }
     }

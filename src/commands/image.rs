@@ -1,6 +1,7 @@
 //! `labrun image build [--force]` and `labrun image list`.
 
 use crate::context::Context;
+use crate::exit;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -57,7 +58,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                 _ = super::up::wait_for_interrupt() => {
                     spinner.finish();
                     safe_eprintln!("labrun: interrupted: the partial build was removed");
-                    return Ok(ExitCode::from(130));
+                    return Ok(ExitCode::from(exit::INTERRUPTED));
                 }
             };
             spinner.finish();

@@ -4,6 +4,7 @@
 //! edited lab still loads, writes it and says what changed.
 
 use crate::context::Context;
+use crate::exit;
 use labrun_artifact::{
     ArtifactSource, FetchOptions, Fetcher, ManualPin, NoProgress, PinRequest, write_lab,
 };
@@ -55,7 +56,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                 "labrun pin: cannot read {}: {e}; give the lab file with -f",
                 path.display()
             );
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(exit::FAILED));
         }
     };
     if args.series {
@@ -87,7 +88,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             safe_eprintln!(
                 "labrun pin: give --version: only a tool built from source (`go:`, `crate:`) is pinned at the version it names"
             );
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(exit::NOTHING_DONE));
         }
         (_, Some(version)) => {
             let request = PinRequest {
@@ -115,7 +116,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Ok(o) => o,
         Err(e) => {
             safe_eprintln!("labrun pin: {e}");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(exit::FAILED));
         }
     };
     // The edit must leave a lab that loads; otherwise the file is left alone.
@@ -124,7 +125,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             "labrun pin: the pinned lab would not load, so {} was left unchanged:\n{e}",
             path.display()
         );
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(exit::FAILED));
     }
     let old = outcome.old_sha256.as_deref().unwrap_or("(none)");
     safe_println!("{} {}:", args.tool, version);
@@ -139,7 +140,7 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Err(e) = write_lab(path, &text, &outcome.new_text) {
         safe_eprintln!("labrun pin: {e}");
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(exit::FAILED));
     }
     safe_println!(
         "ok: wrote {}; run `labrun fetch --tools {}` to verify the file",

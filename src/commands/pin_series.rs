@@ -6,6 +6,7 @@
 //! written once, and only when the edited lab loads.
 
 use crate::context::Context;
+use crate::exit;
 use labrun_artifact::lab_edit::{SeriesPinEdit, apply_series_pin};
 use labrun_artifact::{ArtifactSource, FetchOptions, Fetcher, NoProgress, write_lab};
 use labrun_lab::Lab;
@@ -17,7 +18,7 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
         Ok(t) => t,
         Err(e) => {
             safe_eprintln!("labrun pin: {}: {e}", path.display());
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(exit::FAILED));
         }
     };
     let fetcher = Fetcher::new(FetchOptions::new(ctx.cache_dir.clone(), ctx.mirror.clone()))?;
@@ -27,7 +28,7 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
             Ok(m) => m,
             Err(e) => {
                 safe_eprintln!("labrun pin: {tool} {}: {e}", v.version);
-                return Ok(ExitCode::from(1));
+                return Ok(ExitCode::from(exit::FAILED));
             }
         };
         safe_println!(
@@ -54,14 +55,14 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
                     "labrun pin: {}: a `file:` artifact has no upstream to pin from: write its sha256 by hand",
                     member.name
                 );
-                return Ok(ExitCode::from(1));
+                return Ok(ExitCode::from(exit::FAILED));
             }
         };
         let (sum, sha256, from) = match pinned {
             Ok(p) => p,
             Err(e) => {
                 safe_eprintln!("labrun pin: {}: {e}", member.name);
-                return Ok(ExitCode::from(1));
+                return Ok(ExitCode::from(exit::FAILED));
             }
         };
         if let Some(s) = &sum {
@@ -81,7 +82,7 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
             Ok(t) => t,
             Err(e) => {
                 safe_eprintln!("labrun pin: {}: {e}", path.display());
-                return Ok(ExitCode::from(1));
+                return Ok(ExitCode::from(exit::FAILED));
             }
         };
     }
@@ -91,7 +92,7 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
             "labrun pin: the pinned lab would not load, so {} was left unchanged:\n{e}",
             path.display()
         );
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(exit::FAILED));
     }
     if dry_run {
         safe_println!("dry run: {} not written", path.display());
@@ -99,7 +100,7 @@ pub async fn run(ctx: &Context, tool: &str, text: &str, dry_run: bool) -> anyhow
     }
     if let Err(e) = write_lab(path, text, &edited) {
         safe_eprintln!("labrun pin: {e}");
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(exit::FAILED));
     }
     safe_println!(
         "ok: wrote {} ({} versions of {tool}); `labrun -f {} check` to review",

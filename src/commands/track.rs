@@ -16,6 +16,7 @@ use crate::bisect::search::Next;
 use crate::bisect::{self, git, short};
 use crate::commands::bisect::{ProbeArgs, describe, git_copy, one_line, probe_lab};
 use crate::context::Context;
+use crate::exit;
 use crate::store_location::DbArg;
 use crate::track::select::Cadence;
 use crate::track::state::{Found, Question, State};
@@ -61,11 +62,11 @@ pub async fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             safe_eprintln!(
                 "labrun track: interrupted: the run under way kept what it measured; every commit before it is on record, and the same command continues"
             );
-            Ok(ExitCode::from(130))
+            Ok(ExitCode::from(exit::INTERRUPTED))
         }
         Err(e) => {
             safe_eprintln!("labrun track: {e:#}");
-            Ok(ExitCode::from(1))
+            Ok(ExitCode::from(exit::FAILED))
         }
     }
 }
@@ -148,7 +149,7 @@ async fn track_cmd(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         folder.join(track::REPORT_FILE).display()
     );
     Ok(if done.new_steps > 0 {
-        ExitCode::from(1)
+        ExitCode::from(exit::FAILED)
     } else {
         ExitCode::SUCCESS
     })

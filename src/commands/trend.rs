@@ -5,6 +5,7 @@
 //! this file only prints.
 
 use crate::context::Context;
+use crate::exit;
 use crate::store_location::DbArg;
 use std::process::ExitCode;
 
@@ -32,7 +33,7 @@ pub async fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                 "labrun: error: no run in the store {db} measured {}; `labrun runs --db` lists what it holds",
                 args.tool
             );
-            Ok(ExitCode::from(2))
+            Ok(ExitCode::from(exit::NOTHING_DONE))
         }
     }
 }

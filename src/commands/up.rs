@@ -4,6 +4,7 @@
 
 use crate::commands::fetch::{Bar, Ready, fetch_and_extract};
 use crate::context::Context;
+use crate::exit;
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use labrun_artifact::InstallKind;
@@ -165,7 +166,7 @@ pub async fn bring_up_lab(
                         removed.removed.join(", ")
                     );
                     return match e.downcast_ref::<VmError>() {
-                        Some(VmError::Cancelled) => Ok(ExitCode::from(130)),
+                        Some(VmError::Cancelled) => Ok(ExitCode::from(exit::INTERRUPTED)),
                         _ => Err(e),
                     };
                 }
@@ -201,7 +202,7 @@ pub async fn bring_up_lab(
         }
         Err(VmError::Cancelled) => {
             safe_eprintln!("labrun: interrupted: everything this `up` made was removed");
-            Ok(ExitCode::from(130))
+            Ok(ExitCode::from(exit::INTERRUPTED))
         }
         Err(e) => Err(e.into()),
     }
