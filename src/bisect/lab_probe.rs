@@ -52,7 +52,7 @@ pub struct LabProber {
 }
 
 impl super::Prober for LabProber {
-    async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome> {
+    async fn probe(&mut self, good: &str, commit: &str, margin: f64) -> anyhow::Result<Outcome> {
         // Every probe runs against the good commit: when that does not
         // build, no probe can be measured, so the search stops here instead
         // of skipping every commit (and trying the same build again each time).
@@ -79,10 +79,13 @@ impl super::Prober for LabProber {
         // bisected row alone, so only that row keeps adding pairs and its
         // verdict is not Holm-adjusted over rows nobody asked about. JSON is
         // YAML's flow form: the pair is written as the lab reads it.
+        // Its margin is the one the probe is decided at (beside a measured
+        // step, the two-ends rule's), so `--until-conclusive` stops adding
+        // pairs as soon as that is decided.
         let pair = serde_json::to_string(&self.pair(good, commit))?;
         let text = format!(
             "{text}\ncompare:\n  margin: {}%\n  pairs:\n    - {pair}\n",
-            self.settings.margin * 100.0,
+            margin * 100.0,
         );
         let probe_lab = ProbeLab::write(&self.lab_path, commit, &text)?;
         let lab = Lab::load(probe_lab.path())?;
@@ -246,7 +249,13 @@ impl LabProber {
         let run = labrun_report::evidence::load(run_dir)
             .with_context(|| format!("cannot read the run {}", run_dir.display()))?;
         let pair = self.pair(good, commit);
-        let mut comparison = compare_paired(&run, &pair.baseline, &pair.candidate, &self.settings)?;
+        // The run's looks: pairs added one at a time are judged by the
+        // sequential rule, as the run's own summary judges them.
+        let settings = Settings {
+            looks: labrun_report::compare::lab_settings(&run).looks,
+            ..self.settings
+        };
+        let mut comparison = compare_paired(&run, &pair.baseline, &pair.candidate, &settings)?;
         keep_asked(&mut comparison, &pair);
         let Some(row) = comparison.row(&self.phase, self.figure) else {
             return Ok(Outcome::Skipped {

@@ -19,11 +19,13 @@ use std::path::Path;
 
 /// Measures one commit against the good one.
 pub trait Prober {
-    /// The outcome of `commit` against `good`. A commit that cannot be
-    /// built or measured is `Outcome::Skipped`; an `Err` stops the search
-    /// (the machine is gone, the user pressed Ctrl-C, the good commit does
-    /// not build), keeping what is on record.
-    async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome>;
+    /// The outcome of `commit` against `good`, measured until decided at
+    /// `margin` (the user's, or [`two_ends::decision_margin`] once the bad
+    /// end measured the step). A commit that cannot be built or measured is
+    /// `Outcome::Skipped`; an `Err` stops the search (the machine is gone,
+    /// the user pressed Ctrl-C, the good commit does not build), keeping
+    /// what is on record.
+    async fn probe(&mut self, good: &str, commit: &str, margin: f64) -> anyhow::Result<Outcome>;
 }
 
 /// A probe's run was stopped by Ctrl-C (SIGINT or SIGTERM reached it too):
@@ -90,12 +92,20 @@ pub async fn run(
             commit,
             left: open_between(state),
         });
-        let mut outcome = prober.probe(&commits[0], commit).await?;
-        if index + 1 < commits.len() {
-            // Between the ends: judged against both, the bad end having
-            // measured the step (it is always probed first).
-            let bad_end = state.outcomes.last().and_then(Option::as_ref);
-            outcome = two_ends::judge(outcome, bad_end, state.question.margin);
+        // Between the ends the bad end has measured the step (it is always
+        // probed first): the probe runs until decided against both ends,
+        // and is judged against both.
+        let between = index + 1 < commits.len();
+        let bad_end = state
+            .outcomes
+            .last()
+            .and_then(Option::as_ref)
+            .filter(|_| between)
+            .cloned();
+        let margin = two_ends::decision_margin(state.question.margin, bad_end.as_ref());
+        let mut outcome = prober.probe(&commits[0], commit, margin).await?;
+        if between {
+            outcome = two_ends::judge(outcome, bad_end.as_ref(), state.question.margin);
         }
         show(Event::Probed {
             commit,
@@ -234,7 +244,12 @@ mod tests {
     }
 
     impl Prober for Table {
-        async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome> {
+        async fn probe(
+            &mut self,
+            good: &str,
+            commit: &str,
+            _margin: f64,
+        ) -> anyhow::Result<Outcome> {
             assert_eq!(good, self.commits[0]);
             if self.stop_after == Some(self.calls.len()) {
                 anyhow::bail!("interrupted");
@@ -270,7 +285,12 @@ mod tests {
     struct Measurements(Vec<Outcome>);
 
     impl Prober for Measurements {
-        async fn probe(&mut self, _good: &str, commit: &str) -> anyhow::Result<Outcome> {
+        async fn probe(
+            &mut self,
+            _good: &str,
+            commit: &str,
+            _margin: f64,
+        ) -> anyhow::Result<Outcome> {
             let i = usize::from_str_radix(commit, 16)?;
             Ok(self.0[i].clone())
         }

@@ -62,6 +62,23 @@ pub fn judge(probe: Outcome, bad_end: Option<&Outcome>, margin: f64) -> Outcome 
     }
 }
 
+/// The margin a probe between the ends is run at, so that `bench
+/// --until-conclusive` stops adding pairs once the probe is decided by this
+/// rule rather than by the margin alone: the good side's threshold
+/// (`exp(s / 2) - 1`, where a probe is shown nearer the good end), or the
+/// user's margin when that is wider; at most 100%, the widest a lab's
+/// `compare:` takes (a step over 4x decides its probes there already).
+/// Without a bad step on record, the user's margin.
+pub fn decision_margin(margin: f64, bad_end: Option<&Outcome>) -> f64 {
+    match bad_end.and_then(|o| match o {
+        Outcome::Bad(end) => step(end),
+        _ => None,
+    }) {
+        Some(step) => margin.max(((step.cautious / 2.0).exp() - 1.0).min(1.0)),
+        None => margin,
+    }
+}
+
 /// Every probe between the ends judged against both (the same rule for a
 /// probe just made and for one on record from an earlier labrun, which
 /// judged by the margin alone).
@@ -106,6 +123,42 @@ fn log_interval(m: &Measured) -> Option<[f64; 2]> {
 mod tests {
     use super::*;
     use labrun_report::compare::stats::LogTest;
+
+    #[test]
+    fn a_probe_runs_at_the_good_sides_threshold_once_a_step_is_measured() {
+        let end = Outcome::Bad(Measured {
+            ratio: 2.82,
+            interval: Some([2.309, 3.445]),
+            pairs: 3,
+            run: "r".into(),
+        });
+        // sqrt(2.309) = 1.5195: a probe shown below it is good.
+        let m = decision_margin(0.05, Some(&end));
+        assert!((m - (2.309f64.sqrt() - 1.0)).abs() < 1e-9, "{m}");
+        // A small step: the user's margin is the wider.
+        let small = Outcome::Bad(Measured {
+            ratio: 1.08,
+            interval: Some([1.06, 1.10]),
+            pairs: 3,
+            run: "r".into(),
+        });
+        assert_eq!(decision_margin(0.05, Some(&small)), 0.05);
+        assert_eq!(decision_margin(0.05, None), 0.05);
+        let huge = Outcome::Bad(Measured {
+            ratio: 9.0,
+            interval: Some([6.0, 12.0]),
+            pairs: 3,
+            run: "r".into(),
+        });
+        assert_eq!(decision_margin(0.05, Some(&huge)), 1.0, "a lab's widest");
+        let inconclusive = Outcome::Inconclusive(Measured {
+            ratio: 2.0,
+            interval: Some([0.9, 4.0]),
+            pairs: 3,
+            run: "r".into(),
+        });
+        assert_eq!(decision_margin(0.05, Some(&inconclusive)), 0.05);
+    }
 
     /// SplitMix64 (Steele, Lea, Flood 2014) and Box-Muller: seeded noise,
     /// the same on every machine (as in crates/report/tests/compare.rs).

@@ -106,7 +106,7 @@ pub async fn run(
             of: todo.len(),
             commit,
         });
-        let outcome = prober.probe(&anchor, commit).await?;
+        let outcome = prober.probe(&anchor, commit, state.question.margin).await?;
         show(Event::Tracked {
             commit,
             outcome: &outcome,
@@ -268,7 +268,12 @@ mod tests {
     }
 
     impl Prober for Table {
-        async fn probe(&mut self, good: &str, commit: &str) -> anyhow::Result<Outcome> {
+        async fn probe(
+            &mut self,
+            good: &str,
+            commit: &str,
+            _margin: f64,
+        ) -> anyhow::Result<Outcome> {
             assert_eq!(good, self.line[0], "every point is paired with the anchor");
             if self.stop_after == Some(self.calls.len()) {
                 anyhow::bail!("interrupted");
