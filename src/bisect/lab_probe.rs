@@ -52,7 +52,12 @@ pub struct LabProber {
 }
 
 impl super::Prober for LabProber {
-    async fn probe(&mut self, good: &str, commit: &str, margin: f64) -> anyhow::Result<Outcome> {
+    async fn probe(
+        &mut self,
+        good: &str,
+        commit: &str,
+        ask: super::Ask,
+    ) -> anyhow::Result<Outcome> {
         // Every probe runs against the good commit: when that does not
         // build, no probe can be measured, so the search stops here instead
         // of skipping every commit (and trying the same build again each time).
@@ -85,7 +90,7 @@ impl super::Prober for LabProber {
         let pair = serde_json::to_string(&self.pair(good, commit))?;
         let text = format!(
             "{text}\ncompare:\n  margin: {}%\n  pairs:\n    - {pair}\n",
-            margin * 100.0,
+            ask.margin * 100.0,
         );
         let probe_lab = ProbeLab::write(&self.lab_path, commit, &text)?;
         let lab = Lab::load(probe_lab.path())?;
@@ -93,7 +98,9 @@ impl super::Prober for LabProber {
             self.install_on_target(&lab, target, probe_lab.path())
                 .await?;
         }
-        let run = self.bench(probe_lab.path(), lab.target.is_none()).await?;
+        let run = self
+            .bench(probe_lab.path(), lab.target.is_none(), ask.bad_end)
+            .await?;
         let Some(run) = run else {
             return Ok(Outcome::Skipped {
                 why: format!(
@@ -200,7 +207,19 @@ impl LabProber {
     /// `labrun -f LAB bench` of the probe's lab; the run folder it made, or
     /// None when it made none. Ctrl-C reaches the child too (one process
     /// group): it stops, keeps its evidence, and so does this.
-    async fn bench(&self, lab_file: &Path, vm: bool) -> anyhow::Result<Option<PathBuf>> {
+    /// `all_at_once`: the cycles and the whole `--until-conclusive` cap as
+    /// one fixed number of pairs (the bad end's).
+    async fn bench(
+        &self,
+        lab_file: &Path,
+        vm: bool,
+        all_at_once: bool,
+    ) -> anyhow::Result<Option<PathBuf>> {
+        let (cycles, until_conclusive) = if all_at_once {
+            (self.cycles + self.until_conclusive, 0)
+        } else {
+            (self.cycles, self.until_conclusive)
+        };
         std::fs::create_dir_all(&self.runs)
             .with_context(|| format!("cannot create {}", self.runs.display()))?;
         let before = run_folders(&self.runs);
@@ -216,15 +235,15 @@ impl LabProber {
             cmd.arg("--mirror").arg(m);
         }
         cmd.args(["bench", "--plain", "--cycles"])
-            .arg(self.cycles.to_string())
+            .arg(cycles.to_string())
             .arg("--results")
             .arg(&self.runs);
         if let Some(db) = &self.db {
             cmd.arg("--db").arg(db.to_string());
         }
-        if self.until_conclusive > 0 {
+        if until_conclusive > 0 {
             cmd.arg("--until-conclusive")
-                .arg(self.until_conclusive.to_string());
+                .arg(until_conclusive.to_string());
         }
         if vm {
             cmd.args(["--up", "--down"]);

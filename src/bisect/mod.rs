@@ -17,15 +17,26 @@ use search::{Next, Outcome, Stuck};
 use state::State;
 use std::path::Path;
 
+/// How a probe is to be measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ask {
+    /// The margin it is decided at: the user's, or
+    /// [`two_ends::decision_margin`] between the ends.
+    pub margin: f64,
+    /// The bad end: every pair a probe may take is run at once (its
+    /// cycles and the whole `--until-conclusive` cap, judged as a fixed
+    /// number of pairs), since every later probe is judged against the
+    /// lower end of the step it measures.
+    pub bad_end: bool,
+}
+
 /// Measures one commit against the good one.
 pub trait Prober {
-    /// The outcome of `commit` against `good`, measured until decided at
-    /// `margin` (the user's, or [`two_ends::decision_margin`] once the bad
-    /// end measured the step). A commit that cannot be built or measured is
-    /// `Outcome::Skipped`; an `Err` stops the search (the machine is gone,
-    /// the user pressed Ctrl-C, the good commit does not build), keeping
-    /// what is on record.
-    async fn probe(&mut self, good: &str, commit: &str, margin: f64) -> anyhow::Result<Outcome>;
+    /// The outcome of `commit` against `good`, measured as `ask` says. A
+    /// commit that cannot be built or measured is `Outcome::Skipped`; an
+    /// `Err` stops the search (the machine is gone, the user pressed
+    /// Ctrl-C, the good commit does not build), keeping what is on record.
+    async fn probe(&mut self, good: &str, commit: &str, ask: Ask) -> anyhow::Result<Outcome>;
 }
 
 /// A probe's run was stopped by Ctrl-C (SIGINT or SIGTERM reached it too):
@@ -102,8 +113,11 @@ pub async fn run(
             .and_then(Option::as_ref)
             .filter(|_| between)
             .cloned();
-        let margin = two_ends::decision_margin(state.question.margin, bad_end.as_ref());
-        let mut outcome = prober.probe(&commits[0], commit, margin).await?;
+        let ask = Ask {
+            margin: two_ends::decision_margin(state.question.margin, bad_end.as_ref()),
+            bad_end: index + 1 == commits.len(),
+        };
+        let mut outcome = prober.probe(&commits[0], commit, ask).await?;
         if between {
             outcome = two_ends::judge(outcome, bad_end.as_ref(), state.question.margin);
         }
@@ -244,12 +258,7 @@ mod tests {
     }
 
     impl Prober for Table {
-        async fn probe(
-            &mut self,
-            good: &str,
-            commit: &str,
-            _margin: f64,
-        ) -> anyhow::Result<Outcome> {
+        async fn probe(&mut self, good: &str, commit: &str, _ask: Ask) -> anyhow::Result<Outcome> {
             assert_eq!(good, self.commits[0]);
             if self.stop_after == Some(self.calls.len()) {
                 anyhow::bail!("interrupted");
@@ -285,12 +294,7 @@ mod tests {
     struct Measurements(Vec<Outcome>);
 
     impl Prober for Measurements {
-        async fn probe(
-            &mut self,
-            _good: &str,
-            commit: &str,
-            _margin: f64,
-        ) -> anyhow::Result<Outcome> {
+        async fn probe(&mut self, _good: &str, commit: &str, _ask: Ask) -> anyhow::Result<Outcome> {
             let i = usize::from_str_radix(commit, 16)?;
             Ok(self.0[i].clone())
         }
@@ -335,6 +339,59 @@ mod tests {
             state.outcomes[4],
             Some(Outcome::Good(measured(0.977, [0.901, 1.061], 6)))
         );
+    }
+
+    /// The bad end is asked for all its pairs at once at the user's margin;
+    /// every probe after it at the margin the two-ends rule decides it at.
+    #[tokio::test]
+    async fn the_bad_end_takes_every_pair_and_later_probes_its_decision_margin() {
+        struct Asked(Measurements, Vec<(String, Ask)>);
+        impl Prober for Asked {
+            async fn probe(
+                &mut self,
+                good: &str,
+                commit: &str,
+                ask: Ask,
+            ) -> anyhow::Result<Outcome> {
+                self.1.push((commit.to_string(), ask));
+                self.0.probe(good, commit, ask).await
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut q = question(9);
+        q.margin = 0.05;
+        let mut asked = Asked(
+            Measurements(
+                (0..9)
+                    .map(|i| match i {
+                        5.. => Outcome::Bad(measured(2.2, [1.821, 2.657], 6)),
+                        _ => Outcome::Good(measured(1.0, [0.95, 1.05], 6)),
+                    })
+                    .collect(),
+            ),
+            Vec::new(),
+        );
+        let mut state = State::new(q);
+        run(&mut state, dir.path(), &mut asked, &mut |_| {})
+            .await
+            .unwrap();
+        let (first, rest) = asked.1.split_first().unwrap();
+        assert_eq!(first.0, format!("{:040x}", 8), "the bad end first");
+        assert_eq!(
+            first.1,
+            Ask {
+                margin: 0.05,
+                bad_end: true
+            }
+        );
+        assert!(!rest.is_empty());
+        for (commit, ask) in rest {
+            assert!(!ask.bad_end, "{commit}");
+            assert!(
+                (ask.margin - (1.821f64.sqrt() - 1.0)).abs() < 1e-9,
+                "{ask:?}"
+            );
+        }
     }
 
     /// A bisection.json written by a labrun that judged by the margin alone,

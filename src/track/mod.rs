@@ -106,7 +106,11 @@ pub async fn run(
             of: todo.len(),
             commit,
         });
-        let outcome = prober.probe(&anchor, commit, state.question.margin).await?;
+        let ask = crate::bisect::Ask {
+            margin: state.question.margin,
+            bad_end: false,
+        };
+        let outcome = prober.probe(&anchor, commit, ask).await?;
         show(Event::Tracked {
             commit,
             outcome: &outcome,
@@ -272,7 +276,7 @@ mod tests {
             &mut self,
             good: &str,
             commit: &str,
-            _margin: f64,
+            _ask: crate::bisect::Ask,
         ) -> anyhow::Result<Outcome> {
             assert_eq!(good, self.line[0], "every point is paired with the anchor");
             if self.stop_after == Some(self.calls.len()) {
