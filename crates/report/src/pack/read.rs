@@ -215,6 +215,8 @@ struct Unpacker<'a> {
     /// Path -> (size, sha256) of every file unpacked.
     seen: BTreeMap<String, (u64, String)>,
     total: u64,
+    /// One read buffer for every entry (a pack holds dozens of small files).
+    buf: Vec<u8>,
 }
 
 impl<'a> Unpacker<'a> {
@@ -226,6 +228,7 @@ impl<'a> Unpacker<'a> {
             manifest: None,
             seen: BTreeMap::new(),
             total: 0,
+            buf: vec![0u8; 64 * 1024],
         }
     }
 
@@ -328,20 +331,27 @@ impl<'a> Unpacker<'a> {
         let keep = matches!(self.sink, Sink::Memory(_)) && rel.starts_with("raw/");
         let mut kept = Vec::new();
         let mut hashing = Hashing::new();
-        let mut buf = vec![0u8; 64 * 1024];
+        let mut buf = std::mem::take(&mut self.buf);
         // The header's size bounds the read; a longer body cannot slip past it.
         let mut body = (&mut entry).take(size);
-        loop {
-            let n = body.read(&mut buf).map_err(|e| self.not_a_pack(e))?;
+        let copied = loop {
+            let n = match body.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) => break Err(self.not_a_pack(e)),
+            };
             if n == 0 {
-                break;
+                break Ok(());
             }
             hashing.update(&buf[..n]);
             if keep {
                 kept.extend_from_slice(&buf[..n]);
             }
-            out.write_all(&buf[..n]).map_err(write_err)?;
-        }
+            if let Err(e) = out.write_all(&buf[..n]) {
+                break Err(write_err(e));
+            }
+        };
+        self.buf = buf;
+        copied?;
         drop(out);
         if let Sink::Memory(files) = &mut self.sink
             && keep
