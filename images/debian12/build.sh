@@ -65,6 +65,18 @@ rm -f "$root/etc/resolv.conf" && : >"$root/etc/resolv.conf"
 # Per-boot identity: systemd makes a machine-id; labrun injects the host key.
 : >"$root/etc/machine-id"
 rm -f "$root"/etc/ssh/ssh_host_*
+# OpenSSH 9.8 and later (trixie, sid) penalise a source address for each
+# connection that does not log in, and then refuse it for a while. Every
+# connection to the guest comes from one address (slirp's 10.0.2.2), and
+# labrun's wait for SSH while the guest boots makes such connections, so a
+# slow boot could lock labrun out of its own guest ("SSH handshake failed:
+# Disconnected"). The guest is reachable only through the loopback forward:
+# no penalties. Older sshd (bookworm) does not know the option, and refuses
+# to start on an option it does not know, so it is written only where known.
+if chroot "$root" dpkg --compare-versions \
+    "$(chroot "$root" dpkg-query -W -f='${Version}' openssh-server)" ge 1:9.8; then
+  echo 'PerSourcePenalties no' >"$root/etc/ssh/sshd_config.d/labrun-penalties.conf"
+fi
 # Root logs in with the injected key only.
 sed -i 's/^root:[^:]*:/root:*:/' "$root/etc/shadow"
 # Network up by DHCP from slirp, but never waited for; no timers that wake apt.
