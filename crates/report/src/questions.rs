@@ -33,6 +33,16 @@ fn asks_series(run: &RawRun) -> bool {
         .is_some_and(|p| p.pairs.is_empty())
 }
 
+/// The trends whose steps the run asks about: its series' when it names
+/// no pair, else none.
+fn asked_trends(run: &RawRun) -> Vec<Trend> {
+    if asks_series(run) {
+        trend::of_run(run).0
+    } else {
+        Vec::new()
+    }
+}
+
 /// What is open in `run`, judged as its summary judges it (a trend's steps
 /// with Holm's correction across the chain).
 pub fn open(run: &RawRun) -> Open {
@@ -52,11 +62,7 @@ pub fn open(run: &RawRun) -> Open {
             want(&c.baseline.tool, &c.candidate.tool, &mut open.tools);
         }
     }
-    let (trends, _) = if asks_series(run) {
-        trend::of_run(run)
-    } else {
-        Default::default()
-    };
+    let trends = asked_trends(run);
     for t in &trends {
         for row in &t.rows {
             for s in row.steps.iter().filter(|s| is_open_step(s)) {
@@ -136,11 +142,7 @@ pub fn decided_by_rule(run: &RawRun) -> Option<DecidedByRule> {
 
 fn decided(run: &RawRun) -> Decided {
     let (comparisons, _) = requested(run);
-    let (trends, _) = if asks_series(run) {
-        trend::of_run(run)
-    } else {
-        Default::default()
-    };
+    let trends = asked_trends(run);
     let mut d = Decided {
         decided: 0,
         tested: 0,

@@ -88,6 +88,15 @@ pub struct TrendStep {
 
 type Key = (Step, Figure, Option<CpuSource>);
 
+/// A series member's version: `restic@0.18.1` -> `0.18.1` (the member
+/// itself when it is not `TOOL@...`).
+pub fn member_version<'a>(tool: &str, member: &'a str) -> &'a str {
+    member
+        .strip_prefix(tool)
+        .and_then(|v| v.strip_prefix('@'))
+        .unwrap_or(member)
+}
+
 fn key(r: &Row) -> Key {
     (r.phase.clone(), r.figure, r.cpu_source)
 }

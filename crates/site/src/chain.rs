@@ -120,13 +120,9 @@ pub fn of(runs: &[SiteRun], tool: &str) -> Vec<Chain> {
         .collect()
 }
 
-/// `restic@0.18.1` -> `0.18.1`.
+/// `restic@0.18.1` -> `0.18.1`, as the report's trend names members.
 pub fn version_of(tool: &str, member: &str) -> String {
-    member
-        .strip_prefix(tool)
-        .and_then(|v| v.strip_prefix('@'))
-        .unwrap_or(member)
-        .to_string()
+    labrun_report::trend::member_version(tool, member).to_string()
 }
 
 fn point(

@@ -15,10 +15,7 @@ const NONE: &str = "n/a";
 
 /// `restic@0.18.1` -> `0.18.1` (the series' own name is the heading's).
 fn version<'a>(t: &Trend, member: &'a str) -> &'a str {
-    member
-        .strip_prefix(t.tool.as_str())
-        .and_then(|v| v.strip_prefix('@'))
-        .unwrap_or(member)
+    crate::trend::member_version(&t.tool, member)
 }
 
 /// `1.31x [1.12, 1.53]`, or the ratio alone for sizes.
