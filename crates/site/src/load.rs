@@ -46,34 +46,96 @@ pub fn matching(
     Ok(read(store, stored))
 }
 
-/// `stored` (runs the store listed), read as [`all`] reads them.
+/// `stored` (runs the store listed), read as [`all`] reads them, in the
+/// order given. The packs come from the store one at a time (one
+/// connection); checking and summarizing them, most of a question's time,
+/// runs on every core, a batch at a time so that only a few packs are held
+/// in memory at once.
 pub fn read(store: &mut Store, stored: Vec<StoredRun>) -> (Vec<SiteRun>, Vec<Skipped>) {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
-    for stored in stored {
-        match one(store, &stored) {
-            Ok(run) => runs.push(run),
-            Err(reason) => skipped.push(Skipped {
-                digest: stored.digest,
-                reason,
-            }),
+    let mut pending = stored.into_iter().peekable();
+    while pending.peek().is_some() {
+        let batch: Vec<(StoredRun, Result<Vec<u8>, String>)> = pending
+            .by_ref()
+            .take(workers * BATCH_PER_WORKER)
+            .map(|stored| {
+                let bytes = fetch(store, &stored);
+                (stored, bytes)
+            })
+            .collect();
+        for (stored, read) in read_side_by_side(batch, workers) {
+            match read {
+                Ok(run) => runs.push(run),
+                Err(reason) => skipped.push(Skipped {
+                    digest: stored.digest,
+                    reason,
+                }),
+            }
         }
     }
     (runs, skipped)
 }
 
-fn one(store: &mut Store, stored: &StoredRun) -> Result<SiteRun, String> {
+/// Packs a worker reads per batch: enough to even out packs of different
+/// sizes, few enough that a batch of large runs fits in memory.
+const BATCH_PER_WORKER: usize = 4;
+
+/// `batch` read on up to `workers` threads, each a contiguous part of it,
+/// the results in the batch's order.
+fn read_side_by_side(
+    batch: Vec<(StoredRun, Result<Vec<u8>, String>)>,
+    workers: usize,
+) -> Vec<(StoredRun, Result<SiteRun, String>)> {
+    let per_worker = batch.len().div_ceil(workers.max(1)).max(1);
+    let mut parts: Vec<Vec<_>> = Vec::new();
+    let mut batch = batch.into_iter().peekable();
+    while batch.peek().is_some() {
+        parts.push(batch.by_ref().take(per_worker).collect());
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| {
+                scope.spawn(move || {
+                    part.into_iter()
+                        .map(|(stored, bytes)| {
+                            let run = bytes.and_then(|b| one(&stored, &b));
+                            (stored, run)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(read) => read,
+                // A reader that panicked is a bug in labrun, not in the
+                // run: carry the panic on rather than drop its runs.
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
+}
+
+/// The run's kept pack, from the store.
+fn fetch(store: &mut Store, stored: &StoredRun) -> Result<Vec<u8>, String> {
     // The digest names a folder of the site: only a SHA-256 in hex may.
     if stored.digest.len() != 64 || !stored.digest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err("its identity is not a SHA-256 digest".into());
     }
+    store.pack(&stored.digest).map_err(|e| e.to_string())
+}
+
+fn one(stored: &StoredRun, bytes: &[u8]) -> Result<SiteRun, String> {
     // The pack is read from the store into memory and checked against its
     // manifest file by file, as `labrun report` checks any pack; nothing
     // is unpacked to disk (a folder per run was most of the time a
     // question over many runs took).
-    let bytes = store.pack(&stored.digest).map_err(|e| e.to_string())?;
     let name = std::path::PathBuf::from(format!("the store's pack sha256:{}", stored.digest));
-    let pack = labrun_report::pack::read_in_memory(&name, &bytes).map_err(|e| {
+    let pack = labrun_report::pack::read_in_memory(&name, bytes).map_err(|e| {
         format!("its kept pack does not read ({e}); import the run again to keep it")
     })?;
     let raw = labrun_report::evidence::load_in_memory(&pack.files, &pack.run)
