@@ -177,14 +177,14 @@ fn not_served(ctx: &BuildCtx<'_>, d: &PinnedDist, kind: Kind, e: ArtifactError) 
         return e;
     };
     let what = match kind {
-        Kind::Sdist => "an sdist",
-        Kind::PureWheel => "a pure-Python wheel (py3-none-any)",
+        Kind::Sdist => "no sdist",
+        Kind::PureWheel => "no pure-Python wheel (py3-none-any)",
     };
     ArtifactError::Build {
         name: ctx.name.to_string(),
         step,
         detail: format!(
-            "the package index the host's pip uses serves no {what} of {}=={} ({detail}): \
+            "the package index the host's pip uses serves {what} of {}=={} ({detail}): \
              check the name and version on PyPI; nothing was built",
             d.name, d.version
         ),

@@ -141,11 +141,9 @@ impl SuiteRoot {
             let mut cmd = Command::new("chroot");
             cmd.stdin(std::process::Stdio::null())
                 .arg(&dir)
+                .args(["/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "LC_ALL=C"])
                 .arg(program)
-                .args(args)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("LC_ALL", "C");
+                .args(args);
             cmd
         };
         let fail = |found: String| ArtifactError::Toolchain {
