@@ -1,7 +1,8 @@
 //! Getting every file a wheel build reads, on the host, each checked
-//! against its pin before anything is built: the sdists through the host's
-//! pip (`pip download --no-deps`: its index, proxy and certificates are the
-//! host's), the patches from the lab's folder. Downloads are kept in
+//! against its pin before anything is built: the sdists and build wheels
+//! through the host pip's own finder and session ([`PIP_FETCH`]: its index,
+//! proxy and certificates are the host's, and no code of the package runs
+//! on the host), the patches from the lab's folder. Downloads are kept in
 //! `<cache>/python/dists/<sha256>/` so a second build fetches nothing.
 
 use super::{PinnedDist, PythonBuild};
@@ -10,6 +11,9 @@ use crate::digest::sha256_file;
 use crate::error::ArtifactError;
 use crate::spec::local_path;
 use std::path::{Path, PathBuf};
+
+/// The script that finds and saves one file through the host's pip.
+const PIP_FETCH: &str = include_str!("pip_fetch.py");
 
 /// The checked files of one build.
 pub(super) struct Fetched {
@@ -107,7 +111,7 @@ async fn fetch(
         return Ok(file);
     }
     let spec = format!("{}=={}", d.name, d.version);
-    let step = format!("pip download {spec}");
+    let step = format!("download {spec} through the host's pip");
     let io = |e: std::io::Error| ctx.failed(&step, e.to_string());
     std::fs::create_dir_all(ctx.cache_dir.join("python/dists")).map_err(io)?;
     let tmp = tempfile::Builder::new()
@@ -115,32 +119,12 @@ async fn fetch(
         .tempdir_in(ctx.cache_dir.join("python/dists"))
         .map_err(io)?;
     let mut cmd = ctx.command("python3");
-    cmd.args([
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--disable-pip-version-check",
-    ])
-    .arg("--dest")
-    .arg(tmp.path());
-    match kind {
-        Kind::Sdist => cmd.args(["--no-binary", ":all:"]),
-        // Any Python, any platform: a wheel whose tags say "pure".
-        Kind::PureWheel => cmd.args([
-            "--only-binary",
-            ":all:",
-            "--platform",
-            "any",
-            "--implementation",
-            "py",
-            "--abi",
-            "none",
-            "--python-version",
-            "3.11",
-        ]),
+    let kind_word = match kind {
+        Kind::Sdist => "sdist",
+        Kind::PureWheel => "pure-wheel",
     };
-    cmd.arg(&spec);
+    cmd.args(["-c", PIP_FETCH, &d.name, &d.version, kind_word])
+        .arg(tmp.path());
     if let Err(e) = ctx.run(&step, cmd, tmp.path()).await {
         return Err(not_served(ctx, d, kind, e));
     }
