@@ -39,6 +39,18 @@ pub(super) async fn build(
     out: &Path,
 ) -> Result<Built, ArtifactError> {
     let root_dir = root.path(ctx.name)?;
+    // One build at a time in a root: the build folder's path is fixed (so
+    // the wheels are the same), and another labrun process may share the
+    // cache. Held until this function returns; the lock file stays.
+    let lock_path = root_dir.with_extension("lock");
+    let lock = std::fs::File::create(&lock_path)
+        .and_then(|f| f.lock().map(|()| f))
+        .map_err(|e| {
+            ctx.failed(
+                "lock the build root",
+                format!("{}: {e}", lock_path.display()),
+            )
+        })?;
     let work = root_dir.join(IN_ROOT.trim_start_matches('/'));
     let io = |step: &'static str| move |e: std::io::Error| (step, e.to_string());
     let prepared = (|| {
@@ -123,6 +135,7 @@ pub(super) async fn build(
 
     let collected = collect(&work.join("wheels"), &out.join("wheels"));
     let _ = std::fs::remove_dir_all(&work);
+    drop(lock);
     collected.map_err(|e| ctx.failed("collect the wheels", e.to_string()))
 }
 
