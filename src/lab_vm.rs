@@ -89,6 +89,7 @@ pub fn vm_on(lab: &Lab, cache_dir: &Path, host: Option<&HostSpec>) -> anyhow::Re
     let cfg = match lab.machine() {
         Machine::Vm(vm) => {
             let mut cfg = vm_config(&lab.name, &path, &vm, cache_dir)?;
+            add_python_venv(lab, &mut cfg);
             if let Some(h) = host {
                 cfg.uri = h.uri.clone();
                 cfg.remote = h.ssh.as_ref().map(|t| labrun_vm::RemoteHost {
@@ -111,6 +112,25 @@ pub fn vm_on(lab: &Lab, cache_dir: &Path, host: Option<&HostSpec>) -> anyhow::Re
         ),
     };
     Ok(cfg)
+}
+
+/// A Python package's venv needs the guest's python3-venv (which brings
+/// python3): added to the image only for a lab with such a tool, so every
+/// other lab's image (and its cache key) stays as it was.
+fn add_python_venv(lab: &Lab, cfg: &mut VmConfig) {
+    use labrun_artifact::{ArtifactSource, BuildRecipe};
+    let python = lab.tools.iter().any(|t| {
+        matches!(
+            &t.artifact.source,
+            ArtifactSource::Build(BuildRecipe::Python(_))
+        )
+    });
+    if python
+        && let ImageSource::Recipe(spec) = &mut cfg.image
+        && !spec.extra_packages.iter().any(|p| p == "python3-venv")
+    {
+        spec.extra_packages.push("python3-venv".into());
+    }
 }
 
 /// `cache_dir` locates a cloud image: where the artifact cache keeps the

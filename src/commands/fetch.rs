@@ -179,6 +179,19 @@ fn print_row(tool: &ToolSpec, f: &FetchedArtifact, i: &Installable) {
         InstallKind::Deb { binary_path } => {
             safe_println!("  binary   {binary_path} (installed in the guest with dpkg -i)")
         }
+        InstallKind::PythonVenv { entry_point } => {
+            // The evidence of a wheel bundle is its wheels, each by digest.
+            safe_println!(
+                "  binary   {} (the venv's entry point {entry_point} in the guest)",
+                tool.install_path()
+            );
+            if let Ok(m) = labrun_artifact::build::python::bundle::read_manifest(&i.path) {
+                for w in &m.wheels {
+                    safe_println!("  wheel    {} sha256 {}", one_line(&w.file), w.sha256);
+                }
+            }
+            return;
+        }
     }
     safe_println!("  binary sha256 {} {pinned}", i.binary_sha256);
 }

@@ -8,6 +8,7 @@ use crate::exit;
 use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use labrun_artifact::InstallKind;
+use labrun_vm::GuestInstall;
 use labrun_vm::{Paths, UpOutcome, UpProgress, VmError};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -208,24 +209,34 @@ pub async fn bring_up_lab(
     }
 }
 
-/// What to push for each tool: the extracted binary, or the whole `.deb`.
+/// What to push for each tool: the extracted binary, the whole `.deb`, or
+/// a Python package's wheel bundle.
 fn tool_installs(tools: &[&labrun_lab::ToolSpec], ready: &[Ready]) -> Vec<labrun_vm::ToolInstall> {
     tools
         .iter()
         .zip(ready)
         .map(|(tool, r)| {
-            let deb = matches!(r.installable.kind, InstallKind::Deb { .. });
+            let guest_path = tool.install_path();
+            let how = match &r.installable.kind {
+                InstallKind::Binary => GuestInstall::Binary,
+                InstallKind::Deb { .. } => GuestInstall::Deb,
+                InstallKind::PythonVenv { entry_point } => GuestInstall::PythonVenv {
+                    venv: guest_path
+                        .strip_suffix(&format!("/bin/{entry_point}"))
+                        .unwrap_or(&guest_path)
+                        .to_string(),
+                },
+            };
             labrun_vm::ToolInstall {
                 name: tool.name.clone(),
                 local_path: r.installable.path.clone(),
-                guest_path: tool.install_path(),
-                // The uploaded file's digest: the .deb's, or the binary's.
-                sha256: if deb {
-                    r.fetched.sha256.clone()
-                } else {
-                    r.installable.binary_sha256.clone()
+                guest_path,
+                // The uploaded file's digest: the .deb's or bundle's, or the binary's.
+                sha256: match how {
+                    GuestInstall::Binary => r.installable.binary_sha256.clone(),
+                    GuestInstall::Deb | GuestInstall::PythonVenv { .. } => r.fetched.sha256.clone(),
                 },
-                deb,
+                how,
             }
         })
         .collect()
@@ -240,7 +251,10 @@ async fn install_checked(
 ) -> anyhow::Result<Vec<labrun_vm::InstalledTool>> {
     let installed = labrun_vm::install_tools(session, installs).await?;
     for (t, r) in installed.iter().zip(ready) {
-        if t.binary_sha256 != r.installable.binary_sha256 {
+        // A venv's entry point is a script pip writes in the guest: what
+        // was checked there is the bundle and each wheel (`SHA256SUMS`).
+        let venv = matches!(r.installable.kind, InstallKind::PythonVenv { .. });
+        if !venv && t.binary_sha256 != r.installable.binary_sha256 {
             bail!(
                 "{} at {} in the guest has SHA-256 {}, but the verified artifact's binary is {}: the install did not put the pinned binary there",
                 t.name,

@@ -9,7 +9,7 @@
 use crate::digest::HashingWriter;
 use crate::error::ArtifactError;
 use crate::fetcher::FetchedArtifact;
-use crate::spec::{ArtifactSpec, Extract};
+use crate::spec::{ArtifactSource, ArtifactSpec, BuildRecipe, Extract, PythonBuild};
 use labrun_dataset::unpack::{ArMembers, HeaderRecordTooLarge, TarRecords};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -23,6 +23,10 @@ pub enum InstallKind {
     /// Copy the .deb at `path` into the guest and `dpkg -i` it; the binary
     /// then lives at `binary_path`.
     Deb { binary_path: String },
+    /// Copy the wheel bundle at `path` into the guest, check each wheel's
+    /// SHA-256 there and install them into a venv whose `entry_point` is
+    /// the tool ([`crate::build::python`]).
+    PythonVenv { entry_point: String },
 }
 
 /// What the guest installs, with the digest it checks after install.
@@ -87,6 +91,44 @@ pub fn extract(
     extract_bounded(fetched, spec, Bound::ToolBinary)
 }
 
+/// A wheel bundle is installed whole: its manifest is read back here (each
+/// wheel checked against its digest) so a damaged bundle stops on the host.
+fn python_bundle(
+    fetched: &FetchedArtifact,
+    spec: &ArtifactSpec,
+    p: &PythonBuild,
+) -> Result<Installable, ArtifactError> {
+    let fail = |problem: String| ArtifactError::Spec {
+        field: "python".into(),
+        problem,
+    };
+    if spec.extract != Extract::Raw {
+        return Err(fail(format!(
+            "a Python package is installed from its wheel bundle whole: remove {}",
+            spec.extract.as_written()
+        )));
+    }
+    let manifest = crate::build::python::bundle::read_manifest(&fetched.path).map_err(|e| {
+        fail(format!(
+            "the wheel bundle {} cannot be read ({e}): remove it and fetch again",
+            fetched.path.display()
+        ))
+    })?;
+    if manifest.entry_point != p.entry_point {
+        return Err(fail(format!(
+            "the bundle was built with entry point {:?}, the lab says {:?}",
+            manifest.entry_point, p.entry_point
+        )));
+    }
+    Ok(Installable {
+        path: fetched.path.clone(),
+        binary_sha256: fetched.sha256.clone(),
+        kind: InstallKind::PythonVenv {
+            entry_point: p.entry_point.clone(),
+        },
+    })
+}
+
 /// The member `spec.extract` names, for a dataset: as [`extract`], bounded
 /// by `max_bytes` (the most the dataset's tree may unpack to) instead of a
 /// tool binary's limit.
@@ -116,6 +158,9 @@ fn extract_bounded(
         .parent()
         .unwrap_or(Path::new("."))
         .join("extracted");
+    if let ArtifactSource::Build(BuildRecipe::Python(p)) = &spec.source {
+        return python_bundle(fetched, spec, p);
+    }
     if let Extract::DebInstall(binary_path) = &spec.extract {
         let actual = read_member(&fetched.name, &fetched.path, &spec.extract, |r| {
             let (_, digest) = copy_hashed(&ctx, r, io::sink(), bound)?;

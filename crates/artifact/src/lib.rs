@@ -46,6 +46,6 @@ pub use resolve::{Resolution, resolve_offline};
 pub use source::{FileName, Source};
 pub use spec::{
     AptPackage, ArtifactSource, ArtifactSpec, BuildRecipe, CrateBuild, Extract, GoBuild,
-    SourceBuild, SpecProblem,
+    PythonBuild, SourceBuild, SpecProblem,
 };
 pub use url_credentials::without_credentials;

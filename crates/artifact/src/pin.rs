@@ -349,6 +349,14 @@ impl Fetcher {
                     c.version = v.to_string();
                     fields.push(("version", c.version.clone()));
                 }
+                BuildRecipe::Python(_) => {
+                    return Err(edit_err(format!(
+                        "`{tool}` is a Python package: its sdist's and dependencies' digests \
+                         change with the version, so write the new `version`, `sdist_sha256` and \
+                         `requires` in the lab (docs/guide/labs.md), then run `labrun pin {tool}` \
+                         without --version"
+                    )));
+                }
                 BuildRecipe::Source(_) => {
                     return Err(edit_err(format!(
                         "`{tool}` is built from a source tree, which its commit or archive and                          tree id name, not a version: write the new `git.commit` (or archive and                          `tree`) in the lab, then run `labrun pin {tool}` without --version"

@@ -19,6 +19,7 @@ mod load;
 mod locate;
 pub mod noise_floor;
 mod plan;
+mod python_suite;
 pub mod real_tree;
 mod redact;
 mod schema;

@@ -3,7 +3,7 @@
 use crate::error::LabError;
 use crate::schema::{DatasetSpec, Lab, ToolSpec};
 use crate::validate::check_scale;
-use labrun_artifact::Extract;
+use labrun_artifact::{ArtifactSource, BuildRecipe, Extract};
 use labrun_evidence::{DatasetPlan, Plan, Server, StoragePlan, ToolPlan};
 
 /// What the command line may change for one run without editing the lab.
@@ -21,6 +21,10 @@ impl ToolSpec {
     /// Where the binary lives in the guest: `install:`, else the path a
     /// `deb-install` package puts it at, else `/usr/local/bin/<name>`.
     pub fn install_path(&self) -> String {
+        // A Python package's entry point is in a venv of the tool's own.
+        if let ArtifactSource::Build(BuildRecipe::Python(p)) = &self.artifact.source {
+            return format!("/opt/labrun/{}/venv/bin/{}", self.name, p.entry_point);
+        }
         if let Some(p) = &self.install {
             return p.clone();
         }

@@ -106,6 +106,7 @@ impl Lab {
             }
         }
         self.validate_series_names(&mut out);
+        self.validate_python_suites(&mut out);
         self.validate_protocol(&mut out);
         self.validate_storage(&mut out);
         if let Some(c) = &self.compare {

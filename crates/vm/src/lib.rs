@@ -44,5 +44,5 @@ pub use preflight::{HostReport, preflight};
 pub use remote::RemoteHost;
 pub use state::{LabDir, Phase, VmState};
 pub use status::{LabStatus, status};
-pub use tools::{InstalledTool, ToolInstall, install_tools};
+pub use tools::{GuestInstall, InstalledTool, ToolInstall, install_tools};
 pub use up::{Cancel, Paths, UpOutcome, UpProgress, up};

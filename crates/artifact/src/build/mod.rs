@@ -17,12 +17,14 @@
 //! ```
 
 pub mod go;
+pub mod python;
 pub mod rust_crate;
 mod shapes;
 pub mod source;
 pub mod tree_id;
 
 pub use go::GoBuild;
+pub use python::PythonBuild;
 pub use rust_crate::CrateBuild;
 pub use source::SourceBuild;
 
@@ -83,6 +85,8 @@ pub enum BuildRecipe {
     Go(GoBuild),
     Crate(CrateBuild),
     Source(SourceBuild),
+    /// Boxed: its many pinned lists would make every artifact as large.
+    Python(Box<PythonBuild>),
 }
 
 impl BuildRecipe {
@@ -92,6 +96,7 @@ impl BuildRecipe {
             BuildRecipe::Go(_) => "go",
             BuildRecipe::Crate(_) => "crate",
             BuildRecipe::Source(_) => "source",
+            BuildRecipe::Python(_) => "python",
         }
     }
 
@@ -101,6 +106,7 @@ impl BuildRecipe {
             BuildRecipe::Go(g) => g.problems(),
             BuildRecipe::Crate(c) => c.problems(),
             BuildRecipe::Source(s) => s.problems(),
+            BuildRecipe::Python(p) => p.problems(),
         };
         own.into_iter().map(|p| p.under(self.key())).collect()
     }
@@ -111,6 +117,7 @@ impl BuildRecipe {
             BuildRecipe::Go(g) => g.provenance(),
             BuildRecipe::Crate(c) => c.provenance(),
             BuildRecipe::Source(s) => s.provenance(),
+            BuildRecipe::Python(p) => p.provenance(),
         }
     }
 
@@ -131,6 +138,7 @@ impl Recipe for BuildRecipe {
             BuildRecipe::Go(g) => g.describe(),
             BuildRecipe::Crate(c) => c.describe(),
             BuildRecipe::Source(s) => s.describe(),
+            BuildRecipe::Python(p) => p.describe(),
         }
     }
 
@@ -139,6 +147,7 @@ impl Recipe for BuildRecipe {
             BuildRecipe::Go(g) => Recipe::binary_name(g),
             BuildRecipe::Crate(c) => Recipe::binary_name(c),
             BuildRecipe::Source(s) => Recipe::binary_name(s),
+            BuildRecipe::Python(p) => Recipe::binary_name(p.as_ref()),
         }
     }
 
@@ -147,6 +156,7 @@ impl Recipe for BuildRecipe {
             BuildRecipe::Go(g) => g.inputs(),
             BuildRecipe::Crate(c) => c.inputs(),
             BuildRecipe::Source(s) => s.inputs(),
+            BuildRecipe::Python(p) => p.inputs(),
         }
     }
 
@@ -155,6 +165,7 @@ impl Recipe for BuildRecipe {
             BuildRecipe::Go(g) => g.toolchain(ctx).await,
             BuildRecipe::Crate(c) => c.toolchain(ctx).await,
             BuildRecipe::Source(s) => s.toolchain(ctx).await,
+            BuildRecipe::Python(p) => p.toolchain(ctx).await,
         }
     }
 
@@ -163,13 +174,14 @@ impl Recipe for BuildRecipe {
             BuildRecipe::Go(g) => g.key_inputs(ctx).await,
             BuildRecipe::Crate(c) => c.key_inputs(ctx).await,
             BuildRecipe::Source(s) => s.key_inputs(ctx).await,
+            BuildRecipe::Python(p) => p.key_inputs(ctx).await,
         }
     }
 
     fn origin(&self) -> Option<serde_json::Value> {
         match self {
             BuildRecipe::Source(s) => Recipe::origin(s),
-            BuildRecipe::Go(_) | BuildRecipe::Crate(_) => None,
+            BuildRecipe::Go(_) | BuildRecipe::Crate(_) | BuildRecipe::Python(_) => None,
         }
     }
 
@@ -178,6 +190,7 @@ impl Recipe for BuildRecipe {
             BuildRecipe::Go(g) => g.build(ctx, out).await,
             BuildRecipe::Crate(c) => c.build(ctx, out).await,
             BuildRecipe::Source(s) => s.build(ctx, out).await,
+            BuildRecipe::Python(p) => p.build(ctx, out).await,
         }
     }
 }

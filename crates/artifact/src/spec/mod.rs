@@ -15,7 +15,7 @@
 mod apt;
 pub mod rules;
 
-pub use crate::build::{BuildRecipe, CrateBuild, GoBuild, SourceBuild};
+pub use crate::build::{BuildRecipe, CrateBuild, GoBuild, PythonBuild, SourceBuild};
 pub use apt::AptPackage;
 pub use rules::SpecProblem;
 
@@ -71,7 +71,7 @@ pub enum ArtifactSource {
 }
 
 /// The lab-file keys of the sources, in the order messages list them.
-pub const SOURCE_KEYS: &[&str] = &["url", "file", "apt", "go", "crate", "source"];
+pub const SOURCE_KEYS: &[&str] = &["url", "file", "apt", "go", "crate", "source", "python"];
 
 impl ArtifactSource {
     /// The lab-file key that names this source (`url`, `apt`, `go`, ...),
@@ -192,6 +192,8 @@ struct RawSpec {
     cargo: Option<CrateBuild>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     source: Option<SourceBuild>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    python: Option<PythonBuild>,
     sha256: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sha256_source: Option<String>,
@@ -214,6 +216,8 @@ impl TryFrom<RawSpec> for ArtifactSpec {
                 .map(|c| ArtifactSource::Build(BuildRecipe::Crate(c))),
             raw.source
                 .map(|s| ArtifactSource::Build(BuildRecipe::Source(s))),
+            raw.python
+                .map(|p| ArtifactSource::Build(BuildRecipe::Python(Box::new(p)))),
         ]
         .into_iter()
         .flatten()
@@ -229,8 +233,8 @@ impl TryFrom<RawSpec> for ArtifactSpec {
                 return Err(
                     "no source: give exactly one of `url: https://...`, `file: PATH`, \
                      `apt: {package: NAME, version: VERSION}`, `go: {module: ..., version: ...}`, \
-                     `crate: {name: ..., version: ...}` or `source: {archive: ..., tree: ..., \
-                     build: ...}`"
+                     `crate: {name: ..., version: ...}`, `source: {archive: ..., tree: ..., \
+                     build: ...}` or `python: {name: ..., version: ..., ...}`"
                         .into(),
                 );
             }
@@ -261,6 +265,7 @@ impl From<ArtifactSpec> for RawSpec {
             go: None,
             cargo: None,
             source: None,
+            python: None,
             sha256: spec.sha256,
             sha256_source: spec.sha256_source,
             extract: spec.extract,
@@ -273,6 +278,7 @@ impl From<ArtifactSpec> for RawSpec {
             ArtifactSource::Build(BuildRecipe::Go(go)) => raw.go = Some(go),
             ArtifactSource::Build(BuildRecipe::Crate(c)) => raw.cargo = Some(c),
             ArtifactSource::Build(BuildRecipe::Source(s)) => raw.source = Some(s),
+            ArtifactSource::Build(BuildRecipe::Python(p)) => raw.python = Some(*p),
         }
         raw
     }
@@ -356,8 +362,11 @@ mod tests {
                 commit = "c".repeat(40),
                 tree = "d".repeat(40)
             ),
+            format!(
+                r#"{{"python":{{"name":"attic","version":"0.16","sdist_sha256":"{sha}","suite":"bookworm","python":">=3.4,<3.12","entry_point":"attic","patches":[{{"path":"labs/patches/a.patch","sha256":"{sha}"}}],"remove_files":["attic/chunker.c"],"build_requires":[{{"name":"cython","version":"0.29.37","sha256":"{sha}"}}],"requires":[{{"name":"msgpack-python","version":"0.5.6","sha256":"{sha}"}}],"build_packages":["libssl-dev"]}},"sha256":"{sha}","extract":"raw"}}"#
+            ),
         ];
-        let kinds = ["url", "file", "apt", "go", "crate", "source"];
+        let kinds = ["url", "file", "apt", "go", "crate", "source", "python"];
         for (block, kind) in blocks.iter().zip(kinds) {
             let spec: ArtifactSpec = serde_json::from_str(block).unwrap();
             assert_eq!(spec.source.key(), kind);
