@@ -68,12 +68,29 @@ impl Lab {
 
     pub fn run(&self, args: &[&str]) -> Output {
         let out = self.cmd(args).output().unwrap();
+        // A failure's last lines first: CI keeps the head of a failing
+        // test's output, and a long run's reason sits at its very end.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail = |text: &str| {
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(12)..].join("\n")
+        };
+        let why = if out.status.success() {
+            String::new()
+        } else {
+            format!(
+                "its last lines of stdout:\n{}\nand of stderr:\n{}\n(all of its output follows)\n",
+                tail(&stdout),
+                tail(&stderr)
+            )
+        };
         eprintln!(
-            "$ labrun {}\n-> {:?}\n{}{}",
+            "$ labrun {}\n-> {:?}\n{why}{}{}",
             args.join(" "),
             out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            stdout,
+            stderr
         );
         out
     }
