@@ -56,7 +56,13 @@ pub struct ArtifactSpec {
 ///   conversions and the arms below), `fetcher.rs` (how it is fetched) and
 ///   `resolve.rs` (how `labrun check` finds it offline): 4 files.
 ///
-/// Nothing in labrun-lab or the labrun binary names a kind.
+/// Outside this crate a kind is still named where what it needs is not yet
+/// a method of its own (issue 48): a Python package's guest packages and
+/// suite (`src/lab_vm.rs`, labrun-lab's `python_suite.rs` and `plan.rs`),
+/// a Go module's `sum` in a series (`series.rs`), what `pin --series`
+/// asks of each source (`src/commands/pin_series.rs`) and the git source
+/// `bisect` walks (`src/commands/bisect.rs`, `src/bisect/lab_probe.rs`).
+/// A new kind is matched there too until those become methods here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArtifactSource {
     /// `url:` an `https://` or `http://` URL of the file.
