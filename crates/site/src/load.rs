@@ -65,7 +65,8 @@ pub fn read(store: &mut Store, stored: Vec<StoredRun>) -> (Vec<SiteRun>, Vec<Ski
                 (stored, bytes)
             })
             .collect();
-        for (stored, read) in read_side_by_side(batch, workers) {
+        let read = read_side_by_side(&batch, workers);
+        for ((stored, _), read) in batch.into_iter().zip(read) {
             match read {
                 Ok(run) => runs.push(run),
                 Err(reason) => skipped.push(Skipped {
@@ -85,24 +86,19 @@ const BATCH_PER_WORKER: usize = 4;
 /// `batch` read on up to `workers` threads, each a contiguous part of it,
 /// the results in the batch's order.
 fn read_side_by_side(
-    batch: Vec<(StoredRun, Result<Vec<u8>, String>)>,
+    batch: &[(StoredRun, Result<Vec<u8>, String>)],
     workers: usize,
-) -> Vec<(StoredRun, Result<SiteRun, String>)> {
+) -> Vec<Result<SiteRun, String>> {
     let per_worker = batch.len().div_ceil(workers.max(1)).max(1);
-    let mut parts: Vec<Vec<_>> = Vec::new();
-    let mut batch = batch.into_iter().peekable();
-    while batch.peek().is_some() {
-        parts.push(batch.by_ref().take(per_worker).collect());
-    }
     std::thread::scope(|scope| {
-        let handles: Vec<_> = parts
-            .into_iter()
+        let handles: Vec<_> = batch
+            .chunks(per_worker)
             .map(|part| {
                 scope.spawn(move || {
-                    part.into_iter()
-                        .map(|(stored, bytes)| {
-                            let run = bytes.and_then(|b| one(&stored, &b));
-                            (stored, run)
+                    part.iter()
+                        .map(|(stored, bytes)| match bytes {
+                            Ok(b) => one(stored, b),
+                            Err(why) => Err(why.clone()),
                         })
                         .collect::<Vec<_>>()
                 })
